@@ -1,0 +1,111 @@
+"""``collect_allocations``: the hourly ping (CronJob) that copies OpenCost allocations.
+
+The edge only: authenticate the ping, parse its body, build the adapters once per process, run
+the service, and map the outcome to HTTP (200 success or partial, 4xx bad ping, 503 retry).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import flask
+import functions_framework
+from infra.kube import KubeClient
+from pydantic import BaseModel, ConfigDict, Field
+
+from finops.hours import parse_timestamp
+from functions.collect_allocations.service import CollectOptions, collect
+from functions.costjobs import CostJobRef, record_execution, require_costjob
+from functions.edge import database_from, error_response, parse_body, require_bearer, respond, settings_for
+from functions.runs import Run, recorded_run
+from infra.opencost import OpenCostClient
+from infra.settings import CollectAllocationsSettings
+
+FUNCTION = "collect_allocations"
+settings = settings_for(FUNCTION, CollectAllocationsSettings)
+
+
+class Ping(BaseModel):
+    """The ping body; every field optional. Unknown fields are refused so a typo is not a
+    silent "collect now"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduledTime: str | None = Field(default=None, description="RFC 3339; pins the run's hour")
+    costJob: CostJobRef | None = Field(default=None, description="CostJob whose status records this run")
+    trigger: str = Field(default="cron", pattern=r"^[a-z][a-z0-9-]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Adapters:
+    opencost: OpenCostClient
+    kube: KubeClient
+
+
+@functools.cache
+def adapters() -> Adapters:
+    s = settings()
+    kube = (
+        KubeClient.from_url(s.KUBE_API_URL, timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
+        if s.KUBE_API_URL
+        else KubeClient.from_environment(timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
+    )
+    opencost = OpenCostClient(s.OPENCOST_URL, timeout=s.OPENCOST_TIMEOUT_SECONDS, retries=s.OPENCOST_RETRIES)
+    return Adapters(opencost=opencost, kube=kube)
+
+
+@functions_framework.http
+def collect_allocations(request: flask.Request) -> flask.Response:
+    s = settings()
+    run: Run | None = None
+    ping: Ping | None = None
+    try:
+        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
+            require_bearer(request, s.PING_TOKEN.get_secret_value())
+            ping = parse_body(request, Ping)
+            run.trigger = ping.trigger
+            scheduled = (
+                parse_timestamp(ping.scheduledTime, field="scheduledTime")
+                if ping.scheduledTime
+                else s.SCHEDULED_TIMESTAMP
+            )
+            run.db = database_from(s)
+            if ping.costJob is not None:
+                require_costjob(adapters().kube, ping.costJob)  # 404 before any work
+            result = collect(
+                run.db,
+                adapters().opencost,
+                adapters().kube,
+                _options(s),
+                scheduled=scheduled,
+                now=datetime.now(UTC),
+                run_id=run.run_id,
+            )
+            run.counts = result.counts()
+            run.outcome = result.outcome
+            run.error = "; ".join(result.warnings) or None
+        response = respond(
+            200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "warnings": result.warnings}
+        )
+    except Exception as exc:  # classified and logged by recorded_run
+        response = error_response(exc, run.run_id if run else None)
+    if ping is not None and ping.costJob is not None and run is not None and run.db is not None:
+        record_execution(adapters().kube, ping.costJob, run)
+    return response
+
+
+def _options(s: CollectAllocationsSettings) -> CollectOptions:
+    return CollectOptions(
+        cluster=s.CLUSTER_ID,
+        aggregation=s.OPENCOST_AGGREGATE,
+        hours_lookback=s.HOURS_LOOKBACK,
+        owner_label=s.OWNER_LABEL,
+        cost_center_label=s.COST_CENTER_LABEL,
+    )
+
+
+def warm_up() -> None:
+    """Cold start: validate settings, open the pool and migrate."""
+    database_from(settings())

@@ -1,0 +1,77 @@
+"""OpenCost allocations to ``provider_allocations`` rows (the column order of ``COLUMNS``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from finops.allocations import entry_kind
+from finops.labels import owner_label
+from finops.money import to_micros
+from infra.opencost import Allocation
+
+COLUMNS = (
+    "cluster", "namespace", "name", "aggregation", "hour", "entry_kind",
+    "controller_kind", "controller", "pod", "container", "node", "data_start", "data_end", "minutes",
+    "cpu_cores", "cpu_core_request_avg", "cpu_core_usage_avg", "cpu_core_hours",
+    "ram_bytes", "ram_byte_request_avg", "ram_byte_usage_avg", "ram_byte_hours",
+    "gpu_count", "gpu_hours", "pv_bytes", "pv_byte_hours", "network_transfer_bytes", "network_receive_bytes",
+    "cpu_cost_micros", "gpu_cost_micros", "ram_cost_micros", "pv_cost_micros", "network_cost_micros",
+    "lb_cost_micros", "shared_cost_micros", "external_cost_micros", "total_cost_micros",
+    "team", "cost_center", "pricebook_id", "currency", "is_finalized", "collected_at",
+)  # fmt: skip
+
+
+def _cost(amount: Decimal | None, adjustment: Decimal | None = None) -> int | None:
+    """A cost plus its adjustment, in micros; None when OpenCost could not measure it (NaN)."""
+    if amount is None:
+        return None
+    return to_micros(amount + (adjustment or 0))
+
+
+class RowBuilder:
+    """Everything a row needs besides the allocation, fixed for one hour of one run."""
+
+    def __init__(
+        self,
+        *,
+        cluster: str,
+        aggregation: str,
+        hour: datetime,
+        finalized: bool,
+        pricebook_id: int | None,
+        currency: str | None,
+        owner_label_key: str,
+        cost_center_label_key: str,
+        collected_at: datetime,
+    ) -> None:
+        self.cluster = cluster
+        self.aggregation = aggregation
+        self.hour = hour
+        self.finalized = finalized
+        self.pricebook_id = pricebook_id
+        self.currency = currency
+        self.owner_key = owner_label_key
+        self.cost_center_key = cost_center_label_key
+        self.collected_at = collected_at
+
+    def row(self, a: Allocation) -> tuple[Any, ...]:
+        props = a.properties
+        # Ownership is the namespace's; pod labels drift, namespace labels do not.
+        labels = props.namespaceLabels or props.labels
+        kind = entry_kind(a.name)
+        return (
+            self.cluster, props.namespace or "", a.name, self.aggregation, self.hour, kind.value,
+            props.controllerKind, props.controller, props.pod, props.container, props.node,
+            a.start, a.end, a.minutes,
+            a.cpuCores, a.cpuCoreRequestAverage, a.cpuCoreUsageAverage, a.cpuCoreHours,
+            a.ramBytes, a.ramByteRequestAverage, a.ramByteUsageAverage, a.ramByteHours,
+            a.gpuCount, a.gpuHours, a.pvBytes, a.pvByteHours, a.networkTransferBytes, a.networkReceiveBytes,
+            _cost(a.cpuCost, a.cpuCostAdjustment), _cost(a.gpuCost, a.gpuCostAdjustment),
+            _cost(a.ramCost, a.ramCostAdjustment), _cost(a.pvCost, a.pvCostAdjustment),
+            _cost(a.networkCost, a.networkCostAdjustment), _cost(a.loadBalancerCost, a.loadBalancerCostAdjustment),
+            _cost(a.sharedCost), _cost(a.externalCost), _cost(a.totalCost),
+            owner_label(labels, self.owner_key), owner_label(labels, self.cost_center_key),
+            self.pricebook_id, self.currency, self.finalized, self.collected_at,
+        )  # fmt: skip

@@ -1,0 +1,199 @@
+"""One ``collect_allocations`` run: copy OpenCost's allocations into PostgreSQL hour by hour.
+
+The run's hour is pinned from its trigger. The ``HOURS_LOOKBACK`` hours before it are written
+finalized (hours already final are skipped), then the pinned hour itself is written unfinalized.
+Each hour is fetched, then replaced in its own transaction under a per-hour advisory lock, so an
+interrupted run keeps the hours it finished, overlapping runs serialise per hour, and a replay
+writes identical rows. A finalized hour is never rewritten.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from finops.errors import InvalidInput, OpenCostUnavailable
+from finops.hours import Hour, lookback, pin_hour
+from finops.pricebooks import elect_active, parse_pricebook
+from functions.collect_allocations.rows import COLUMNS, RowBuilder
+from infra.opencost import OpenCostClient
+from infra.postgres import Database
+
+log = logging.getLogger(__name__)
+
+FINOPS_GROUP, FINOPS_VERSION = "finops.stakater.com", "v1alpha1"
+
+
+class KubeReader(Protocol):
+    def list_objects(
+        self, group: str, version: str, plural: str, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    cluster: str
+    aggregation: str
+    hours_lookback: int
+    owner_label: str
+    cost_center_label: str
+
+
+@dataclass
+class CollectResult:
+    """What a run did; ``warnings`` make the outcome ``partial``."""
+
+    pinned_hour: Hour
+    hours_written: list[str] = field(default_factory=list)
+    hours_skipped: list[str] = field(default_factory=list)
+    rows: int = 0
+    pricebook: str | None = None
+    pricebook_id: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        return "partial" if self.warnings else "success"
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "hour": str(self.pinned_hour),
+            "hours_written": len(self.hours_written),
+            "hours_skipped": len(self.hours_skipped),
+            "rows_written": self.rows,
+            "pricebook": self.pricebook,
+        }
+
+
+@dataclass(frozen=True)
+class ActivePricing:
+    pricebook_id: int | None
+    currency: str | None
+    label: str | None
+    warning: str | None
+
+
+def resolve_pricebook(db: Database, kube: KubeReader, cluster: str) -> ActivePricing:
+    """Elect the cluster's active PriceBook and store its rates as a versioned row."""
+    books = kube.list_objects(FINOPS_GROUP, FINOPS_VERSION, "pricebooks")
+    active = elect_active(books)
+    if active is None:
+        return ActivePricing(None, None, None, "no PriceBook in the cluster: rows are stored unpriced")
+    try:
+        book = parse_pricebook(active)
+    except InvalidInput as exc:
+        return ActivePricing(None, None, None, f"active {exc.message}: rows are stored unpriced")
+    row = db.fetch_one(
+        "upsert_pricebook",
+        cluster=cluster,
+        namespace=book.namespace,
+        name=book.name,
+        uid=book.uid,
+        fingerprint=book.fingerprint,
+        currency=book.currency,
+        valuation_mode=book.valuation_mode,
+        **book.rates_micros,
+    )
+    assert row is not None
+    return ActivePricing(int(row["id"]), book.currency, f"{book.namespace}/{book.name}", None)
+
+
+def collect(
+    db: Database,
+    opencost: OpenCostClient,
+    kube: KubeReader,
+    options: CollectOptions,
+    *,
+    scheduled: datetime | None,
+    now: datetime,
+    run_id: str,
+) -> CollectResult:
+    pinned = pin_hour(scheduled, now)
+    result = CollectResult(pinned_hour=pinned)
+    pricing = resolve_pricebook(db, kube, options.cluster)
+    result.pricebook, result.pricebook_id = pricing.label, pricing.pricebook_id
+    if pricing.warning:
+        result.warnings.append(pricing.warning)
+
+    earlier = lookback(pinned, options.hours_lookback)
+    final = set()
+    if earlier:
+        final = {
+            row["hour"]
+            for row in db.fetch_all(
+                "finalized_hours",
+                cluster=options.cluster,
+                aggregation=options.aggregation,
+                start=earlier[0].start,
+                end=pinned.end,
+            )
+        }
+    for hour in [*earlier, pinned]:
+        finalized = hour != pinned
+        if hour.start in final:
+            result.hours_skipped.append(str(hour))
+            continue
+        written = _write_hour(db, opencost, options, pricing, hour, finalized=finalized, now=now, run_id=run_id)
+        if written is None:
+            result.hours_skipped.append(str(hour))
+        else:
+            result.hours_written.append(str(hour))
+            result.rows += written
+    return result
+
+
+def _write_hour(
+    db: Database,
+    opencost: OpenCostClient,
+    options: CollectOptions,
+    pricing: ActivePricing,
+    hour: Hour,
+    *,
+    finalized: bool,
+    now: datetime,
+    run_id: str,
+) -> int | None:
+    """Replace one hour's rows; None when another run finalized it meanwhile."""
+    # Fetch outside the transaction: no lock is held while OpenCost answers.
+    sets = opencost.allocation(hour.start, hour.end, aggregate=options.aggregation, accumulate=True, include_idle=True)
+    if len(sets) > 1:
+        raise OpenCostUnavailable(f"OpenCost answered {len(sets)} sets for one accumulated hour ({hour})")
+    step_set = sets[0] if sets else {}
+    builder = RowBuilder(
+        cluster=options.cluster,
+        aggregation=options.aggregation,
+        hour=hour.start,
+        finalized=finalized,
+        pricebook_id=pricing.pricebook_id,
+        currency=pricing.currency,
+        owner_label_key=options.owner_label,
+        cost_center_label_key=options.cost_center_label,
+        collected_at=now,
+    )
+    key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
+    with db.connection() as conn:
+        db.execute("lock_allocation_hour", conn, **key)
+        state = db.fetch_one("hour_is_finalized", conn, **key)
+        if state is not None and state["is_finalized"]:
+            return None
+        db.execute("ensure_allocation_partition", conn, hour=hour.start)
+        db.execute("create_allocation_staging", conn)
+        count = db.copy_rows(conn, "allocation_staging", COLUMNS, map(builder.row, step_set.values()))
+        db.execute("merge_allocation_staging", conn)
+        db.execute("delete_vanished_allocations", conn, **key)
+        db.execute(
+            "record_allocation_hour",
+            conn,
+            **key,
+            is_finalized=finalized,
+            row_count=count,
+            pricebook_id=pricing.pricebook_id,
+            run_id=run_id,
+        )
+    log.info(
+        "hour stored",
+        extra={"fields": {"hour": str(hour), "rows": count, "finalized": finalized}},
+    )
+    return count

@@ -1,0 +1,20 @@
+"""``collect_charges``: not implemented yet (tracked in issue #4).
+
+It answers 501 so a caller (a CronJob, Argo CD, ``kn``) sees a failure rather than a fake success.
+"""
+
+from __future__ import annotations
+
+import flask
+import functions_framework
+
+from functions.edge import not_implemented
+
+
+@functions_framework.http
+def collect_charges(request: flask.Request) -> flask.Response:
+    return not_implemented("collect_charges", issue=4)
+
+
+def warm_up() -> None:
+    """Nothing to prepare yet."""

@@ -1,0 +1,131 @@
+"""What every function's edge shares: authentication, request parsing, the process-wide
+database, and mapping a run's outcome to an HTTP response.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import flask
+from pydantic import BaseModel, ValidationError
+
+from finops.errors import FinOpsError, InvalidInput, TemporaryError, Unauthorized
+from infra import logs
+from infra.postgres import Database, apply_migrations, connect
+from infra.settings import CommonSettings, load
+
+log = logging.getLogger("finops.edge")
+
+MAX_BODY_BYTES = 64 * 1024
+S = TypeVar("S", bound=CommonSettings)
+M = TypeVar("M", bound=BaseModel)
+
+
+def settings_for(function: str, settings_class: type[S]) -> Callable[[], S]:
+    """A cached loader: reads and validates the environment once, configures logging."""
+
+    @functools.cache
+    def loader() -> S:
+        settings = load(settings_class)
+        logs.configure(function, settings.LOG_LEVEL)
+        return settings
+
+    return loader
+
+
+@functools.cache
+def database(dsn: str, pool: str, max_size: int, timeout: float, migrate: bool) -> Database:
+    """One pool per process (per DSN); migrations applied on first use, under an advisory lock."""
+    db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout)
+    if migrate:
+        try:
+            apply_migrations(db)
+        except FinOpsError:
+            database.cache_clear()  # try again on the next request rather than run unmigrated
+            db.close()
+            raise
+    return db
+
+
+def database_from(settings: CommonSettings) -> Database:
+    return database(
+        settings.DATABASE_URL.get_secret_value(),
+        settings.DATABASE_POOL,
+        settings.DATABASE_POOL_MAX,
+        settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
+        settings.MIGRATE_ON_START,
+    )
+
+
+def require_bearer(request: flask.Request, token: str) -> None:
+    """Constant-time check of ``Authorization: Bearer <token>``."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise Unauthorized("missing or wrong bearer token in the Authorization header")
+
+
+def parse_body(request: flask.Request, model: type[M]) -> M:
+    """The JSON body as ``model`` (an empty body is ``{}``); 400 names the bad field, 413 if large."""
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
+    raw = request.get_data(cache=False)
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"body is not valid JSON: {exc}") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "body"
+        raise InvalidInput(f"{where}: {error['msg']}") from exc
+
+
+class PayloadTooLarge(InvalidInput):
+    """The request body is too large."""
+
+    http_status = 413
+
+
+def respond(status: int, body: dict[str, Any]) -> flask.Response:
+    response = flask.Response(json.dumps(body, default=str), status=status, mimetype="application/json")
+    if status == 503:
+        response.headers["Retry-After"] = "60"
+    return response
+
+
+def error_response(exc: Exception, run_id: str | None = None) -> flask.Response:
+    if isinstance(exc, FinOpsError):
+        status, message = exc.http_status, exc.message
+    else:
+        status, message = 500, "internal error; see the function's log"
+    body: dict[str, Any] = {"outcome": "failed", "error": message}
+    if run_id:
+        body["run_id"] = run_id
+    if isinstance(exc, TemporaryError):
+        body["retry"] = True
+    return respond(status, body)
+
+
+def not_implemented(function: str, *, issue: int) -> flask.Response:
+    log.error(
+        "run finished",
+        extra={
+            "fields": {
+                "event": "run_outcome",
+                "outcome": "failed",
+                "http_status": 501,
+                "function_target": function,
+                "error": f"{function} is not implemented yet (issue #{issue})",
+            }
+        },
+    )
+    return respond(501, {"outcome": "failed", "error": f"{function} is not implemented yet (issue #{issue})"})

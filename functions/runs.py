@@ -1,0 +1,106 @@
+"""Run outcomes: exactly one ``run_outcome`` log line and one ``job_runs`` row per invocation.
+
+The HTTP status follows the outcome (2xx done, 4xx bad input, 503 retry later), so the CronJob,
+Argo CD's retries and ``kn func invoke`` all see what happened. The ``job_runs`` row is how the
+history outlives the pod (``finops runs``); when PostgreSQL itself is what failed, the log line
+is the only record and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from finops.errors import FinOpsError, PermanentError, TemporaryError
+from infra.logs import current_run_id
+from infra.postgres import Database
+
+log = logging.getLogger("finops.runs")
+
+
+@dataclass
+class Run:
+    """A run in progress; the work sets ``outcome``, ``counts`` and, for partial runs, ``error``."""
+
+    function: str
+    cluster: str
+    trigger: str = "unknown"
+    run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    outcome: str = "success"
+    http_status: int = 200
+    counts: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    duration_ms: int = 0
+    db: Database | None = None
+    """Where the run is recorded; left None until the caller is authenticated and the database
+    is reachable, so unauthenticated noise never fills ``job_runs``."""
+
+
+@contextmanager
+def recorded_run(function: str, cluster: str) -> Iterator[Run]:
+    """Run the body as one recorded run. Errors are classified, logged and re-raised."""
+    run = Run(function=function, cluster=cluster)
+    token = current_run_id.set(run.run_id)
+    clock = time.monotonic()
+    try:
+        yield run
+    except PermanentError as exc:
+        run.outcome, run.http_status, run.error = "failed", exc.http_status, exc.message
+        raise
+    except TemporaryError as exc:
+        run.outcome, run.http_status, run.error = "failed", exc.http_status, exc.message
+        raise
+    except Exception as exc:
+        run.outcome, run.http_status = "failed", 500
+        run.error = exc.message if isinstance(exc, FinOpsError) else f"internal error: {type(exc).__name__}: {exc}"
+        log.exception("run crashed")
+        raise
+    finally:
+        run.duration_ms = int((time.monotonic() - clock) * 1000)
+        _finish(run)
+        current_run_id.reset(token)
+
+
+def _finish(run: Run) -> None:
+    record = {
+        "run_id": run.run_id,
+        "function": run.function,
+        "cluster": run.cluster,
+        "trigger": run.trigger,
+        "started_at": run.started_at,
+        "finished_at": datetime.now(UTC),
+        "duration_ms": run.duration_ms,
+        "outcome": run.outcome,
+        "http_status": run.http_status,
+        "counts": run.counts,
+        "error": run.error,
+    }
+    stored = run.db is not None
+    if run.db is not None:
+        try:
+            run.db.execute("insert_job_run", **record)
+        except FinOpsError as exc:
+            stored = False
+            log.warning("run not recorded in job_runs", extra={"fields": {"error": exc.message}})
+    severity = {"success": logging.INFO, "skipped": logging.INFO, "partial": logging.WARNING}.get(
+        run.outcome, logging.ERROR
+    )
+    fields = {
+        "event": "run_outcome",
+        "outcome": run.outcome,
+        "duration_ms": run.duration_ms,
+        "trigger": run.trigger,
+        "cluster": run.cluster,
+        "http_status": run.http_status,
+        "error": run.error,
+        "recorded": stored,
+        **run.counts,
+    }
+    log.log(severity, "run finished", extra={"fields": fields})

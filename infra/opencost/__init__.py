@@ -1,0 +1,6 @@
+"""OpenCost adapter: the only importer of httpx for OpenCost."""
+
+from infra.opencost.client import OpenCostClient, namespace_filter
+from infra.opencost.models import Allocation, AllocationProperties, AllocationResponse
+
+__all__ = ["Allocation", "AllocationProperties", "AllocationResponse", "OpenCostClient", "namespace_filter"]

@@ -1,0 +1,135 @@
+"""The OpenCost client: httpx with an injectable transport, explicit timeouts and bounded retries.
+
+Tests hand it a transport (``httpx.MockTransport`` or a real sandbox URL); production uses the
+default. Connection errors, timeouts and 5xx answers are retried with exponential backoff; what
+is still failing, or an answer that is not OpenCost's documented envelope, becomes
+``OpenCostUnavailable`` (a ``TemporaryError``: the caller answers 503 and its trigger retries).
+Filter values are validated as Kubernetes names before they reach a query string.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+import httpx
+from pydantic import ValidationError
+
+from finops.errors import InvalidInput, OpenCostUnavailable
+from finops.labels import validate_namespace
+from infra.opencost.models import Allocation, AllocationResponse
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def namespace_filter(namespaces: Sequence[str]) -> str:
+    """``namespace:"a","b"`` in OpenCost's filter language, each name validated first."""
+    if not namespaces:
+        raise InvalidInput("namespace filter: at least one namespace is required")
+    checked = [validate_namespace(ns, field="namespace filter") for ns in namespaces]
+    return "namespace:" + ",".join(f'"{ns}"' for ns in checked)
+
+
+class OpenCostClient:
+    """Reads OpenCost's allocation API."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retries = retries
+        self.backoff = backoff
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)),
+            transport=transport,
+            headers={"Accept": "application/json", "User-Agent": "finops-functions"},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def allocation(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        aggregate: str,
+        step: str | None = None,
+        accumulate: bool = False,
+        include_idle: bool = False,
+        share_idle: bool = False,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[dict[str, Allocation]]:
+        """``GET /allocation`` over ``[start, end)``: one map (key → Allocation) per step set."""
+        params = {
+            "window": f"{_rfc3339(start)},{_rfc3339(end)}",
+            "aggregate": aggregate,
+            "accumulate": "true" if accumulate else "false",
+            "includeIdle": "true" if include_idle else "false",
+            "shareIdle": "true" if share_idle else "false",
+        }
+        if step:
+            params["step"] = step
+        if namespaces:
+            params["filter"] = namespace_filter(namespaces)
+        body = self._get("/allocation", params)
+        try:
+            envelope = AllocationResponse.model_validate_json(body)
+        except ValidationError as exc:
+            raise OpenCostUnavailable(
+                f"OpenCost at {self.base_url} answered /allocation with a body that is not its documented "
+                f"envelope: {_first_error(exc)}"
+            ) from exc
+        if envelope.code != 200 or envelope.data is None:
+            raise OpenCostUnavailable(
+                f"OpenCost at {self.base_url} answered /allocation with code {envelope.code}: "
+                f"{envelope.message or 'no data'}"
+            )
+        return [step_set or {} for step_set in envelope.data]
+
+    def _get(self, path: str, params: dict[str, str]) -> bytes:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.get(path, params=params)
+            except httpx.TransportError as exc:  # connect errors and timeouts
+                problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
+                response = None
+            else:
+                if response.status_code < 400:
+                    return response.content
+                problem = f"HTTP {response.status_code}: {response.text[:200]}"
+                if response.status_code not in _RETRY_STATUSES:
+                    raise OpenCostUnavailable(f"OpenCost at {self.base_url} rejected {path}: {problem}")
+            if attempt >= self.retries:
+                raise OpenCostUnavailable(
+                    f"OpenCost at {self.base_url} failed {path} after {attempt + 1} attempts: {problem}"
+                )
+            delay = self.backoff * (2**attempt)
+            log.warning(
+                "OpenCost request failed; retrying",
+                extra={"fields": {"path": path, "attempt": attempt + 1, "delay_s": delay, "error": problem}},
+            )
+            time.sleep(delay)
+            attempt += 1
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "body"
+    return f"{where}: {error['msg']}"

@@ -1,0 +1,163 @@
+"""Configuration: one pydantic-settings class per function, read from the environment once.
+
+Field names are the environment variable names, so a validation error names the variable the
+operator has to fix. Secrets are ``SecretStr`` and never appear in logs or reprs. Values are passed
+down as arguments: nothing below ``functions/`` reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal, TypeVar
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
+from finops.errors import InvalidInput, PermanentError
+from finops.hours import parse_timestamp
+from finops.labels import validate_label_key, validate_namespace
+
+
+class ConfigError(PermanentError):
+    """The function's configuration is invalid."""
+
+
+class CommonSettings(BaseSettings):
+    """Settings every function shares."""
+
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True)
+
+    DATABASE_URL: SecretStr
+    """PostgreSQL DSN (``postgresql://user:pass@host:5432/db``). Required; a secret."""
+
+    CLUSTER_ID: str = "default"
+    """Name of the cluster this function measures; stamped on every row (one database, many clusters)."""
+
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Lowest severity written to the JSON log."""
+
+    DATABASE_POOL: Literal["pool", "null"] = "pool"
+    """``pool`` keeps connections per replica; ``null`` opens one per use (behind PgBouncer)."""
+
+    DATABASE_POOL_MAX: int = Field(default=4, ge=1, le=64)
+    """Most connections one replica holds."""
+
+    DATABASE_CONNECT_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
+    """How long to wait for a connection before answering 503."""
+
+    MIGRATE_ON_START: bool = True
+    """Apply pending migrations at cold start, under an advisory lock."""
+
+    @field_validator("CLUSTER_ID")
+    @classmethod
+    def _cluster_is_a_name(cls, value: str) -> str:
+        return _as_config(validate_namespace, value, "CLUSTER_ID")
+
+
+class PingSettings(CommonSettings):
+    """Settings of the functions pinged on a schedule (CronJob)."""
+
+    PING_TOKEN: SecretStr
+    """Bearer token the CronJob's ping must carry. Required; a secret."""
+
+    SCHEDULED_TIMESTAMP: datetime | None = None
+    """Pins the run's hour (RFC 3339) when the ping body has no ``scheduledTime``."""
+
+    @field_validator("SCHEDULED_TIMESTAMP", mode="before")
+    @classmethod
+    def _rfc3339(cls, value: object) -> object:
+        if isinstance(value, str):
+            return _as_config(lambda v, field: parse_timestamp(v, field=field), value, "SCHEDULED_TIMESTAMP")
+        return value
+
+
+class OpenCostSettings(BaseSettings):
+    """How to reach OpenCost."""
+
+    OPENCOST_URL: str
+    """Base URL of OpenCost's API, e.g. ``http://opencost.opencost:9003``. Required."""
+
+    OPENCOST_TIMEOUT_SECONDS: float = Field(default=60, gt=0, le=600)
+    """Read timeout of one OpenCost request."""
+
+    OPENCOST_RETRIES: int = Field(default=3, ge=0, le=10)
+    """Retries (with backoff) on connection errors and 5xx answers."""
+
+    @field_validator("OPENCOST_URL")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{value!r} is not an http(s) URL such as http://opencost.opencost:9003")
+        return value.rstrip("/")
+
+
+class KubeSettings(BaseSettings):
+    """How to reach the Kubernetes API."""
+
+    KUBE_API_URL: str | None = None
+    """Plain-HTTP API URL (local stack and tests). Unset: in-cluster config, else ``KUBECONFIG``."""
+
+    KUBE_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
+    """Timeout of one Kubernetes API request."""
+
+
+class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
+    """``collect_allocations``: copies OpenCost allocations hour by hour."""
+
+    HOURS_LOOKBACK: int = Field(default=5, ge=0, le=168)
+    """Hours before the scheduled hour written finalized (already finalized ones are skipped)."""
+
+    OPENCOST_AGGREGATE: str = DEFAULT_AGGREGATION
+    """OpenCost ``aggregate`` of the stored rows."""
+
+    OWNER_LABEL: str = "team"
+    """Namespace label naming the owning team (OpenCost's sanitised form is accepted too)."""
+
+    COST_CENTER_LABEL: str = "cost-center"
+    """Namespace label naming the cost centre."""
+
+    ALLOCATION_RETENTION_MONTHS: int = Field(default=0, ge=0, le=120)
+    """Monthly partitions of ``provider_allocations`` older than this are dropped; 0 keeps all."""
+
+    @field_validator("OPENCOST_AGGREGATE")
+    @classmethod
+    def _aggregation(cls, value: str) -> str:
+        return _as_config(lambda v, field: parse_aggregation(v), value, "OPENCOST_AGGREGATE")
+
+    @field_validator("OWNER_LABEL", "COST_CENTER_LABEL")
+    @classmethod
+    def _label_key(cls, value: str) -> str:
+        return _as_config(validate_label_key, value, "label key")
+
+
+def _as_config(check: object, value: str, field: str) -> str:
+    """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""
+    try:
+        result = check(value, field=field)  # type: ignore[operator]
+    except InvalidInput as exc:
+        raise ValueError(exc.message.removeprefix(f"{field}: ")) from exc
+    return result if result is not None else value  # type: ignore[no-any-return]
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load(settings_class: type[S], environ: dict[str, str] | None = None) -> S:
+    """Build ``settings_class`` from the environment (or ``environ``), or raise a ``ConfigError``
+    whose message names every bad variable, e.g. ``DATABASE_URL: required``."""
+    try:
+        if environ is None:
+            return settings_class()
+        # Read only the given mapping: tests and the CLI must not pick up the caller's env.
+        fields = settings_class.model_fields
+        values = {k: v for k, v in environ.items() if k in fields and v != ""}
+        return settings_class.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = ".".join(str(part) for part in error["loc"]) or "settings"
+            message = "required" if error["type"] == "missing" else error["msg"].removeprefix("Value error, ")
+            problems.append(f"{name}: {message}")
+        raise ConfigError(f"invalid configuration of {settings_class.__name__}: " + "; ".join(problems)) from exc

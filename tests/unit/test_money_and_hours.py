@@ -1,0 +1,66 @@
+"""We test these aspects of the domain's money and time:
+
+- rates parse from decimal strings into exact micros, and bad values name the field;
+- micros round half-even once, and never go through float;
+- the run's hour is pinned from the trigger and lookback hours are the ones before it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from finops.errors import InvalidInput
+from finops.hours import Hour, lookback, parse_timestamp, pin_hour, truncate_to_hour
+from finops.money import format_amount, from_micros, parse_rate, to_micros
+
+
+@pytest.mark.parametrize(
+    ("text", "micros"),
+    [("0.031611", 31_611), ("1", 1_000_000), ("", 0), (None, 0), ("0.00005479452", 55), ("12.5", 12_500_000)],
+    ids=["cpu-rate", "integer", "empty-is-unset", "missing-is-unset", "storage-rounds-half-even", "decimal"],
+)
+def test_parse_rate(text: str | None, micros: int) -> None:
+    assert parse_rate("spec.rates.cpuHour", text) == micros
+
+
+@pytest.mark.parametrize("bad", ["-1", "1e3", "abc", "0.1.2", 0.1, True, "9" * 20])
+def test_parse_rate_rejects_and_names_the_field(bad: object) -> None:
+    with pytest.raises(InvalidInput, match=r"spec\.rates\.ramGbHour"):
+        parse_rate("spec.rates.ramGbHour", bad)
+
+
+def test_micros_round_half_even_and_round_trip() -> None:
+    assert to_micros(Decimal("0.0000005")) == 0
+    assert to_micros(Decimal("0.0000015")) == 2
+    assert to_micros(Decimal("1.51733")) == 1_517_330
+    assert from_micros(1_517_330) == Decimal("1.51733")
+    assert format_amount(1_515_000) == "1.52"
+    assert format_amount(1_525_000) == "1.52"  # half-even at the cent
+
+
+def test_pin_hour_prefers_the_trigger_over_the_clock() -> None:
+    now = datetime(2026, 11, 29, 17, 42, tzinfo=UTC)
+    scheduled = parse_timestamp("2026-11-29T10:05:00+01:00", field="scheduledTime")
+    assert pin_hour(scheduled, now) == Hour(datetime(2026, 11, 29, 9, tzinfo=UTC))
+    assert pin_hour(None, now) == Hour(datetime(2026, 11, 29, 17, tzinfo=UTC))
+
+
+def test_lookback_is_the_hours_before_oldest_first() -> None:
+    pinned = Hour(datetime(2026, 11, 29, 1, tzinfo=UTC))
+    assert [str(h) for h in lookback(pinned, 3)] == ["2026-11-28T22:00Z", "2026-11-28T23:00Z", "2026-11-29T00:00Z"]
+    assert lookback(pinned, 0) == []
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "2026-11-29T10:00:00", "2026-13-01T00:00:00Z"])
+def test_parse_timestamp_requires_rfc3339_with_offset(bad: str) -> None:
+    with pytest.raises(InvalidInput, match="scheduledTime"):
+        parse_timestamp(bad, field="scheduledTime")
+
+
+def test_hour_must_be_on_a_boundary() -> None:
+    with pytest.raises(ValueError, match="hour boundary"):
+        Hour(datetime(2026, 1, 1, 0, 30, tzinfo=UTC))
+    assert truncate_to_hour(datetime(2026, 1, 1, 5, 59, 59, tzinfo=UTC)).hour == 5
