@@ -1,0 +1,26 @@
+"""The Kubernetes adapter: the only package in the product that imports ``kubernetes``.
+
+Everything else talks to the cluster through ``KubeClient`` in plain dicts and sees only
+``finops.errors`` exceptions. Importing this package does not import ``kubernetes`` (that
+happens when a client is constructed), so code paths that never reach the API stay fast to
+cold-start.
+"""
+
+from __future__ import annotations
+
+from infra.kube.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient
+from infra.kube.errors import AlreadyExists, wrap_errors
+from infra.kube.operations import METHOD_VERBS, Operation, Permission, permission_for
+
+__all__ = [
+    "JSON_PATCH",
+    "MERGE_PATCH",
+    "METHOD_VERBS",
+    "STRATEGIC_MERGE_PATCH",
+    "AlreadyExists",
+    "KubeClient",
+    "Operation",
+    "Permission",
+    "permission_for",
+    "wrap_errors",
+]

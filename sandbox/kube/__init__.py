@@ -1,0 +1,33 @@
+"""A small Kubernetes API server for tests and the local stack.
+
+No real kube-apiserver can run here, yet the product's Kubernetes adapter must be exercised
+through the official ``kubernetes`` client over real HTTP, because the client's request
+building and error handling are part of what is being tested. This package serves the
+subset of the API the product uses (CRUD, merge and JSON patch, the status subresource,
+label and field selectors, optimistic concurrency, finalizers) from an in-memory store that
+can be seeded from a folder of YAML manifests. There is no watch, admission, validation
+against CRD schemas, garbage collection or authentication.
+
+    with serve(seed_dir=Path("sandbox/demo")) as server:
+        client = KubeClient.from_url(server.url)
+"""
+
+from __future__ import annotations
+
+from sandbox.kube.app import make_app
+from sandbox.kube.errors import ApiError
+from sandbox.kube.resources import ResourceType
+from sandbox.kube.seed import ManifestError, load_manifests
+from sandbox.kube.server import KubeServer, serve
+from sandbox.kube.store import KubeStore
+
+__all__ = [
+    "ApiError",
+    "KubeServer",
+    "KubeStore",
+    "ManifestError",
+    "ResourceType",
+    "load_manifests",
+    "make_app",
+    "serve",
+]

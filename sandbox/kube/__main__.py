@@ -1,0 +1,40 @@
+"""``python -m sandbox.kube --seed DIR --port N``: the sandbox API server in the foreground.
+
+The local stack runs it as a process next to the functions; the first line on stdout is the
+URL to put in the functions' configuration, printed only once the socket is bound so a
+supervisor can wait for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from pathlib import Path
+
+from sandbox.kube.seed import ManifestError
+from sandbox.kube.server import bind
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.kube", description=__doc__)
+    parser.add_argument("--seed", type=Path, help="folder of YAML manifests to load at start")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
+    try:
+        server = bind(seed_dir=args.seed, host=args.host, port=args.port)
+    except (ManifestError, OSError) as exc:
+        print(f"sandbox.kube: {exc}", file=sys.stderr)
+        return 2
+    print(server.url, flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

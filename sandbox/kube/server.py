@@ -1,0 +1,119 @@
+"""Running the sandbox API server on a real socket, in a background thread.
+
+The product talks to Kubernetes through the official client over HTTP, so tests must too:
+an in-process fake would skip the client's serialisation, content-type selection and error
+handling, which is where adapters break. ``serve()`` binds (port 0 picks a free port),
+starts werkzeug's threaded server in a daemon thread and returns a handle whose ``stop()``
+releases the port; as a context manager it cannot leak a server between tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from pathlib import Path
+from types import TracebackType
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from sandbox.kube.app import make_app
+from sandbox.kube.seed import load_manifests
+from sandbox.kube.store import KubeStore
+
+log = logging.getLogger("sandbox.kube")
+_POLL_SECONDS = 0.02  # how long stop() may wait for the serving loop to notice
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Request lines go to our logger at DEBUG instead of werkzeug's stderr handler."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        log.debug("%s %s", self.requestline, code)
+
+
+class KubeServer:
+    """A running sandbox API server: ``url``, ``store`` and ``stop()``."""
+
+    def __init__(self, store: KubeStore, server: BaseWSGIServer) -> None:
+        self.store = store
+        self._server = server
+        self._thread = threading.Thread(
+            target=functools.partial(server.serve_forever, poll_interval=_POLL_SECONDS),
+            name=f"sandbox-kube-{server.server_port}",
+            daemon=True,
+        )
+        self._stopped = False
+
+    @property
+    def host(self) -> str:
+        return str(self._server.host)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_port)
+
+    @property
+    def url(self) -> str:
+        """The base URL for ``kubernetes.client.Configuration(host=url)``."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> KubeServer:
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted (the ``python -m`` entry point)."""
+        self._stopped = False
+        try:
+            self._server.serve_forever()
+        finally:
+            self._stopped = True
+            self._server.server_close()
+
+    def stop(self) -> None:
+        """Stop serving and release the port; safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+        self._server.server_close()
+
+    def __enter__(self) -> KubeServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def bind(
+    store: KubeStore | None = None,
+    *,
+    seed_dir: Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> KubeServer:
+    """Seed a store and bind a server to it without starting to serve."""
+    store = store if store is not None else KubeStore()
+    if seed_dir is not None:
+        store.apply_manifests(load_manifests(Path(seed_dir)))
+    server = make_server(host, port, make_app(store), threaded=True, request_handler=_QuietHandler)
+    return KubeServer(store, server)
+
+
+def serve(
+    store: KubeStore | None = None,
+    *,
+    seed_dir: Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> KubeServer:
+    """Start a sandbox API server in a daemon thread; ``port=0`` picks a free port."""
+    return bind(store, seed_dir=seed_dir, host=host, port=port).start()
