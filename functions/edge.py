@@ -129,3 +129,10 @@ def not_implemented(function: str, *, issue: int) -> flask.Response:
         },
     )
     return respond(501, {"outcome": "failed", "error": f"{function} is not implemented yet (issue #{issue})"})
+
+
+def health(request: flask.Request) -> flask.Response | None:
+    """``GET /healthz``: a cheap readiness answer that touches no dependency."""
+    if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
+        return respond(200, {"status": "ok"})
+    return None

@@ -8,12 +8,12 @@ from __future__ import annotations
 import flask
 import functions_framework
 
-from functions.edge import not_implemented
+from functions.edge import health, not_implemented
 
 
 @functions_framework.http
 def backfill(request: flask.Request) -> flask.Response:
-    return not_implemented("backfill", issue=3)
+    return health(request) or not_implemented("backfill", issue=3)
 
 
 def warm_up() -> None:

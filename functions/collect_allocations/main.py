@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from finops.hours import parse_timestamp
 from functions.collect_allocations.service import CollectOptions, collect
 from functions.costjobs import CostJobRef, record_execution, require_costjob
-from functions.edge import database_from, error_response, parse_body, require_bearer, respond, settings_for
+from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
 from functions.runs import Run, recorded_run
 from infra.opencost import OpenCostClient
 from infra.settings import CollectAllocationsSettings
@@ -58,6 +58,8 @@ def adapters() -> Adapters:
 
 @functions_framework.http
 def collect_allocations(request: flask.Request) -> flask.Response:
+    if (healthy := health(request)) is not None:
+        return healthy
     s = settings()
     run: Run | None = None
     ping: Ping | None = None

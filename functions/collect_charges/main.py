@@ -8,12 +8,12 @@ from __future__ import annotations
 import flask
 import functions_framework
 
-from functions.edge import not_implemented
+from functions.edge import health, not_implemented
 
 
 @functions_framework.http
 def collect_charges(request: flask.Request) -> flask.Response:
-    return not_implemented("collect_charges", issue=4)
+    return health(request) or not_implemented("collect_charges", issue=4)
 
 
 def warm_up() -> None:

@@ -63,19 +63,19 @@ class Database:
         with wrap_errors(), self.pool.connection() as conn:
             yield conn
 
-    def execute(self, name: str, conn: Connection | None = None, **params: Any) -> int:
+    def execute(self, query: str, /, conn: Connection | None = None, **params: Any) -> int:
         with self._cursor(conn) as cur:
-            cur.execute(QUERIES[name], _params(params))
+            cur.execute(QUERIES[query], _params(params))
             return cur.rowcount
 
-    def fetch_one(self, name: str, conn: Connection | None = None, **params: Any) -> dict[str, Any] | None:
+    def fetch_one(self, query: str, /, conn: Connection | None = None, **params: Any) -> dict[str, Any] | None:
         with self._cursor(conn) as cur:
-            cur.execute(QUERIES[name], _params(params))
+            cur.execute(QUERIES[query], _params(params))
             return cur.fetchone()
 
-    def fetch_all(self, name: str, conn: Connection | None = None, **params: Any) -> list[dict[str, Any]]:
+    def fetch_all(self, query: str, /, conn: Connection | None = None, **params: Any) -> list[dict[str, Any]]:
         with self._cursor(conn) as cur:
-            cur.execute(QUERIES[name], _params(params))
+            cur.execute(QUERIES[query], _params(params))
             return cur.fetchall()
 
     def copy_rows(self, conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:

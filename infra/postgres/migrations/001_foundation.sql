@@ -98,8 +98,8 @@ CREATE TABLE allocation_hours (
     PRIMARY KEY (cluster, aggregation, hour)
 );
 
--- Creates the month's partition of provider_allocations if it is missing. Serialised by an
--- advisory lock so replicas racing on a new month do not collide.
+-- Creates the month's partition of provider_allocations if it is missing. Replicas racing on a
+-- new month serialise on an advisory lock; the loser's duplicate is caught, not raised.
 CREATE FUNCTION finops_ensure_allocation_partition(moment timestamptz) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -108,11 +108,13 @@ DECLARE
 BEGIN
     IF to_regclass(partition) IS NULL THEN
         PERFORM pg_advisory_xact_lock(hashtext('finops_ensure_allocation_partition'));
-        IF to_regclass(partition) IS NULL THEN
+        BEGIN
             EXECUTE format(
-                'CREATE TABLE %I PARTITION OF provider_allocations FOR VALUES FROM (%L) TO (%L)',
+                'CREATE TABLE IF NOT EXISTS %I PARTITION OF provider_allocations FOR VALUES FROM (%L) TO (%L)',
                 partition, month_start, month_start + interval '1 month');
-        END IF;
+        EXCEPTION WHEN duplicate_table OR unique_violation THEN
+            NULL;  -- created by a concurrent transaction meanwhile
+        END;
     END IF;
     RETURN partition;
 END;

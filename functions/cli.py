@@ -1,0 +1,202 @@
+"""The ``finops`` command: run the local stack, serve or invoke a function, migrate, list runs.
+
+    finops run [--once] [--hours 24]     the main job on embedded defaults (``make run``)
+    finops serve TARGET [--port 8080]    one function under functions-framework, as in production
+    finops invoke TARGET --url URL       ping a function the way its CronJob does
+    finops migrate                       apply pending migrations to DATABASE_URL
+    finops runs [--function F] [--limit N]   recent run outcomes, newest first
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from finops.errors import FinOpsError
+from finops.hours import truncate_to_hour
+from finops.money import format_amount
+from functions.report_table import render
+
+TARGETS = ("collect_allocations", "on_sync", "collect_charges", "backfill")
+
+
+def _database_url() -> str:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        raise SystemExit("finops: DATABASE_URL is not set (e.g. postgresql://user:pass@host:5432/finops)")
+    return url
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    from infra.postgres import apply_migrations, connect
+
+    db = connect(_database_url())
+    applied = apply_migrations(db)
+    db.close()
+    print(f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date")
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from infra.postgres import connect
+
+    db = connect(_database_url())
+    rows = db.fetch_all("recent_job_runs", function=args.function, limit=args.limit)
+    db.close()
+    table = [
+        (
+            r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
+            r["function"],
+            r["trigger"],
+            r["outcome"],
+            r["http_status"],
+            r["duration_ms"],
+            ", ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items()),
+            (r["error"] or "")[:80],
+        )
+        for r in rows
+    ]
+    print(render(["started (UTC)", "function", "trigger", "outcome", "http", "ms", "counts", "error"], table, right=(4, 5)))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from functions.localstack import functions_framework_command
+
+    command = functions_framework_command(args.target, args.port)
+    os.execv(command[0], command)  # noqa: S606 - replaces this process, as the image's CMD does
+
+
+def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
+    response = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = {"body": response.text}
+    return response.status_code, payload
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    token = os.environ.get("PING_TOKEN", "")
+    body = json.loads(args.data) if args.data else {}
+    if args.scheduled_time:
+        body["scheduledTime"] = args.scheduled_time
+    status, payload = ping(args.url, token, body)
+    print(json.dumps(payload, indent=2))
+    return 0 if status < 300 else 1
+
+
+def print_cost_table(database_url: str, cluster: str, start: datetime, end: datetime) -> None:
+    from finops.allocations import DEFAULT_AGGREGATION
+    from infra.postgres import connect
+
+    db = connect(database_url)
+    rows = db.fetch_all("cost_by_owner", cluster=cluster, aggregation=DEFAULT_AGGREGATION, start=start, end=end)
+    db.close()
+    total = sum(r["total_micros"] for r in rows)
+    currency = next((r["currency"] for r in rows if r["currency"]), None) or "(unpriced)"
+    table = [
+        (
+            r["team"],
+            r["namespace"],
+            r["hours"],
+            format_amount(r["cpu_gpu_micros"]),
+            format_amount(r["ram_micros"]),
+            format_amount(r["other_micros"]),
+            format_amount(r["total_micros"]),
+        )
+        for r in rows
+    ]
+    table.append(("TOTAL", "", "", "", "", "", format_amount(total)))
+    print(f"\nCost per team and namespace, cluster {cluster}, {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC "
+          f"({currency})")
+    print(render(["team", "namespace", "hours", "cpu+gpu", "ram", "pv+lb+net", "total"], table, right=(2, 3, 4, 5, 6)))
+    unlabelled = sorted({r["namespace"] for r in rows if r["team"] == "__unallocated__"})
+    print(f"\n(idle) is node capacity no namespace requested or used. "
+          f"Unallocated namespaces (no owner label): {', '.join(unlabelled) or 'none'}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from functions.localstack import TARGETS as SERVED
+    from functions.localstack import local_stack, serve_function
+
+    with local_stack() as stack:
+        import contextlib
+
+        with contextlib.ExitStack() as functions:
+            for target in SERVED:
+                functions.enter_context(serve_function(stack, target))
+            print("Local stack is up:")
+            print(f"  PostgreSQL           {stack.database_url}")
+            print(f"  OpenCost (sandbox)   {stack.opencost_url}")
+            print(f"  Kubernetes (sandbox) {stack.kube_url}")
+            for target, url in stack.function_urls.items():
+                print(f"  {target:<20} {url}")
+            print(f"  function logs        {stack.log_dir}")
+            now = datetime.now(UTC)
+            first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
+            url = stack.function_urls["collect_allocations"]
+            failures = 0
+            print(f"\nPinging collect_allocations for the last {args.hours} scheduled hours, as the CronJob would:")
+            for n in range(args.hours):
+                scheduled = first + timedelta(hours=n)
+                status, payload = ping(url, stack.ping_token, {"scheduledTime": scheduled.isoformat()})
+                failures += status >= 300
+                print(f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
+                      f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip())
+            print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
+            if failures:
+                print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
+            if args.once:
+                return 1 if failures else 0
+            print("\nServing until interrupted (Ctrl-C). Try: "
+                  f"PING_TOKEN={stack.ping_token} DATABASE_URL='{stack.database_url}' finops runs")
+            try:
+                while True:
+                    import time
+
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                print("\nstopping")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="finops", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the local stack and the main job on embedded defaults")
+    run.add_argument("--once", action="store_true", help="exit after printing the table")
+    run.add_argument("--hours", type=int, default=24, help="scheduled hours to ping (default 24)")
+    run.set_defaults(func=cmd_run)
+    serve = sub.add_parser("serve", help="serve one function under functions-framework")
+    serve.add_argument("target", choices=TARGETS)
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")))
+    serve.set_defaults(func=cmd_serve)
+    invoke = sub.add_parser("invoke", help="ping a function (bearer token from PING_TOKEN)")
+    invoke.add_argument("target", choices=TARGETS)
+    invoke.add_argument("--url", required=True, help="the function's URL")
+    invoke.add_argument("--data", help="JSON body")
+    invoke.add_argument("--scheduled-time", help="RFC 3339 time pinning the run's hour")
+    invoke.set_defaults(func=cmd_invoke)
+    migrate = sub.add_parser("migrate", help="apply pending migrations to DATABASE_URL")
+    migrate.set_defaults(func=cmd_migrate)
+    runs = sub.add_parser("runs", help="recent run outcomes from job_runs, newest first")
+    runs.add_argument("--function", choices=TARGETS)
+    runs.add_argument("--limit", type=int, default=20)
+    runs.set_defaults(func=cmd_runs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except FinOpsError as exc:
+        print(f"finops: {exc.message}", file=sys.stderr)
+        return 2

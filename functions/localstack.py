@@ -1,0 +1,123 @@
+"""The local stack behind ``finops run``: embedded PostgreSQL (unless ``DATABASE_URL`` is set),
+the sandbox OpenCost and Kubernetes API with the demo scenario, and every function served by
+functions-framework in its own process, exactly as a Knative revision runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from infra.postgres import apply_migrations, connect
+from sandbox import kube as sandbox_kube
+from sandbox import opencost as sandbox_opencost
+from sandbox.postgres import embedded_postgres
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "sandbox" / "demo"
+TARGETS = ("collect_allocations", "on_sync", "collect_charges", "backfill")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def functions_framework_command(target: str, port: int) -> list[str]:
+    """The same command the image runs, with the target and port of this process."""
+    binary = Path(sys.executable).with_name("functions-framework")
+    return [str(binary), "--target", target, "--source", str(ROOT / "functions" / "main.py"), "--port", str(port)]
+
+
+@dataclass
+class Stack:
+    database_url: str
+    opencost_url: str
+    kube_url: str
+    ping_token: str
+    cluster: str
+    function_urls: dict[str, str] = field(default_factory=dict)
+    log_dir: Path = ROOT / ".local" / "logs"
+
+    def function_env(self, target: str, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in {"FUNCTION_TARGET", "SCHEDULED_TIMESTAMP"}}
+        env.update(
+            FUNCTION_TARGET=target,
+            DATABASE_URL=self.database_url,
+            OPENCOST_URL=self.opencost_url,
+            KUBE_API_URL=self.kube_url,
+            PING_TOKEN=self.ping_token,
+            CLUSTER_ID=self.cluster,
+            THREADS="8",
+            PYTHONPATH=str(ROOT),
+            **extra,
+        )
+        return env
+
+
+def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url}: the function process exited with {process.returncode}; see its log")
+        try:
+            httpx.get(url + "/healthz", timeout=1.0)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url}: not serving after {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def serve_function(stack: Stack, target: str, **extra_env: str) -> Iterator[str]:
+    """Serve one target under functions-framework on a free port; yield its URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    stack.log_dir.mkdir(parents=True, exist_ok=True)
+    with (stack.log_dir / f"{target}.log").open("ab") as log_file:
+        process = subprocess.Popen(
+            functions_framework_command(target, port),
+            env=stack.function_env(target, **extra_env),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until_serving(url, process)
+            stack.function_urls[target] = url
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@contextlib.contextmanager
+def local_stack(cluster: str = "demo") -> Iterator[Stack]:
+    """Start the whole local world; everything stops when the block exits."""
+    with contextlib.ExitStack() as stack:
+        dsn = os.environ.get("DATABASE_URL") or stack.enter_context(embedded_postgres())
+        db = connect(dsn)
+        apply_migrations(db)
+        db.close()
+        opencost = stack.enter_context(sandbox_opencost.serve(sandbox_opencost.load_scenario(DEMO / "scenario.yaml")))
+        kube = stack.enter_context(sandbox_kube.serve(seed_dir=DEMO / "kube"))
+        yield Stack(
+            database_url=dsn,
+            opencost_url=opencost.url,
+            kube_url=kube.url,
+            ping_token=secrets.token_urlsafe(24),
+            cluster=cluster,
+        )

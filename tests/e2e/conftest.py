@@ -1,0 +1,70 @@
+"""End-to-end fixtures: the sandbox OpenCost and Kubernetes API over real HTTP, and the
+functions served by functions-framework in their own processes, as a Knative revision runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from functions.localstack import Stack, serve_function
+from sandbox import kube as sandbox_kube
+from sandbox import opencost as sandbox_opencost
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DEMO_KUBE = Path(__file__).resolve().parents[2] / "sandbox" / "demo" / "kube"
+TOKEN = "test-ping-token"
+
+
+@pytest.fixture(scope="session")
+def opencost() -> Iterator[sandbox_opencost.OpenCostServer]:
+    with sandbox_opencost.serve(sandbox_opencost.load_scenario(DATA / "scenario.yaml")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def kube() -> Iterator[sandbox_kube.KubeServer]:
+    with sandbox_kube.serve(seed_dir=DEMO_KUBE) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def stack(database_url: str, opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer) -> Stack:
+    return Stack(
+        database_url=database_url,
+        opencost_url=opencost.url,
+        kube_url=kube.url,
+        ping_token=TOKEN,
+        cluster="test",
+        log_dir=Path(__file__).resolve().parents[2] / ".local" / "test-logs",
+    )
+
+
+@pytest.fixture(scope="session")
+def collect_url(stack: Stack) -> Iterator[str]:
+    """``collect_allocations`` with a short lookback and fast-failing OpenCost settings."""
+    with serve_function(
+        stack,
+        "collect_allocations",
+        HOURS_LOOKBACK="3",
+        OPENCOST_TIMEOUT_SECONDS="1",
+        OPENCOST_RETRIES="1",
+    ) as url:
+        yield url
+
+
+class Pinger:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def __call__(self, body: dict[str, object] | None = None, *, token: str = TOKEN, **kw: object) -> httpx.Response:
+        return httpx.post(self.url, json=body or {}, headers={"Authorization": f"Bearer {token}"}, timeout=60, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def ping(collect_url: str, db: object) -> Pinger:
+    """Ping ``collect_allocations``; depends on ``db`` so every test starts from empty tables."""
+    return Pinger(collect_url)

@@ -1,0 +1,48 @@
+"""We test these aspects of a function's cold start under functions-framework:
+
+- a missing or malformed variable stops the process with a message naming the variable;
+- the image's entry command serves every target, and the unbuilt ones answer 501, not success;
+- importing the targets does not import the heavy kubernetes client (cold start cost).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from functions.localstack import ROOT, Stack, functions_framework_command, serve_function
+
+
+@pytest.mark.parametrize(
+    ("drop", "set_", "named"),
+    [("OPENCOST_URL", {}, "OPENCOST_URL: required"), (None, {"HOURS_LOOKBACK": "many"}, "HOURS_LOOKBACK")],
+    ids=["missing", "malformed"],
+)
+def test_bad_configuration_stops_the_start_and_names_the_variable(
+    stack: Stack, drop: str | None, set_: dict[str, str], named: str
+) -> None:
+    env = stack.function_env("collect_allocations", **set_)
+    if drop:
+        env.pop(drop)
+    result = subprocess.run(
+        functions_framework_command("collect_allocations", 0), env=env, capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode != 0
+    assert named in result.stdout.decode() + result.stderr.decode()
+
+
+@pytest.mark.parametrize("target", ["on_sync", "collect_charges", "backfill"])
+def test_unbuilt_targets_answer_501_never_success(stack: Stack, target: str) -> None:
+    with serve_function(stack, target) as url:
+        assert httpx.get(url + "/healthz").status_code == 200
+        response = httpx.post(url, json={})
+        assert response.status_code == 501 and "not implemented" in response.json()["error"]
+
+
+def test_importing_the_targets_does_not_import_kubernetes() -> None:
+    code = "import functions.main, sys; print('kubernetes' in sys.modules, 'boto3' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]
