@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from finops.allocations import entry_kind
+from finops.allocations import IDLE, UNALLOCATED, UNMOUNTED, entry_kind
 from finops.labels import owner_label
 from finops.money import to_micros
 from infra.opencost import Allocation
@@ -21,6 +22,9 @@ COLUMNS = (
     "lb_cost_micros", "shared_cost_micros", "external_cost_micros", "total_cost_micros",
     "team", "cost_center", "pricebook_id", "currency", "is_finalized", "collected_at",
 )  # fmt: skip
+
+# OpenCost's placeholders where a namespace would be; stored as '' (no namespace).
+SENTINELS = frozenset({IDLE, UNALLOCATED, UNMOUNTED})
 
 
 def _cost(amount: Decimal | None, adjustment: Decimal | None = None) -> int | None:
@@ -56,13 +60,25 @@ class RowBuilder:
         self.cost_center_key = cost_center_label_key
         self.collected_at = collected_at
 
-    def row(self, a: Allocation) -> tuple[Any, ...]:
+    def rows(self, allocations: Mapping[str, Allocation]) -> Iterator[tuple[Any, ...]]:
+        """One row per allocation. Ownership is the namespace's (pod labels drift, namespace
+        labels do not), so entries OpenCost sends without labels, such as a namespace's unmounted
+        volumes, take the labels its other entries carry in the same hour."""
+        owners: dict[str, tuple[str | None, str | None]] = {}
+        for a in allocations.values():
+            namespace = a.properties.namespace
+            labels = a.properties.namespaceLabels or a.properties.labels
+            if namespace and labels and namespace not in owners:
+                owners[namespace] = (owner_label(labels, self.owner_key), owner_label(labels, self.cost_center_key))
+        for a in allocations.values():
+            yield self._row(a, owners)
+
+    def _row(self, a: Allocation, owners: Mapping[str, tuple[str | None, str | None]]) -> tuple[Any, ...]:
         props = a.properties
-        # Ownership is the namespace's; pod labels drift, namespace labels do not.
-        labels = props.namespaceLabels or props.labels
-        kind = entry_kind(a.name)
+        namespace = "" if props.namespace in SENTINELS else props.namespace or ""
+        team, cost_center = owners.get(namespace, (None, None))
         return (
-            self.cluster, props.namespace or "", a.name, self.aggregation, self.hour, kind.value,
+            self.cluster, namespace, a.name, self.aggregation, self.hour, entry_kind(a.name).value,
             props.controllerKind, props.controller, props.pod, props.container, props.node,
             a.start, a.end, a.minutes,
             a.cpuCores, a.cpuCoreRequestAverage, a.cpuCoreUsageAverage, a.cpuCoreHours,
@@ -72,6 +88,5 @@ class RowBuilder:
             _cost(a.ramCost, a.ramCostAdjustment), _cost(a.pvCost, a.pvCostAdjustment),
             _cost(a.networkCost, a.networkCostAdjustment), _cost(a.loadBalancerCost, a.loadBalancerCostAdjustment),
             _cost(a.sharedCost), _cost(a.externalCost), _cost(a.totalCost),
-            owner_label(labels, self.owner_key), owner_label(labels, self.cost_center_key),
-            self.pricebook_id, self.currency, self.finalized, self.collected_at,
+            team, cost_center, self.pricebook_id, self.currency, self.finalized, self.collected_at,
         )  # fmt: skip

@@ -180,7 +180,7 @@ def _write_hour(
             return None
         db.execute("ensure_allocation_partition", conn, hour=hour.start)
         db.execute("create_allocation_staging", conn)
-        count = db.copy_rows(conn, "allocation_staging", COLUMNS, map(builder.row, step_set.values()))
+        count = db.copy_rows(conn, "allocation_staging", COLUMNS, builder.rows(step_set))
         db.execute("merge_allocation_staging", conn)
         db.execute("delete_vanished_allocations", conn, **key)
         db.execute(

@@ -88,17 +88,19 @@ ORDER BY c.relname;
 
 -- name: cost_by_owner
 -- The local stack's summary: cost per team and namespace over [start, end), idle on its own line.
-SELECT cluster,
-       CASE WHEN entry_kind = 'idle' THEN '(idle)' ELSE coalesce(team, '__unallocated__') END AS team,
-       CASE WHEN entry_kind = 'idle' THEN '__idle__' ELSE namespace END AS namespace,
-       max(currency) AS currency,
-       count(DISTINCT hour) AS hours,
-       sum(coalesce(cpu_cost_micros, 0) + coalesce(gpu_cost_micros, 0))::bigint AS cpu_gpu_micros,
-       sum(coalesce(ram_cost_micros, 0))::bigint AS ram_micros,
-       sum(coalesce(pv_cost_micros, 0) + coalesce(lb_cost_micros, 0) + coalesce(network_cost_micros, 0))::bigint
-           AS other_micros,
-       sum(coalesce(total_cost_micros, 0))::bigint AS total_micros
-FROM provider_allocations
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
-GROUP BY 1, 2, 3
-ORDER BY 2 = '(idle)', 2, 3;
+SELECT * FROM (
+    SELECT CASE WHEN namespace = '' THEN '(' || entry_kind || ')'
+                ELSE coalesce(team, '__unallocated__') END AS team,
+           CASE WHEN namespace = '' THEN '__' || entry_kind || '__' ELSE namespace END AS namespace,
+           max(currency) AS currency,
+           count(DISTINCT hour) AS hours,
+           sum(coalesce(cpu_cost_micros, 0) + coalesce(gpu_cost_micros, 0))::bigint AS cpu_gpu_micros,
+           sum(coalesce(ram_cost_micros, 0))::bigint AS ram_micros,
+           sum(coalesce(pv_cost_micros, 0) + coalesce(lb_cost_micros, 0) + coalesce(network_cost_micros, 0))::bigint
+               AS other_micros,
+           sum(coalesce(total_cost_micros, 0))::bigint AS total_micros
+    FROM provider_allocations
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+    GROUP BY 1, 2
+) owners
+ORDER BY team LIKE '(%%', team = '__unallocated__', team, namespace;

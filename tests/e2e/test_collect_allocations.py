@@ -60,6 +60,9 @@ def test_a_run_writes_lookback_finalized_and_the_pinned_hour_open(ping: Pinger, 
     shop = [r for r in hour if r["namespace"] == "shop"]
     assert len(shop) == 4 and {(r["team"], r["cost_center"]) for r in shop} == {("checkout", "cc-100")}
     assert {r["team"] for r in hour if r["namespace"] == "legacy"} == {None}
+    # An unmounted volume arrives without labels; it belongs to its namespace's owner.
+    (orphan,) = [r for r in hour if r["entry_kind"] == "unmounted"]
+    assert (orphan["namespace"], orphan["team"], orphan["cost_center"]) == ("search", "discovery", "cc-200")
     # The label-marked "standard" book prices every row, not the older unmarked "legacy".
     with db.connection() as conn:
         books = conn.execute("SELECT id, name, cpu_hour_micros FROM pricebooks").fetchall()
