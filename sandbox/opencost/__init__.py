@@ -1,0 +1,31 @@
+"""A simulated OpenCost allocation API, driven by a scenario file.
+
+Why: the product talks to OpenCost over HTTP, and real OpenCost needs a cluster, Prometheus and
+hours of history. This sandbox answers ``GET /allocation`` (and ``/allocation/compute``,
+``/healthz``) following the documented contract and cost model (shared/reference/opencost.md §1-2),
+so the real OpenCost can replace it by changing a URL. Start with::
+
+    from sandbox.opencost import load_scenario, serve
+    with serve(load_scenario("sandbox/demo/scenario.yaml")) as server:
+        httpx.get(f"{server.url}/allocation", params={"window": "24h", "aggregate": "namespace"})
+
+or from a shell: ``python -m sandbox.opencost --scenario sandbox/demo/scenario.yaml --port 9003``.
+"""
+
+from __future__ import annotations
+
+from sandbox.opencost.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
+from sandbox.opencost.server import OpenCostApp, OpenCostServer, make_app, serve
+from sandbox.opencost.synthetic import synthetic
+
+__all__ = [
+    "OpenCostApp",
+    "OpenCostServer",
+    "Scenario",
+    "ScenarioError",
+    "load_scenario",
+    "make_app",
+    "parse_scenario",
+    "serve",
+    "synthetic",
+]

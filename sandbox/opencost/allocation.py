@@ -1,0 +1,378 @@
+"""One Allocation: the internal record, how two records combine, and its JSON form.
+
+Why the merge rules copy OpenCost's ``Allocation.add`` instead of "just summing": clients read the
+averages and ``minutes`` of aggregated rows, and OpenCost's rules are not obvious. When two
+allocations combine, ``start``/``end`` widen to the covered span, ``minutes`` is that span, and each
+``*Average`` becomes ``Σ(average_i * minutes_i) / span_minutes``. For members covering the same span
+this is the plain *sum* of their averages (a namespace's request average is the sum of its
+containers'), and for consecutive steps of one container it is their time-weighted mean.
+Properties are intersected (only values shared by all members survive; ``services`` never do), and
+``labels`` survive an intersection only with ``includeAggregatedMetadata=true``, as in OpenCost.
+``rawAllocationOnly`` is dropped by any merge.
+
+The JSON form follows ``AllocationJSON`` (allocation_json.go): fields in its order, floats rounded to
+5 decimals, NaN/Inf as ``null``, whole numbers written without a fraction as Go does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from sandbox.opencost.windows import rfc3339
+
+IDLE = "__idle__"
+UNALLOCATED = "__unallocated__"
+UNMOUNTED = "__unmounted__"
+GIB = 1024.0**3
+
+
+class Properties:
+    """An allocation's descriptive fields; immutable by convention (shared between queries)."""
+
+    __slots__ = (
+        "_json", "cluster", "container", "controller", "controller_kind", "labels", "namespace",
+        "namespace_labels", "node", "pod", "provider_id", "services",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        cluster: str = "",
+        node: str = "",
+        container: str = "",
+        controller: str = "",
+        controller_kind: str = "",
+        namespace: str = "",
+        pod: str = "",
+        services: tuple[str, ...] = (),
+        provider_id: str = "",
+        labels: dict[str, str] | None = None,
+        namespace_labels: dict[str, str] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.node = node
+        self.container = container
+        self.controller = controller
+        self.controller_kind = controller_kind
+        self.namespace = namespace
+        self.pod = pod
+        self.services = services
+        self.provider_id = provider_id
+        self.labels = labels or {}
+        self.namespace_labels = namespace_labels or {}
+        self._json: str | None = None
+
+    def _subsumes(self, other: Properties, keep_labels: bool) -> bool:
+        """Whether intersecting with ``other`` would give these same properties back (the common case
+        once a group's properties have shrunk to what all members share)."""
+        if self.services or self.container == UNMOUNTED:
+            return False
+        pairs = (
+            (self.cluster, other.cluster), (self.node, other.node), (self.container, other.container),
+            (self.controller, other.controller), (self.controller_kind, other.controller_kind),
+            (self.namespace, other.namespace), (self.pod, other.pod), (self.provider_id, other.provider_id),
+        )  # fmt: skip
+        if any(mine and mine != theirs for mine, theirs in pairs):
+            return False
+        if self.namespace != other.namespace and (self.namespace_labels or self.labels):
+            return False
+        if self.labels and not keep_labels:
+            return False
+        return (
+            not self.labels
+            or other.container == UNMOUNTED
+            or all(other.labels.get(k) == v for k, v in self.labels.items())
+        )
+
+    def intersect(self, other: Properties, keep_labels: bool) -> Properties:
+        """OpenCost's ``AllocationProperties.Intersection``, skipping the copy when nothing would change."""
+        return self if self._subsumes(other, keep_labels) else self.intersection(other, keep_labels)
+
+    def intersection(self, other: Properties, keep_labels: bool) -> Properties:
+        """OpenCost's ``AllocationProperties.Intersection``, always as a new object."""
+        same_ns = self.namespace == other.namespace
+        ns_labels: dict[str, str] = {}
+        labels: dict[str, str] = {}
+        if same_ns:
+            ns_labels = other.namespace_labels if self.container == UNMOUNTED else self.namespace_labels
+            if keep_labels:
+                if self.container == UNMOUNTED:
+                    labels = other.labels
+                elif other.container == UNMOUNTED:
+                    labels = self.labels
+                else:
+                    labels = {k: v for k, v in self.labels.items() if other.labels.get(k) == v}
+        return Properties(
+            cluster=self.cluster if self.cluster == other.cluster else "",
+            node=self.node if self.node == other.node else "",
+            container=self.container if self.container == other.container else "",
+            controller=self.controller if self.controller == other.controller else "",
+            controller_kind=self.controller_kind if self.controller_kind == other.controller_kind else "",
+            namespace=self.namespace if same_ns else "",
+            pod=self.pod if self.pod == other.pod else "",
+            provider_id=self.provider_id if self.provider_id == other.provider_id else "",
+            labels=labels,
+            namespace_labels=ns_labels,
+        )
+
+    def to_json_text(self) -> str:
+        """The ``properties`` object as JSON text with Go's omitempty; cached (properties are shared)."""
+        if self._json is None:
+            pairs: list[tuple[str, Any]] = [
+                ("cluster", self.cluster), ("node", self.node), ("container", self.container),
+                ("controller", self.controller), ("controllerKind", self.controller_kind),
+                ("namespace", self.namespace), ("pod", self.pod), ("services", list(self.services)),
+                ("providerID", self.provider_id), ("labels", dict(sorted(self.labels.items()))),
+                ("namespaceLabels", dict(sorted(self.namespace_labels.items()))),
+            ]  # fmt: skip
+            self._json = json.dumps({k: v for k, v in pairs if v}, separators=(",", ":"), ensure_ascii=False)
+        return self._json
+
+
+class Alloc:
+    """Unrounded allocation figures for one key in one set (or accumulated sets).
+
+    Request/usage are kept as totals (core-minutes, byte-minutes); the reported averages divide them
+    by ``minutes``, which is exactly OpenCost's arithmetic in ``Allocation.add``.
+    """
+
+    __slots__ = (
+        "cpu_core_hours", "cpu_cost", "cpu_req_cm", "cpu_use_cm", "end", "gpu_cost", "gpu_hours", "lb_cost",
+        "lbs", "name", "net_cost", "net_rx", "net_tx", "props", "pvs", "ram_byte_hours", "ram_cost",
+        "ram_req_bm", "ram_use_bm", "raw", "start", "win_end", "win_start",
+    )  # fmt: skip
+
+    def __init__(self, name: str, props: Properties, win_start: int, win_end: int, start: int, end: int) -> None:
+        self.name = name
+        self.props = props
+        self.win_start = win_start
+        self.win_end = win_end
+        self.start = start
+        self.end = end
+        self.cpu_core_hours = 0.0
+        self.cpu_req_cm = 0.0
+        self.cpu_use_cm = 0.0
+        self.cpu_cost = 0.0
+        self.gpu_hours = 0.0
+        self.gpu_cost = 0.0
+        self.ram_byte_hours = 0.0
+        self.ram_req_bm = 0.0
+        self.ram_use_bm = 0.0
+        self.ram_cost = 0.0
+        self.net_tx = 0.0
+        self.net_rx = 0.0
+        self.net_cost = 0.0
+        self.lb_cost = 0.0
+        self.pvs: dict[str, list[Any]] | None = None  # key -> [byteHours, cost, providerID]
+        self.lbs: dict[str, list[Any]] | None = None  # key -> [service, cost, private, ip, hours]
+        self.raw: tuple[float, float] | None = None  # (cpuCoreUsageMax, ramByteUsageMax)
+
+    @property
+    def pv_cost(self) -> float:
+        return sum(pv[1] for pv in self.pvs.values()) if self.pvs else 0.0
+
+    @property
+    def pv_byte_hours(self) -> float:
+        return sum(pv[0] for pv in self.pvs.values()) if self.pvs else 0.0
+
+    @property
+    def total_cost(self) -> float:
+        return self.cpu_cost + self.gpu_cost + self.ram_cost + self.pv_cost + self.net_cost + self.lb_cost
+
+    def merge(self, other: Alloc, keep_labels: bool) -> None:
+        """Add ``other`` into this allocation (OpenCost's ``Allocation.add``)."""
+        if other.props is not self.props:
+            self.props = self.props.intersect(other.props, keep_labels)
+        self.win_start = min(self.win_start, other.win_start)
+        self.win_end = max(self.win_end, other.win_end)
+        self.start = min(self.start, other.start)
+        self.end = max(self.end, other.end)
+        self.cpu_core_hours += other.cpu_core_hours
+        self.cpu_req_cm += other.cpu_req_cm
+        self.cpu_use_cm += other.cpu_use_cm
+        self.cpu_cost += other.cpu_cost
+        self.gpu_hours += other.gpu_hours
+        self.gpu_cost += other.gpu_cost
+        self.ram_byte_hours += other.ram_byte_hours
+        self.ram_req_bm += other.ram_req_bm
+        self.ram_use_bm += other.ram_use_bm
+        self.ram_cost += other.ram_cost
+        self.net_tx += other.net_tx
+        self.net_rx += other.net_rx
+        self.net_cost += other.net_cost
+        self.lb_cost += other.lb_cost
+        if other.pvs:
+            pvs = self.pvs = self.pvs if self.pvs is not None else {}
+            for key, pv in other.pvs.items():
+                mine = pvs.setdefault(key, [0.0, 0.0, pv[2]])
+                mine[0] += pv[0]
+                mine[1] += pv[1]
+        if other.lbs:
+            lbs = self.lbs = self.lbs if self.lbs is not None else {}
+            for key, lb in other.lbs.items():
+                mine = lbs.setdefault(key, [lb[0], 0.0, lb[2], lb[3], 0.0])
+                mine[1] += lb[1]
+                mine[4] = max(mine[4], lb[4])
+        self.raw = None
+
+
+_FIELDS = (
+    "name", "properties", "window", "start", "end", "minutes", "cpuCores", "cpuCoreRequestAverage",
+    "cpuCoreUsageAverage", "cpuCoreHours", "cpuCost", "cpuCostAdjustment", "cpuCostIdle", "cpuEfficiency",
+    "gpuCount", "gpuHours", "gpuCost", "gpuCostAdjustment", "gpuCostIdle", "networkTransferBytes",
+    "networkReceiveBytes", "networkCost", "networkCrossZoneCost", "networkCrossRegionCost", "networkInternetCost",
+    "networkCostAdjustment", "loadBalancerCost", "loadBalancerCostAdjustment", "pvBytes", "pvByteHours", "pvCost",
+    "pvs", "pvCostAdjustment", "ramBytes", "ramByteRequestAverage", "ramByteUsageAverage", "ramByteHours", "ramCost",
+    "ramCostAdjustment", "ramCostIdle", "ramEfficiency", "externalCost", "sharedCost", "totalCost", "totalEfficiency",
+    "rawAllocationOnly", "proportionalAssetResourceCosts", "lbAllocations", "sharedCostBreakdown",
+)  # fmt: skip
+_TEMPLATE = "{" + ",".join(f'"{field}":%s' for field in _FIELDS) + "}"
+
+
+_SAFE = re.compile(r'[^"\\\x00-\x1f]*')
+
+
+def quote(text: str) -> str:
+    """A JSON string literal; the fast path covers Kubernetes names (no quotes, backslashes or controls)."""
+    return f'"{text}"' if _SAFE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+
+
+def num(value: float) -> float | int | None:
+    """Round like OpenCost's ``formatFloat64ForResponse`` (5 decimals, NaN/Inf as null), integral as int."""
+    if not math.isfinite(value):
+        return None
+    rounded = round(value, 5)
+    whole = int(rounded)
+    return whole if whole == rounded else rounded
+
+
+def _efficiency(usage: float, request: float) -> float:
+    if request > 0:
+        return usage / request
+    return 1.0 if usage > 0 else 0.0
+
+
+class Renderer:
+    """Writes allocations as OpenCost's JSON text, memoising numbers, instants and properties.
+
+    Why text templates instead of ``json.dumps`` of dicts: a 20,000-container hour is ~1M numbers, and
+    the per-key work of the generic encoder dominated the response time; replicas share most values.
+    """
+
+    def __init__(self) -> None:
+        self._numbers: dict[float, str] = {}
+        self._times: dict[int, str] = {}
+        self._windows: dict[tuple[int, int], str] = {}
+
+    def number(self, value: float) -> str:
+        text = self._numbers.get(value)
+        if text is None:
+            text = self._numbers[value] = json.dumps(num(value))
+        return text
+
+    def time(self, ts: int) -> str:
+        text = self._times.get(ts)
+        if text is None:
+            text = self._times[ts] = f'"{rfc3339(ts)}"'
+        return text
+
+    def window(self, start: int, end: int) -> str:
+        text = self._windows.get((start, end))
+        if text is None:
+            text = self._windows[(start, end)] = f'{{"start":{self.time(start)},"end":{self.time(end)}}}'
+        return text
+
+    def alloc(self, alloc: Alloc) -> str:
+        get, slow = self._numbers.get, self.number
+
+        def n(value: float) -> str:
+            return get(value) or slow(value)
+
+        minutes = (alloc.end - alloc.start) / 60.0
+        hours = minutes / 60.0
+        per_hour = 1.0 / hours if hours > 0 else 0.0
+        per_minute = 1.0 / minutes if minutes > 0 else 0.0
+        cpu_req = alloc.cpu_req_cm * per_minute
+        cpu_use = alloc.cpu_use_cm * per_minute
+        ram_req = alloc.ram_req_bm * per_minute
+        ram_use = alloc.ram_use_bm * per_minute
+        cpu_eff = _efficiency(cpu_use, cpu_req)
+        ram_eff = _efficiency(ram_use, ram_req)
+        pv_byte_hours = alloc.pv_byte_hours
+        cpu_ram = alloc.cpu_cost + alloc.ram_cost
+        total_eff = (cpu_eff * alloc.cpu_cost + ram_eff * alloc.ram_cost) / cpu_ram if cpu_ram > 0 else 0.0
+        net_cost = n(alloc.net_cost)
+        raw = alloc.raw
+        return _TEMPLATE % (
+            quote(alloc.name),
+            alloc.props.to_json_text(),
+            self.window(alloc.win_start, alloc.win_end),
+            self.time(alloc.start),
+            self.time(alloc.end),
+            n(minutes),
+            n(alloc.cpu_core_hours * per_hour),
+            n(cpu_req),
+            n(cpu_use),
+            n(alloc.cpu_core_hours),
+            n(alloc.cpu_cost),
+            "0",
+            "0",
+            n(cpu_eff),
+            n(alloc.gpu_hours * per_hour),
+            n(alloc.gpu_hours),
+            n(alloc.gpu_cost),
+            "0",
+            "0",
+            n(alloc.net_tx),
+            n(alloc.net_rx),
+            net_cost,
+            net_cost,
+            "0",
+            "0",
+            "0",
+            n(alloc.lb_cost),
+            "0",
+            n(pv_byte_hours * per_hour),
+            n(pv_byte_hours),
+            n(alloc.pv_cost),
+            self._pvs(alloc.pvs),
+            "0",
+            n(alloc.ram_byte_hours * per_hour),
+            n(ram_req),
+            n(ram_use),
+            n(alloc.ram_byte_hours),
+            n(alloc.ram_cost),
+            "0",
+            "0",
+            n(ram_eff),
+            "0",
+            "0",
+            n(alloc.total_cost),
+            n(total_eff),
+            f'{{"cpuCoreUsageMax":{n(raw[0])},"ramByteUsageMax":{n(raw[1])}}}' if raw else "null",
+            "{}",
+            self._lbs(alloc.lbs),
+            "{}",
+        )
+
+    def _pvs(self, pvs: dict[str, list[Any]] | None) -> str:
+        if not pvs:
+            return "null"
+        items = (
+            f'{json.dumps(key)}:{{"byteHours":{self.number(pv[0])},"cost":{self.number(pv[1])},'
+            f'"providerID":{json.dumps(pv[2])}}}'
+            for key, pv in sorted(pvs.items())
+        )
+        return "{" + ",".join(items) + "}"
+
+    def _lbs(self, lbs: dict[str, list[Any]] | None) -> str:
+        if not lbs:
+            return "null"
+        items = (
+            f'{json.dumps(key)}:{{"service":{json.dumps(lb[0])},"cost":{self.number(lb[1])},'
+            f'"private":{json.dumps(lb[2])},"ip":{json.dumps(lb[3])},"hours":{self.number(lb[4])}}}'
+            for key, lb in sorted(lbs.items())
+        )
+        return "{" + ",".join(items) + "}"

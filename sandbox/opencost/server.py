@@ -1,0 +1,243 @@
+"""The HTTP face: a WSGI app serving OpenCost's allocation API, and a threaded server handle.
+
+Why fault injection lives on the handle and not in query parameters: the product must reach the
+sandbox exactly as it reaches the real OpenCost (same URL, same parameters), so tests arm faults
+out of band: ``server.fail_next(status=503)``, ``server.delay_next(2.0)``,
+``server.malformed_next(b"{not json")``. Each fault applies to the next ``times`` matching requests
+(default: any ``/allocation...`` request), and ``server.requests`` records every allocation query
+as a dict for assertions about what the client actually sent.
+
+Responses are cached in a small LRU (64 entries, 256 MiB) keyed on the normalised query with relative
+windows resolved to instants (``24h`` asked twice in the same minute is one computation; an hour later it is not). Each
+response carries an ``ETag``, and ``If-None-Match`` is answered with 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from werkzeug.serving import WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+from sandbox.opencost.model import Cluster
+from sandbox.opencost.query import error_body, execute, parse_query, render
+from sandbox.opencost.scenario import Scenario
+from sandbox.opencost.windows import QueryError
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+Clock = Callable[[], datetime]
+ALLOCATION_PATHS = ("/allocation", "/allocation/compute")
+JSON = "application/json"
+
+
+@dataclass(slots=True)
+class _Fault:
+    kind: str  # "fail" | "malformed" | "delay"
+    remaining: int
+    path: str | None
+    status: int = 500
+    body: bytes = b""
+    seconds: float = 0.0
+
+    def applies(self, path: str) -> bool:
+        return self.path is None or path == self.path or path.startswith(self.path.rstrip("/") + "/")
+
+
+class OpenCostApp:
+    """WSGI application for one scenario. Thread-safe; test hooks are plain methods."""
+
+    def __init__(self, scenario: Scenario, *, clock: Clock | None = None, cache_size: int = 64,
+                 cache_bytes: int = 256 * 2**20) -> None:  # fmt: skip
+        self.cluster = Cluster(scenario)
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._cache: OrderedDict[tuple[Any, ...], tuple[bytes, str]] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_bytes = cache_bytes
+        self._cached_bytes = 0
+        self._faults: deque[_Fault] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[dict[str, str]] = []
+        self.computations = 0  # how many responses were computed rather than served from cache
+
+    # -- test hooks --------------------------------------------------------------------------------
+
+    def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
+                  path: str | None = "/allocation") -> None:  # fmt: skip
+        """The next ``times`` matching requests answer ``status`` with OpenCost's error envelope."""
+        self._arm(_Fault("fail", times, path, status=status, body=error_body(status, message)))
+
+    def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
+        """The next ``times`` matching requests are answered only after ``seconds``."""
+        self._arm(_Fault("delay", times, path, seconds=seconds))
+
+    def malformed_next(self, body: bytes = b"{not json", times: int = 1, *, status: int = 200,
+                       path: str | None = "/allocation") -> None:  # fmt: skip
+        """The next ``times`` matching requests answer ``status`` with ``body`` verbatim."""
+        self._arm(_Fault("malformed", times, path, status=status, body=body))
+
+    def reset(self) -> None:
+        """Forget armed faults, recorded requests and cached responses."""
+        with self._lock:
+            self._faults.clear()
+            self.requests.clear()
+            self._cache.clear()
+            self._cached_bytes = 0
+
+    def _arm(self, fault: _Fault) -> None:
+        if fault.remaining < 1:
+            raise ValueError("times must be >= 1")
+        with self._lock:
+            self._faults.append(fault)
+
+    def _take_faults(self, path: str) -> tuple[float, _Fault | None]:
+        """Consume at most one delay and one response fault (fail or malformed) for this request."""
+        delay, response = 0.0, None
+        with self._lock:
+            for fault in list(self._faults):
+                if not fault.applies(path):
+                    continue
+                if fault.kind == "delay" and not delay:
+                    delay = fault.seconds
+                elif fault.kind != "delay" and response is None:
+                    response = fault
+                else:
+                    continue
+                fault.remaining -= 1
+                if fault.remaining == 0:
+                    self._faults.remove(fault)
+        return delay, response
+
+    # -- WSGI --------------------------------------------------------------------------------------
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        request = Request(environ)
+        response = self.handle(request)
+        return response(environ, start_response)
+
+    def handle(self, request: Request) -> Response:
+        path = request.path.rstrip("/") or "/"
+        if path in ALLOCATION_PATHS:
+            with self._lock:
+                self.requests.append(dict(request.args.items()))
+        delay, fault = self._take_faults(path)
+        if delay:
+            time.sleep(delay)
+        if fault is not None:
+            return Response(fault.body, status=fault.status, content_type=JSON)
+        if request.method not in ("GET", "HEAD"):
+            return Response(error_body(405, f"method {request.method} not allowed"), status=405, content_type=JSON)
+        if path == "/healthz":
+            return Response(b"", status=200, content_type="text/plain")
+        if path not in ALLOCATION_PATHS:
+            return Response(error_body(404, f"no such endpoint: {request.path}"), status=404, content_type=JSON)
+        try:
+            body, etag = self.allocation(dict(request.args.items()))
+        except QueryError as error:
+            return Response(error_body(400, str(error)), status=400, content_type=JSON)
+        if etag in request.if_none_match:
+            response = Response(status=304)
+        else:
+            response = Response(body, status=200, content_type=JSON)
+        response.set_etag(etag)
+        return response
+
+    def allocation(self, args: dict[str, str]) -> tuple[bytes, str]:
+        """The response body and ETag for an allocation query (raises ``QueryError``)."""
+        now = int(self._clock().timestamp())
+        query = parse_query(args, now)
+        key = query.cache_key(self.cluster, now)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        body = render(execute(self.cluster, query, now))
+        etag = hashlib.sha256(body).hexdigest()[:32]
+        with self._lock:
+            self.computations += 1
+            if key not in self._cache and len(body) <= self._cache_bytes:
+                self._cache[key] = (body, etag)
+                self._cached_bytes += len(body)
+            while len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes:
+                self._cached_bytes -= len(self._cache.popitem(last=False)[1][0])
+        return body, etag
+
+
+def make_app(scenario: Scenario, *, clock: Clock | None = None, cache_size: int = 64,
+             cache_bytes: int = 256 * 2**20) -> OpenCostApp:  # fmt: skip
+    """A WSGI app for ``scenario``; ``clock`` (returning an aware datetime) defaults to the real UTC time."""
+    return OpenCostApp(scenario, clock=clock, cache_size=cache_size, cache_bytes=cache_bytes)
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Werkzeug logs every request to stderr by default; tests and benchmarks do not want that."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        return None
+
+
+class OpenCostServer:
+    """A running sandbox: ``.url``, ``.stop()``, fault hooks, ``.requests``; also a context manager."""
+
+    def __init__(self, app: OpenCostApp, host: str = "127.0.0.1", port: int = 0, *, log_requests: bool = False) -> None:
+        self.app = app
+        handler = WSGIRequestHandler if log_requests else _QuietHandler
+        self._server = make_server(host, port, app, threaded=True, request_handler=handler)
+        self.host = host
+        self.port = self._server.server_port
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"opencost-{self.port}", daemon=True
+        )
+        self._thread.start()
+        self._stopped = False
+
+    @property
+    def requests(self) -> list[dict[str, str]]:
+        return self.app.requests
+
+    def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
+                  path: str | None = "/allocation") -> None:  # fmt: skip
+        self.app.fail_next(status, times, message=message, path=path)
+
+    def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
+        self.app.delay_next(seconds, times, path=path)
+
+    def malformed_next(self, body: bytes = b"{not json", times: int = 1, *, status: int = 200,
+                       path: str | None = "/allocation") -> None:  # fmt: skip
+        self.app.malformed_next(body, times, status=status, path=path)
+
+    def reset(self) -> None:
+        self.app.reset()
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenCostServer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.stop()
+
+
+def serve(scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, clock: Clock | None = None,
+          cache_size: int = 64, log_requests: bool = False) -> OpenCostServer:  # fmt: skip
+    """Start the sandbox in a daemon thread; ``port=0`` picks a free port (see ``.url``)."""
+    app = make_app(scenario, clock=clock, cache_size=cache_size)
+    return OpenCostServer(app, host, port, log_requests=log_requests)
