@@ -31,7 +31,7 @@ def _cost(amount: Decimal | None, adjustment: Decimal | None = None) -> int | No
     """A cost plus its adjustment, in micros; None when OpenCost could not measure it (NaN)."""
     if amount is None:
         return None
-    return to_micros(amount + (adjustment or 0))
+    return to_micros(amount + adjustment if adjustment else amount)
 
 
 class RowBuilder:
@@ -66,27 +66,33 @@ class RowBuilder:
         volumes, take the labels its other entries carry in the same hour."""
         owners: dict[str, tuple[str | None, str | None]] = {}
         for a in allocations.values():
-            namespace = a.properties.namespace
-            labels = a.properties.namespaceLabels or a.properties.labels
+            props = a.get("properties") or {}
+            namespace = props.get("namespace")
+            labels = props.get("namespaceLabels") or props.get("labels")
             if namespace and labels and namespace not in owners:
                 owners[namespace] = (owner_label(labels, self.owner_key), owner_label(labels, self.cost_center_key))
-        for a in allocations.values():
-            yield self._row(a, owners)
+        for key, a in allocations.items():
+            yield self._row(a.get("name") or key, a, owners)
 
-    def _row(self, a: Allocation, owners: Mapping[str, tuple[str | None, str | None]]) -> tuple[Any, ...]:
-        props = a.properties
-        namespace = "" if props.namespace in SENTINELS else props.namespace or ""
+    def _row(self, name: str, a: Allocation, owners: Mapping[str, tuple[str | None, str | None]]) -> tuple[Any, ...]:
+        props = a.get("properties") or {}
+        namespace = props.get("namespace") or ""
+        if namespace in SENTINELS:
+            namespace = ""
         team, cost_center = owners.get(namespace, (None, None))
+        g = a.get
         return (
-            self.cluster, namespace, a.name, self.aggregation, self.hour, entry_kind(a.name).value,
-            props.controllerKind, props.controller, props.pod, props.container, props.node,
-            a.start, a.end, a.minutes,
-            a.cpuCores, a.cpuCoreRequestAverage, a.cpuCoreUsageAverage, a.cpuCoreHours,
-            a.ramBytes, a.ramByteRequestAverage, a.ramByteUsageAverage, a.ramByteHours,
-            a.gpuCount, a.gpuHours, a.pvBytes, a.pvByteHours, a.networkTransferBytes, a.networkReceiveBytes,
-            _cost(a.cpuCost, a.cpuCostAdjustment), _cost(a.gpuCost, a.gpuCostAdjustment),
-            _cost(a.ramCost, a.ramCostAdjustment), _cost(a.pvCost, a.pvCostAdjustment),
-            _cost(a.networkCost, a.networkCostAdjustment), _cost(a.loadBalancerCost, a.loadBalancerCostAdjustment),
-            _cost(a.sharedCost), _cost(a.externalCost), _cost(a.totalCost),
+            self.cluster, namespace, name, self.aggregation, self.hour, entry_kind(name).value,
+            props.get("controllerKind"), props.get("controller"), props.get("pod"), props.get("container"),
+            props.get("node"), g("start"), g("end"), g("minutes"),
+            g("cpuCores"), g("cpuCoreRequestAverage"), g("cpuCoreUsageAverage"), g("cpuCoreHours"),
+            g("ramBytes"), g("ramByteRequestAverage"), g("ramByteUsageAverage"), g("ramByteHours"),
+            g("gpuCount"), g("gpuHours"), g("pvBytes"), g("pvByteHours"),
+            g("networkTransferBytes"), g("networkReceiveBytes"),
+            _cost(g("cpuCost"), g("cpuCostAdjustment")), _cost(g("gpuCost"), g("gpuCostAdjustment")),
+            _cost(g("ramCost"), g("ramCostAdjustment")), _cost(g("pvCost"), g("pvCostAdjustment")),
+            _cost(g("networkCost"), g("networkCostAdjustment")),
+            _cost(g("loadBalancerCost"), g("loadBalancerCostAdjustment")),
+            _cost(g("sharedCost")), _cost(g("externalCost")), _cost(g("totalCost")),
             team, cost_center, self.pricebook_id, self.currency, self.finalized, self.collected_at,
         )  # fmt: skip

@@ -2,9 +2,12 @@
 
 The run's hour is pinned from its trigger. The ``HOURS_LOOKBACK`` hours before it are written
 finalized (hours already final are skipped), then the pinned hour itself is written unfinalized.
-Each hour is fetched, then replaced in its own transaction under a per-hour advisory lock, so an
-interrupted run keeps the hours it finished, overlapping runs serialise per hour, and a replay
-writes identical rows. A finalized hour is never rewritten.
+Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock:
+an interrupted run keeps the hours it finished, overlapping runs serialise per hour, and a replay
+writes identical rows. Replacing the hour (delete, then ``COPY``) has the effect of an upsert on
+the natural key (cluster, aggregation, hour, namespace, name; the primary key, so nothing can
+duplicate even outside the lock) plus removal of rows OpenCost no longer reports, at the speed
+of a plain ``COPY``. A finalized hour is never rewritten.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.hours import Hour, lookback, pin_hour
 from finops.pricebooks import elect_active, parse_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
+from infra.heap import paused_gc
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
 
@@ -179,10 +183,10 @@ def _write_hour(
         if state is not None and state["is_finalized"]:
             return None
         db.execute("ensure_allocation_partition", conn, hour=hour.start)
-        db.execute("create_allocation_staging", conn)
-        count = db.copy_rows(conn, "allocation_staging", COLUMNS, builder.rows(step_set))
-        db.execute("merge_allocation_staging", conn)
-        db.execute("delete_vanished_allocations", conn, **key)
+        if state is not None:  # written before, unfinalized: replace it
+            db.execute("delete_allocation_hour", conn, **key)
+        with paused_gc():
+            count = db.copy_rows(conn, "provider_allocations", COLUMNS, builder.rows(step_set))
         db.execute(
             "record_allocation_hour",
             conn,

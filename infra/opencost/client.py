@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
-from infra.opencost.models import Allocation, AllocationResponse
+from infra.heap import paused_gc
+from infra.opencost.models import RESPONSE, Allocation
 
 log = logging.getLogger(__name__)
 
@@ -89,18 +90,20 @@ class OpenCostClient:
             params["filter"] = namespace_filter(namespaces)
         body = self._get("/allocation", params)
         try:
-            envelope = AllocationResponse.model_validate_json(body)
+            with paused_gc():
+                envelope = RESPONSE.validate_json(body)
         except ValidationError as exc:
             raise OpenCostUnavailable(
                 f"OpenCost at {self.base_url} answered /allocation with a body that is not its documented "
                 f"envelope: {_first_error(exc)}"
             ) from exc
-        if envelope.code != 200 or envelope.data is None:
+        code, data = envelope.get("code"), envelope.get("data")
+        if code != 200 or data is None:
             raise OpenCostUnavailable(
-                f"OpenCost at {self.base_url} answered /allocation with code {envelope.code}: "
-                f"{envelope.message or 'no data'}"
+                f"OpenCost at {self.base_url} answered /allocation with code {code}: "
+                f"{envelope.get('message') or 'no data'}"
             )
-        return [step_set or {} for step_set in envelope.data]
+        return [step_set or {} for step_set in data]
 
     def _get(self, path: str, params: dict[str, str]) -> bytes:
         attempt = 0

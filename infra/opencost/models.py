@@ -1,8 +1,10 @@
 """OpenCost's Allocation object, as documented (``core/pkg/opencost/allocation_json.go``).
 
-Parsing is lenient the way OpenCost's output requires: every field may be missing, extra fields
-are ignored, and numbers may be ``null`` (OpenCost turns NaN and Inf into null). Numbers are
-parsed from the JSON text straight into ``Decimal``, so no cost ever passes through a float.
+The shapes are ``TypedDict``s validated by pydantic: a 20,000-allocation hour parses at the speed
+of ``json.loads`` (model instances cost twice that), while every field is still type-checked.
+Parsing is lenient the way OpenCost's output requires: any field may be missing, extra fields are
+ignored, and numbers may be ``null`` (OpenCost turns NaN and Inf into null). Numbers are parsed
+from the JSON text straight into ``Decimal``, so no cost ever passes through a float.
 """
 
 from __future__ import annotations
@@ -10,115 +12,108 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, TypeAdapter
+from typing_extensions import TypedDict
 
-from finops.allocations import IDLE, UNALLOCATED, UNMOUNTED
-
+_LENIENT = ConfigDict(extra="ignore")
 Number = Decimal | None
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class Window(TypedDict, total=False):
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    start: datetime | None
+    end: datetime | None
 
 
-class Window(_Lenient):
-    start: datetime | None = None
-    end: datetime | None = None
+class AllocationProperties(TypedDict, total=False):
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    cluster: str | None
+    node: str | None
+    container: str | None
+    controller: str | None
+    controllerKind: str | None
+    namespace: str | None
+    pod: str | None
+    services: list[str] | None
+    providerID: str | None
+    labels: dict[str, str] | None
+    annotations: dict[str, str] | None
+    namespaceLabels: dict[str, str] | None
+    namespaceAnnotations: dict[str, str] | None
 
 
-class AllocationProperties(_Lenient):
-    cluster: str | None = None
-    node: str | None = None
-    container: str | None = None
-    controller: str | None = None
-    controllerKind: str | None = None
-    namespace: str | None = None
-    pod: str | None = None
-    services: list[str] | None = None
-    providerID: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    namespaceLabels: dict[str, str] | None = None
-    namespaceAnnotations: dict[str, str] | None = None
+class PVAllocation(TypedDict, total=False):
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    byteHours: Number
+    cost: Number
+    providerID: str | None
 
 
-class PVAllocation(_Lenient):
-    byteHours: Number = None
-    cost: Number = None
-    providerID: str | None = None
+class LBAllocation(TypedDict, total=False):
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    service: str | None
+    cost: Number
+    private: bool | None
+    ip: str | None
+    hours: Number
 
 
-class LBAllocation(_Lenient):
-    service: str | None = None
-    cost: Number = None
-    private: bool | None = None
-    ip: str | None = None
-    hours: Number = None
-
-
-class Allocation(_Lenient):
+class Allocation(TypedDict, total=False):
     """One allocation of one step set. Costs are in the PriceBook's currency units."""
 
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
     name: str
-    properties: AllocationProperties = Field(default_factory=AllocationProperties)
-    window: Window | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-    minutes: Number = None
-    cpuCores: Number = None
-    cpuCoreRequestAverage: Number = None
-    cpuCoreUsageAverage: Number = None
-    cpuCoreHours: Number = None
-    cpuCost: Number = None
-    cpuCostAdjustment: Number = None
-    cpuEfficiency: Number = None
-    gpuCount: Number = None
-    gpuHours: Number = None
-    gpuCost: Number = None
-    gpuCostAdjustment: Number = None
-    networkTransferBytes: Number = None
-    networkReceiveBytes: Number = None
-    networkCost: Number = None
-    networkCostAdjustment: Number = None
-    loadBalancerCost: Number = None
-    loadBalancerCostAdjustment: Number = None
-    lbAllocations: dict[str, LBAllocation] | None = None
-    pvBytes: Number = None
-    pvByteHours: Number = None
-    pvCost: Number = None
-    pvCostAdjustment: Number = None
-    pvs: dict[str, PVAllocation] | None = None
-    ramBytes: Number = None
-    ramByteRequestAverage: Number = None
-    ramByteUsageAverage: Number = None
-    ramByteHours: Number = None
-    ramCost: Number = None
-    ramCostAdjustment: Number = None
-    ramEfficiency: Number = None
-    externalCost: Number = None
-    sharedCost: Number = None
-    totalCost: Number = None
-    totalEfficiency: Number = None
-
-    @property
-    def is_idle(self) -> bool:
-        return self.name == IDLE or self.name.endswith("/" + IDLE)
-
-    @property
-    def is_unallocated(self) -> bool:
-        return UNALLOCATED in self.name.split("/")
-
-    @property
-    def is_unmounted(self) -> bool:
-        return UNMOUNTED in self.name.split("/")
+    properties: AllocationProperties | None
+    window: Window | None
+    start: datetime | None
+    end: datetime | None
+    minutes: Number
+    cpuCores: Number
+    cpuCoreRequestAverage: Number
+    cpuCoreUsageAverage: Number
+    cpuCoreHours: Number
+    cpuCost: Number
+    cpuCostAdjustment: Number
+    cpuEfficiency: Number
+    gpuCount: Number
+    gpuHours: Number
+    gpuCost: Number
+    gpuCostAdjustment: Number
+    networkTransferBytes: Number
+    networkReceiveBytes: Number
+    networkCost: Number
+    networkCostAdjustment: Number
+    loadBalancerCost: Number
+    loadBalancerCostAdjustment: Number
+    lbAllocations: dict[str, LBAllocation] | None
+    pvBytes: Number
+    pvByteHours: Number
+    pvCost: Number
+    pvCostAdjustment: Number
+    pvs: dict[str, PVAllocation] | None
+    ramBytes: Number
+    ramByteRequestAverage: Number
+    ramByteUsageAverage: Number
+    ramByteHours: Number
+    ramCost: Number
+    ramCostAdjustment: Number
+    ramEfficiency: Number
+    externalCost: Number
+    sharedCost: Number
+    totalCost: Number
+    totalEfficiency: Number
 
 
-class AllocationResponse(_Lenient):
+class AllocationResponse(TypedDict, total=False):
     """The documented envelope: ``{"code": 200, "status": "success", "data": [{key: Allocation}]}``;
-    ``data`` holds one map per step set."""
+    ``data`` holds one map per step set. Errors carry ``code`` and ``message`` only."""
 
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
     code: int
-    status: str | None = None
-    message: str | None = None
-    warning: str | None = None
-    data: list[dict[str, Allocation] | None] | None = None
+    status: str | None
+    message: str | None
+    warning: str | None
+    data: list[dict[str, Allocation] | None] | None
+
+
+RESPONSE = TypeAdapter(AllocationResponse)

@@ -39,39 +39,10 @@ SELECT pg_advisory_xact_lock(hashtext('provider_allocations'), hashtext(%(cluste
 SELECT is_finalized FROM allocation_hours
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
 
--- name: create_allocation_staging
-CREATE TEMPORARY TABLE allocation_staging
-    (LIKE provider_allocations INCLUDING DEFAULTS) ON COMMIT DROP;
-
--- name: merge_allocation_staging
-INSERT INTO provider_allocations AS p
-SELECT * FROM allocation_staging
-ON CONFLICT (cluster, namespace, name, aggregation, hour) DO UPDATE SET
-    entry_kind = EXCLUDED.entry_kind, controller_kind = EXCLUDED.controller_kind,
-    controller = EXCLUDED.controller, pod = EXCLUDED.pod, container = EXCLUDED.container,
-    node = EXCLUDED.node, data_start = EXCLUDED.data_start, data_end = EXCLUDED.data_end,
-    minutes = EXCLUDED.minutes, cpu_cores = EXCLUDED.cpu_cores,
-    cpu_core_request_avg = EXCLUDED.cpu_core_request_avg, cpu_core_usage_avg = EXCLUDED.cpu_core_usage_avg,
-    cpu_core_hours = EXCLUDED.cpu_core_hours, ram_bytes = EXCLUDED.ram_bytes,
-    ram_byte_request_avg = EXCLUDED.ram_byte_request_avg, ram_byte_usage_avg = EXCLUDED.ram_byte_usage_avg,
-    ram_byte_hours = EXCLUDED.ram_byte_hours, gpu_count = EXCLUDED.gpu_count, gpu_hours = EXCLUDED.gpu_hours,
-    pv_bytes = EXCLUDED.pv_bytes, pv_byte_hours = EXCLUDED.pv_byte_hours,
-    network_transfer_bytes = EXCLUDED.network_transfer_bytes,
-    network_receive_bytes = EXCLUDED.network_receive_bytes,
-    cpu_cost_micros = EXCLUDED.cpu_cost_micros, gpu_cost_micros = EXCLUDED.gpu_cost_micros,
-    ram_cost_micros = EXCLUDED.ram_cost_micros, pv_cost_micros = EXCLUDED.pv_cost_micros,
-    network_cost_micros = EXCLUDED.network_cost_micros, lb_cost_micros = EXCLUDED.lb_cost_micros,
-    shared_cost_micros = EXCLUDED.shared_cost_micros, external_cost_micros = EXCLUDED.external_cost_micros,
-    total_cost_micros = EXCLUDED.total_cost_micros, team = EXCLUDED.team, cost_center = EXCLUDED.cost_center,
-    pricebook_id = EXCLUDED.pricebook_id, currency = EXCLUDED.currency,
-    is_finalized = EXCLUDED.is_finalized, collected_at = EXCLUDED.collected_at;
-
--- name: delete_vanished_allocations
--- Rows of the hour that OpenCost no longer reports (the hour is replaced, never half-merged).
-DELETE FROM provider_allocations p
-WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
-  AND NOT EXISTS (SELECT 1 FROM allocation_staging s
-                  WHERE s.namespace = p.namespace AND s.name = p.name);
+-- name: delete_allocation_hour
+-- The hour is replaced whole (under its advisory lock): rows OpenCost no longer reports go too.
+DELETE FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
 
 -- name: record_allocation_hour
 INSERT INTO allocation_hours (cluster, aggregation, hour, is_finalized, row_count, pricebook_id, run_id)

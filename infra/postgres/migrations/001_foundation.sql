@@ -82,7 +82,8 @@ CREATE TABLE provider_allocations (
     currency               char(3),
     is_finalized           boolean     NOT NULL,
     collected_at           timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (cluster, namespace, name, aggregation, hour)
+    -- The natural key, ordered so one hour of one cluster is a single index range.
+    PRIMARY KEY (cluster, aggregation, hour, namespace, name)
 ) PARTITION BY RANGE (hour);
 
 -- The collector's ledger: which hours are stored, and whether they are final.

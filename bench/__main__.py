@@ -1,0 +1,16 @@
+"""``make bench``: every benchmark, each printing its ratio against a floor measured in the same run."""
+
+from __future__ import annotations
+
+import sys
+
+from bench import ingest
+
+
+def main() -> int:
+    ingest.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Shared benchmark plumbing: a real PostgreSQL and a sandbox process."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+
+from infra.postgres import Database, apply_migrations, connect
+from sandbox.postgres import embedded_postgres, scratch_database
+
+
+@contextlib.contextmanager
+def database() -> Iterator[Database]:
+    """A migrated scratch database on ``DATABASE_URL``'s server, else on an embedded one."""
+    with contextlib.ExitStack() as stack:
+        server = os.environ.get("DATABASE_URL") or stack.enter_context(embedded_postgres())
+        dsn = stack.enter_context(scratch_database(server, prefix="finops_bench"))
+        db = connect(dsn, max_size=4)
+        apply_migrations(db)
+        try:
+            yield db
+        finally:
+            db.close()
+
+
+@contextlib.contextmanager
+def sandbox_opencost(containers: int) -> Iterator[str]:
+    """The sandbox OpenCost in its own process, so our process's memory is ours alone."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sandbox.opencost", "--synthetic", str(containers), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
