@@ -56,7 +56,9 @@ def main(containers: int = CONTAINERS) -> None:
         def ours(n: int) -> tuple[float, int]:
             warm(n)
             start = time.perf_counter()
-            rows = _write_hour(db, client, options, pricing, _hour(n), finalized=True, now=BASE, run_id=str(uuid.uuid4()))
+            rows = _write_hour(
+                db, client, options, pricing, _hour(n), finalized=True, now=BASE, run_id=str(uuid.uuid4())
+            )
             return time.perf_counter() - start, rows or 0
 
         def floor(n: int) -> float:
@@ -94,10 +96,15 @@ def main(containers: int = CONTAINERS) -> None:
         client.close()
 
     rows = ours_runs[0][1]
-    print(f"ingest: one hour of {containers:,} container allocations ({rows:,} rows incl. idle; response {size_mib:.1f} MiB)")
+    print(
+        f"ingest: one hour of {containers:,} container allocations "
+        f"({rows:,} rows incl. idle; response {size_mib:.1f} MiB)"
+    )
     print(f"  ours  (fetch + parse + upsert)  median of {REPEATS}: {ours_s * 1000:8.0f} ms")
     print(f"  floor (json.loads + COPY)       median of {REPEATS}: {floor_s * 1000:8.0f} ms")
     print(f"  ratio ours/floor: {ours_s / floor_s:.2f}  (target <= 2.0)")
-    print(f"  peak Python memory: one hour {one_hour_peak:.0f} MiB; two further hours {two_more_peak:.0f} MiB "
-          f"(flat: one hour's response at a time)")
+    print(
+        f"  peak Python memory: one hour {one_hour_peak:.0f} MiB; two further hours {two_more_peak:.0f} MiB "
+        f"(flat: one hour's response at a time)"
+    )
     print(f"  peak RSS of the ingesting process: {rss_mib:.0f} MiB")

@@ -1,10 +1,10 @@
 """The ``finops`` command: run the local stack, serve or invoke a function, migrate, list runs.
 
-    finops run [--once] [--hours 24]     the main job on embedded defaults (``make run``)
-    finops serve TARGET [--port 8080]    one function under functions-framework, as in production
-    finops invoke TARGET --url URL       ping a function the way its CronJob does
-    finops migrate                       apply pending migrations to DATABASE_URL
-    finops runs [--function F] [--limit N]   recent run outcomes, newest first
+finops run [--once] [--hours 24]     the main job on embedded defaults (``make run``)
+finops serve TARGET [--port 8080]    one function under functions-framework, as in production
+finops invoke TARGET --url URL       ping a function the way its CronJob does
+finops migrate                       apply pending migrations to DATABASE_URL
+finops runs [--function F] [--limit N]   recent run outcomes, newest first
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
         )
         for r in rows
     ]
-    print(render(["started (UTC)", "function", "trigger", "outcome", "http", "ms", "counts", "error"], table, right=(4, 5)))
+    print(
+        render(
+            ["started (UTC)", "function", "trigger", "outcome", "http", "ms", "counts", "error"], table, right=(4, 5)
+        )
+    )
     return 0
 
 
@@ -114,12 +118,16 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
         for r in rows
     ]
     table.append(("TOTAL", "", "", "", "", "", format_amount(total)))
-    print(f"\nCost per team and namespace, cluster {cluster}, {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC "
-          f"({currency})")
+    print(
+        f"\nCost per team and namespace, cluster {cluster}, {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC "
+        f"({currency})"
+    )
     print(render(["team", "namespace", "hours", "cpu+gpu", "ram", "pv+lb+net", "total"], table, right=(2, 3, 4, 5, 6)))
     unlabelled = sorted({r["namespace"] for r in rows if r["team"] == "__unallocated__"})
-    print(f"\n(idle) is node capacity no namespace requested or used. "
-          f"Unallocated namespaces (no owner label): {', '.join(unlabelled) or 'none'}")
+    print(
+        f"\n(idle) is node capacity no namespace requested or used. "
+        f"Unallocated namespaces (no owner label): {', '.join(unlabelled) or 'none'}"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -148,15 +156,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                 scheduled = first + timedelta(hours=n)
                 status, payload = ping(url, stack.ping_token, {"scheduledTime": scheduled.isoformat()})
                 failures += status >= 300
-                print(f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
-                      f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip())
+                print(
+                    f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
+                    f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip()
+                )
             print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
             if failures:
                 print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
             if args.once:
                 return 1 if failures else 0
-            print("\nServing until interrupted (Ctrl-C). Try: "
-                  f"PING_TOKEN={stack.ping_token} DATABASE_URL='{stack.database_url}' finops runs")
+            print(
+                "\nServing until interrupted (Ctrl-C). Try: "
+                f"PING_TOKEN={stack.ping_token} DATABASE_URL='{stack.database_url}' finops runs"
+            )
             try:
                 while True:
                     import time

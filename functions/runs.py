@@ -69,7 +69,7 @@ def recorded_run(function: str, cluster: str) -> Iterator[Run]:
 
 
 def _finish(run: Run) -> None:
-    record = {
+    record: dict[str, Any] = {
         "run_id": run.run_id,
         "function": run.function,
         "cluster": run.cluster,

@@ -8,6 +8,7 @@ down as arguments: nothing below ``functions/`` reads ``os.environ``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Literal, TypeVar
 
@@ -132,13 +133,13 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
         return _as_config(validate_label_key, value, "label key")
 
 
-def _as_config(check: object, value: str, field: str) -> str:
+def _as_config(check: Callable[..., object], value: str, field: str) -> str:
     """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""
     try:
-        result = check(value, field=field)  # type: ignore[operator]
+        result = check(value, field=field)
     except InvalidInput as exc:
         raise ValueError(exc.message.removeprefix(f"{field}: ")) from exc
-    return result if result is not None else value  # type: ignore[no-any-return]
+    return result if isinstance(result, str) else value
 
 
 S = TypeVar("S", bound=BaseSettings)

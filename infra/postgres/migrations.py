@@ -12,7 +12,6 @@ import importlib.resources
 import logging
 import re
 from dataclasses import dataclass
-from typing import LiteralString, cast
 
 from finops.errors import FinOpsError
 from infra.postgres.database import Database
@@ -68,7 +67,7 @@ def apply_migrations(db: Database) -> list[int]:
                         )
                     continue
                 with conn.transaction():
-                    conn.execute(cast(LiteralString, migration.sql))
+                    conn.execute(migration.sql)
                     conn.execute(
                         "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
                         (migration.version, migration.name, migration.checksum),

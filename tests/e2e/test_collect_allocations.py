@@ -26,12 +26,17 @@ from tests.e2e.conftest import Pinger
 
 SCHEDULED = "2026-11-20T10:07:00Z"
 HOURS = [datetime(2026, 11, 20, h, tzinfo=UTC) for h in (7, 8, 9, 10)]
-BUSINESS_COLUMNS = "cluster, namespace, name, hour, entry_kind, team, cost_center, total_cost_micros, cpu_cost_micros, ram_cost_micros, pv_cost_micros, pricebook_id, currency, is_finalized"
+BUSINESS_COLUMNS = (
+    "cluster, namespace, name, hour, entry_kind, team, cost_center, total_cost_micros, cpu_cost_micros, "
+    "ram_cost_micros, pv_cost_micros, pricebook_id, currency, is_finalized"
+)
 
 
 def rows(db: Database) -> list[dict[str, Any]]:
     with db.connection() as conn:
-        return conn.execute(f"SELECT {BUSINESS_COLUMNS} FROM provider_allocations ORDER BY hour, namespace, name").fetchall()
+        return conn.execute(
+            f"SELECT {BUSINESS_COLUMNS} FROM provider_allocations ORDER BY hour, namespace, name"
+        ).fetchall()
 
 
 def ledger(db: Database) -> dict[datetime, bool]:
@@ -74,7 +79,12 @@ def test_a_run_writes_lookback_finalized_and_the_pinned_hour_open(ping: Pinger, 
     parts = web["cpu_cost_micros"] + web["ram_cost_micros"] + web["pv_cost_micros"]
     assert abs(web["total_cost_micros"] - parts) <= 20 and web["total_cost_micros"] % 10 == 0
     (run,) = runs(db)
-    assert (run["function"], run["outcome"], run["http_status"], run["trigger"]) == ("collect_allocations", "success", 200, "cron")
+    assert (run["function"], run["outcome"], run["http_status"], run["trigger"]) == (
+        "collect_allocations",
+        "success",
+        200,
+        "cron",
+    )
     assert run["counts"]["rows_written"] == len(stored)
 
 
@@ -126,7 +136,10 @@ def test_concurrent_identical_runs_do_not_duplicate(ping: Pinger, db: Database) 
     with db.connection() as conn:
         conn.execute("TRUNCATE provider_allocations, allocation_hours, job_runs")
     results: list[int] = []
-    threads = [threading.Thread(target=lambda: results.append(ping({"scheduledTime": SCHEDULED}).status_code)) for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: results.append(ping({"scheduledTime": SCHEDULED}).status_code))
+        for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -177,7 +190,9 @@ def test_without_pricebooks_rows_are_stored_unpriced_and_the_run_is_partial(
 ) -> None:
     books = kube.store.list("finops.stakater.com/v1alpha1", "pricebooks")
     for book in books:
-        kube.store.delete("finops.stakater.com/v1alpha1", "pricebooks", book["metadata"]["namespace"], book["metadata"]["name"])
+        kube.store.delete(
+            "finops.stakater.com/v1alpha1", "pricebooks", book["metadata"]["namespace"], book["metadata"]["name"]
+        )
     try:
         response = ping({"scheduledTime": SCHEDULED})
     finally:
@@ -194,7 +209,9 @@ def test_an_invalid_active_pricebook_is_named_and_rows_are_kept(
 ) -> None:
     original = kube.store.get("finops.stakater.com/v1alpha1", "pricebooks", "finops", "standard")
     assert original is not None
-    kube.store.patch("finops.stakater.com/v1alpha1", "pricebooks", "finops", "standard", {"spec": {"rates": {"cpuHour": "-0.5"}}})
+    kube.store.patch(
+        "finops.stakater.com/v1alpha1", "pricebooks", "finops", "standard", {"spec": {"rates": {"cpuHour": "-0.5"}}}
+    )
     try:
         response = ping({"scheduledTime": SCHEDULED})
     finally:
@@ -204,7 +221,9 @@ def test_an_invalid_active_pricebook_is_named_and_rows_are_kept(
     assert rows(db)
 
 
-def test_a_ping_naming_a_costjob_records_the_execution(ping: Pinger, db: Database, kube: sandbox_kube.KubeServer) -> None:
+def test_a_ping_naming_a_costjob_records_the_execution(
+    ping: Pinger, db: Database, kube: sandbox_kube.KubeServer
+) -> None:
     ref = {"namespace": "finops", "name": "allocations"}
     assert ping({"scheduledTime": SCHEDULED, "costJob": ref}).status_code == 200
     status = kube.store.get("finops.stakater.com/v1alpha1", "costjobs", "finops", "allocations")["status"]  # type: ignore[index]

@@ -39,7 +39,7 @@ def test_an_edited_migration_is_refused(pg_server: str) -> None:
         apply_migrations(db)
         with db.connection() as conn:
             conn.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1")
-        with pytest.raises(FinOpsError, match="001_foundation.sql was edited"):
+        with pytest.raises(FinOpsError, match=r"001_foundation\.sql was edited"):
             apply_migrations(db)
         db.close()
 
