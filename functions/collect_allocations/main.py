@@ -105,6 +105,7 @@ def _options(s: CollectAllocationsSettings) -> CollectOptions:
         hours_lookback=s.HOURS_LOOKBACK,
         owner_label=s.OWNER_LABEL,
         cost_center_label=s.COST_CENTER_LABEL,
+        retention_months=s.ALLOCATION_RETENTION_MONTHS,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from finops.errors import InvalidInput, OpenCostUnavailable
@@ -43,6 +43,7 @@ class CollectOptions:
     hours_lookback: int
     owner_label: str
     cost_center_label: str
+    retention_months: int = 0
 
 
 @dataclass
@@ -55,6 +56,7 @@ class CollectResult:
     rows: int = 0
     pricebook: str | None = None
     pricebook_id: int | None = None
+    partitions_dropped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -68,6 +70,7 @@ class CollectResult:
             "hours_skipped": len(self.hours_skipped),
             "rows_written": self.rows,
             "pricebook": self.pricebook,
+            "partitions_dropped": len(self.partitions_dropped),
         }
 
 
@@ -145,7 +148,19 @@ def collect(
         else:
             result.hours_written.append(str(hour))
             result.rows += written
+    if options.retention_months:
+        result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
     return result
+
+
+def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
+    """Drop the monthly partitions that ended more than ``months`` whole months before ``now``'s."""
+    month = now.year * 12 + now.month - 1 - months
+    cutoff = datetime(month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    dropped = [row["partition"] for row in db.fetch_all("drop_allocation_partitions", cutoff=cutoff)]
+    if dropped:
+        log.info("retention dropped partitions", extra={"fields": {"partitions": dropped}})
+    return dropped
 
 
 def _write_hour(

@@ -51,11 +51,8 @@ ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
     is_finalized = EXCLUDED.is_finalized, row_count = EXCLUDED.row_count,
     pricebook_id = EXCLUDED.pricebook_id, run_id = EXCLUDED.run_id, collected_at = now();
 
--- name: allocation_partitions
-SELECT c.relname AS partition
-FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = 'provider_allocations'::regclass
-ORDER BY c.relname;
+-- name: drop_allocation_partitions
+SELECT finops_drop_allocation_partitions(%(cutoff)s) AS partition;
 
 -- name: cost_by_owner
 -- The local stack's summary: cost per team and namespace over [start, end), idle on its own line.

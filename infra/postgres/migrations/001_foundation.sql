@@ -120,3 +120,22 @@ BEGIN
     RETURN partition;
 END;
 $$;
+
+-- Drops the monthly partitions that end at or before ``cutoff`` (retention); returns their names.
+CREATE FUNCTION finops_drop_allocation_partitions(cutoff timestamptz) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+    part record;
+BEGIN
+    FOR part IN
+        SELECT c.relname
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = 'provider_allocations'::regclass
+          AND c.relname ~ '^provider_allocations_[0-9]{6}$'
+          AND (to_timestamp(substr(c.relname, 22, 6), 'YYYYMM') AT TIME ZONE 'UTC') + interval '1 month' <= cutoff
+    LOOP
+        EXECUTE format('DROP TABLE %I', part.relname);
+        RETURN NEXT part.relname;
+    END LOOP;
+END;
+$$;
