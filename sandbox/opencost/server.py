@@ -48,6 +48,7 @@ class _Fault:
     status: int = 500
     body: bytes = b""
     seconds: float = 0.0
+    skip: int = 0  # matching requests let through before the fault starts
 
     def applies(self, path: str) -> bool:
         return self.path is None or path == self.path or path.startswith(self.path.rstrip("/") + "/")
@@ -72,9 +73,10 @@ class OpenCostApp:
     # -- test hooks --------------------------------------------------------------------------------
 
     def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
-                  path: str | None = "/allocation") -> None:  # fmt: skip
-        """The next ``times`` matching requests answer ``status`` with OpenCost's error envelope."""
-        self._arm(_Fault("fail", times, path, status=status, body=error_body(status, message)))
+                  path: str | None = "/allocation", after: int = 0) -> None:  # fmt: skip
+        """The next ``times`` matching requests answer ``status`` with OpenCost's error envelope;
+        ``after`` lets that many matching requests through first (to fail a run midway)."""
+        self._arm(_Fault("fail", times, path, status=status, body=error_body(status, message), skip=after))
 
     def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
         """The next ``times`` matching requests are answered only after ``seconds``."""
@@ -105,6 +107,9 @@ class OpenCostApp:
         with self._lock:
             for fault in list(self._faults):
                 if not fault.applies(path):
+                    continue
+                if fault.skip:
+                    fault.skip -= 1
                     continue
                 if fault.kind == "delay" and not delay:
                     delay = fault.seconds
@@ -207,8 +212,8 @@ class OpenCostServer:
         return self.app.requests
 
     def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
-                  path: str | None = "/allocation") -> None:  # fmt: skip
-        self.app.fail_next(status, times, message=message, path=path)
+                  path: str | None = "/allocation", after: int = 0) -> None:  # fmt: skip
+        self.app.fail_next(status, times, message=message, path=path, after=after)
 
     def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
         self.app.delay_next(seconds, times, path=path)

@@ -234,3 +234,39 @@ def test_a_ping_naming_a_costjob_records_the_execution(
         ping({"scheduledTime": SCHEDULED, "costJob": ref})
     status = kube.store.get("finops.stakater.com/v1alpha1", "costjobs", "finops", "allocations")["status"]  # type: ignore[index]
     assert len(status["executionHistory"]) == 10 > count - 1
+
+
+def test_a_run_failing_midway_keeps_its_whole_hours_and_the_next_completes(
+    ping: Pinger, db: Database, opencost: sandbox_opencost.OpenCostServer
+) -> None:
+    opencost.fail_next(status=502, times=2, after=2)  # hours 07 and 08 succeed; 09 fails twice
+    response = ping({"scheduledTime": SCHEDULED})
+    assert response.status_code == 503
+    assert ledger(db) == {HOURS[0]: True, HOURS[1]: True}
+    assert {r["hour"] for r in rows(db)} == {HOURS[0], HOURS[1]}
+    first_two = rows(db)
+
+    resumed = ping({"scheduledTime": SCHEDULED}).json()
+    assert (resumed["hours_skipped"], resumed["hours_written"]) == (2, 2)
+    assert ledger(db) == {HOURS[0]: True, HOURS[1]: True, HOURS[2]: True, HOURS[3]: False}
+    assert [r for r in rows(db) if r["hour"] in HOURS[:2]] == first_two
+
+
+def test_finops_runs_lists_recent_outcomes_newest_first(ping: Pinger, database_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    ping({"scheduledTime": SCHEDULED})
+    ping({"scheduledTime": "2026-11-20T11:00:00Z", "trigger": "manual"})
+    finops = os.path.join(os.path.dirname(sys.executable), "finops")
+    env = {**os.environ, "DATABASE_URL": database_url}
+    out = subprocess.run([finops, "runs", "--function", "collect_allocations", "--limit", "5"], env=env,
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    lines = [line for line in out.splitlines() if "collect_allocations" in line]
+    assert len(lines) == 2 and "manual" in lines[0] and "cron" in lines[1] and "success" in lines[0]
+    migrate = subprocess.run([finops, "migrate"], env=env, capture_output=True, text=True, check=True).stdout
+    assert "up to date" in migrate
+    missing = subprocess.run([finops, "runs"], env={k: v for k, v in env.items() if k != "DATABASE_URL"},
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert missing.returncode != 0 and "DATABASE_URL" in missing.stderr
