@@ -28,6 +28,14 @@ def to_micros(amount: Decimal | int) -> int:
     return micros
 
 
+def cost_micros(amount: Decimal | None, adjustment: Decimal | None = None) -> int | None:
+    """A measured cost plus its adjustment, in micros; None when the cost was not measured
+    (OpenCost sends NaN as null), so "unknown" never turns into 0."""
+    if amount is None:
+        return None
+    return to_micros(amount + adjustment if adjustment else amount)
+
+
 def from_micros(micros: int) -> Decimal:
     """Integer micros back to a Decimal amount (exact)."""
     return Decimal(micros).scaleb(-6)

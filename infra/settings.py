@@ -133,6 +133,70 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
         return _as_config(validate_label_key, value, "label key")
 
 
+class OnSyncSettings(CommonSettings, OpenCostSettings, KubeSettings):
+    """``on_sync``: the Argo CD Notifications webhook and the measurement it triggers."""
+
+    WEBHOOK_TOKEN: SecretStr
+    """Bearer token Argo CD Notifications sends (``argocd-notifications-secret``). Required; a secret."""
+
+    MEASURE_SETTLE_SECONDS: float = Field(default=5, ge=0, le=300)
+    """Wait after the sync before measuring, so the new pods' metrics are recorded."""
+
+    MAX_IN_FLIGHT: int = Field(default=20, ge=1, le=1000)
+    """Measurements in flight per replica; a webhook beyond that gets 429."""
+
+    CLUSTER_SCOPE_APP: str = "argocd:cost-gate"
+    """The gate application (``namespace:name``) that authorises cluster-wide reads; its syncs are
+    not measured. ``off`` disables cluster-wide reads."""
+
+    K_SINK: str | None = None
+    """Where accepted sync events go (injected by a Knative SinkBinding). Unset: delivered to
+    this function's own URL (the local stack)."""
+
+    PORT: int = 8080
+    """The port functions-framework serves on (set by Knative); the local delivery target."""
+
+
+class BackfillSettings(PingSettings, OpenCostSettings, KubeSettings):
+    """``backfill``: measures every Argo CD Application that has no record yet (install)."""
+
+    BACKFILL_CONCURRENCY: int = Field(default=4, ge=0, le=64)
+    """Namespaces measured at once; 0 disables backfill."""
+
+    BACKFILL_BUDGET_SECONDS: float = Field(default=240, gt=0, le=590)
+    """Work one invocation does before answering (keep it under the Service's timeoutSeconds)."""
+
+    BACKFILL_DEADLINE_SECONDS: float = Field(default=900, gt=0, le=3600)
+    """The whole backfill, lock wait included, from its first invocation."""
+
+    PRUNE_REMOTE_COST: bool = False
+    """Delete records of applications that now deploy to another cluster (live Application list)."""
+
+    MEASURE_SETTLE_SECONDS: float = Field(default=0, ge=0, le=300)
+    """Settle delay before a measurement (none needed at install)."""
+
+    @field_validator("PRUNE_REMOTE_COST", mode="before")
+    @classmethod
+    def _exact_bool(cls, value: object) -> object:
+        if isinstance(value, str) and value not in {"true", "false"}:
+            raise ValueError(f"{value!r} must be exactly true or false")
+        return value
+
+
+class CostApiSettings(CommonSettings):
+    """``cost_api``: reads behind Argo CD's proxy extension."""
+
+    PROXY_TOKEN: SecretStr
+    """Value of the secret header the Argo CD proxy injects (from ``argocd-secret``). Required."""
+
+    PROXY_TOKEN_HEADER: str = "X-Finops-Proxy-Token"  # noqa: S105 - a header name, not a secret
+    """Name of that header."""
+
+    CLUSTER_SCOPE_APP: str = "argocd:cost-gate"
+    """The gate application (``namespace:name``) whose header authorises cluster-wide routes; ``off``
+    disables them."""
+
+
 def _as_config(check: Callable[..., object], value: str, field: str) -> str:
     """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""
     try:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from finops.allocations import IDLE, UNALLOCATED, UNMOUNTED, entry_kind
 from finops.labels import owner_label
-from finops.money import to_micros
+from finops.money import cost_micros
 from infra.opencost import Allocation
 
 COLUMNS = (
@@ -25,13 +24,6 @@ COLUMNS = (
 
 # OpenCost's placeholders where a namespace would be; stored as '' (no namespace).
 SENTINELS = frozenset({IDLE, UNALLOCATED, UNMOUNTED})
-
-
-def _cost(amount: Decimal | None, adjustment: Decimal | None = None) -> int | None:
-    """A cost plus its adjustment, in micros; None when OpenCost could not measure it (NaN)."""
-    if amount is None:
-        return None
-    return to_micros(amount + adjustment if adjustment else amount)
 
 
 class RowBuilder:
@@ -88,10 +80,12 @@ class RowBuilder:
             a.get("ramBytes"), a.get("ramByteRequestAverage"), a.get("ramByteUsageAverage"), a.get("ramByteHours"),
             a.get("gpuCount"), a.get("gpuHours"), a.get("pvBytes"), a.get("pvByteHours"),
             a.get("networkTransferBytes"), a.get("networkReceiveBytes"),
-            _cost(a.get("cpuCost"), a.get("cpuCostAdjustment")), _cost(a.get("gpuCost"), a.get("gpuCostAdjustment")),
-            _cost(a.get("ramCost"), a.get("ramCostAdjustment")), _cost(a.get("pvCost"), a.get("pvCostAdjustment")),
-            _cost(a.get("networkCost"), a.get("networkCostAdjustment")),
-            _cost(a.get("loadBalancerCost"), a.get("loadBalancerCostAdjustment")),
-            _cost(a.get("sharedCost")), _cost(a.get("externalCost")), _cost(a.get("totalCost")),
+            cost_micros(a.get("cpuCost"), a.get("cpuCostAdjustment")),
+            cost_micros(a.get("gpuCost"), a.get("gpuCostAdjustment")),
+            cost_micros(a.get("ramCost"), a.get("ramCostAdjustment")),
+            cost_micros(a.get("pvCost"), a.get("pvCostAdjustment")),
+            cost_micros(a.get("networkCost"), a.get("networkCostAdjustment")),
+            cost_micros(a.get("loadBalancerCost"), a.get("loadBalancerCostAdjustment")),
+            cost_micros(a.get("sharedCost")), cost_micros(a.get("externalCost")), cost_micros(a.get("totalCost")),
             team, cost_center, self.pricebook_id, self.currency, self.finalized, self.collected_at,
         )  # fmt: skip

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
 from infra.heap import paused_gc
-from infra.opencost.models import RESPONSE, Allocation
+from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,30 @@ class OpenCostClient:
     def close(self) -> None:
         self._http.close()
 
+    def _params(
+        self,
+        start: datetime,
+        end: datetime,
+        aggregate: str,
+        step: str | None,
+        accumulate: bool,
+        include_idle: bool,
+        share_idle: bool,
+        namespaces: Sequence[str] | None,
+    ) -> dict[str, str]:
+        params = {
+            "window": f"{_rfc3339(start)},{_rfc3339(end)}",
+            "aggregate": aggregate,
+            "accumulate": "true" if accumulate else "false",
+            "includeIdle": "true" if include_idle else "false",
+            "shareIdle": "true" if share_idle else "false",
+        }
+        if step:
+            params["step"] = step
+        if namespaces:
+            params["filter"] = namespace_filter(namespaces)
+        return params
+
     def allocation(
         self,
         start: datetime,
@@ -77,17 +101,7 @@ class OpenCostClient:
         namespaces: Sequence[str] | None = None,
     ) -> list[dict[str, Allocation]]:
         """``GET /allocation`` over ``[start, end)``: one map (key → Allocation) per step set."""
-        params = {
-            "window": f"{_rfc3339(start)},{_rfc3339(end)}",
-            "aggregate": aggregate,
-            "accumulate": "true" if accumulate else "false",
-            "includeIdle": "true" if include_idle else "false",
-            "shareIdle": "true" if share_idle else "false",
-        }
-        if step:
-            params["step"] = step
-        if namespaces:
-            params["filter"] = namespace_filter(namespaces)
+        params = self._params(start, end, aggregate, step, accumulate, include_idle, share_idle, namespaces)
         body = self._get("/allocation", params)
         try:
             with paused_gc():
@@ -104,6 +118,33 @@ class OpenCostClient:
                 f"{envelope.get('message') or 'no data'}"
             )
         return [step_set or {} for step_set in data]
+
+    def allocation_summary(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        aggregate: str,
+        accumulate: bool = True,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[dict[str, SummaryAllocation]]:
+        """``GET /allocation/summary``: condensed records (efficiency inputs), one map per set."""
+        params = self._params(start, end, aggregate, None, accumulate, False, False, namespaces)
+        body = self._get("/allocation/summary", params)
+        try:
+            envelope = SUMMARY_RESPONSE.validate_json(body)
+        except ValidationError as exc:
+            raise OpenCostUnavailable(
+                f"OpenCost at {self.base_url} answered /allocation/summary with a body that is not its "
+                f"documented envelope: {_first_error(exc)}"
+            ) from exc
+        code, data = envelope.get("code"), envelope.get("data")
+        if code != 200 or data is None:
+            raise OpenCostUnavailable(
+                f"OpenCost at {self.base_url} answered /allocation/summary with code {code}: "
+                f"{envelope.get('message') or 'no data'}"
+            )
+        return [(item.get("allocations") or {}) for item in data.get("sets") or []]
 
     def _get(self, path: str, params: dict[str, str]) -> bytes:
         attempt = 0

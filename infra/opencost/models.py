@@ -117,3 +117,49 @@ class AllocationResponse(TypedDict, total=False):
 
 
 RESPONSE = TypeAdapter(AllocationResponse)
+
+
+class SummaryAllocation(TypedDict, total=False):
+    """A condensed record of ``/allocation/summary`` (no properties or labels)."""
+
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    name: str
+    start: datetime | None
+    end: datetime | None
+    cpuCoreRequestAverage: Number
+    cpuCoreUsageAverage: Number
+    cpuCost: Number
+    gpuCost: Number
+    ramByteRequestAverage: Number
+    ramByteUsageAverage: Number
+    ramCost: Number
+    pvCost: Number
+    networkCost: Number
+    loadBalancerCost: Number
+    totalEfficiency: Number
+    totalCost: Number
+
+
+class SummarySet(TypedDict, total=False):
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    allocations: dict[str, SummaryAllocation] | None
+    window: Window | None
+
+
+class SummaryData(TypedDict, total=False):
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    step: int | None
+    sets: list[SummarySet] | None
+    window: Window | None
+
+
+class SummaryResponse(TypedDict, total=False):
+    """``{"code": 200, "status": "success", "data": {"step", "sets": [{"allocations", "window"}]}}``."""
+
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    code: int
+    message: str | None
+    data: SummaryData | None
+
+
+SUMMARY_RESPONSE = TypeAdapter(SummaryResponse)
