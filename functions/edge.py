@@ -97,8 +97,8 @@ class PayloadTooLarge(InvalidInput):
 
 def respond(status: int, body: dict[str, Any]) -> flask.Response:
     response = flask.Response(json.dumps(body, default=str), status=status, mimetype="application/json")
-    if status == 503:
-        response.headers["Retry-After"] = "60"
+    if status in (429, 503):
+        response.headers["Retry-After"] = "60" if status == 503 else "5"
     return response
 
 

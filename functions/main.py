@@ -14,10 +14,11 @@ import sys
 from functions.backfill.main import backfill
 from functions.collect_allocations.main import collect_allocations
 from functions.collect_charges.main import collect_charges
+from functions.cost_api.main import cost_api
 from functions.on_sync.main import on_sync
 from functions.warmup import warm_up
 
-__all__ = ["backfill", "collect_allocations", "collect_charges", "on_sync"]
+__all__ = ["backfill", "collect_allocations", "collect_charges", "cost_api", "on_sync"]
 
 if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
     warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.errors import FinOpsError, PermanentError, TemporaryError
+from finops.errors import FinOpsError
 from infra.logs import current_run_id
 from infra.postgres import Database
 
@@ -51,15 +51,12 @@ def recorded_run(function: str, cluster: str) -> Iterator[Run]:
     clock = time.monotonic()
     try:
         yield run
-    except PermanentError as exc:
-        run.outcome, run.http_status, run.error = "failed", exc.http_status, exc.message
-        raise
-    except TemporaryError as exc:
+    except FinOpsError as exc:  # classified: 4xx bad input, 429/503 retry later
         run.outcome, run.http_status, run.error = "failed", exc.http_status, exc.message
         raise
     except Exception as exc:
         run.outcome, run.http_status = "failed", 500
-        run.error = exc.message if isinstance(exc, FinOpsError) else f"internal error: {type(exc).__name__}: {exc}"
+        run.error = f"internal error: {type(exc).__name__}: {exc}"
         log.exception("run crashed")
         raise
     finally:

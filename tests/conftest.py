@@ -15,7 +15,10 @@ import pytest
 from infra.postgres import Database, apply_migrations, connect
 from sandbox.postgres import embedded_postgres, scratch_database
 
-TABLES = "job_runs, provider_allocations, allocation_hours, pricebooks"
+TABLES = (
+    "job_runs, provider_allocations, allocation_hours, pricebooks, cost_actuals, sync_events, "
+    "backfill_progress, backfill_namespaces"
+)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
@@ -49,6 +49,7 @@ class Measurement:
     idle_measured: bool
     efficiency: dict[str, str | None] | None
     pod_count: int | None
+    pods: list[PodCost] | None = None
     share: Figures | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -112,15 +113,8 @@ def _ratio(used: Decimal | None, requested: Decimal | None) -> Decimal | None:
     return (used / requested).quantize(Decimal("0.0001"))
 
 
-def measure_namespace(
-    opencost: OpenCostClient,
-    kube: KubeLister,
-    namespace: str,
-    resources: Sequence[Ref],
-    *,
-    now: datetime,
-) -> Measurement:
-    """Measure ``namespace`` over ``[now - 24h, now)``; the share when ``resources`` are given."""
+def measure_namespace(opencost: OpenCostClient, namespace: str, *, now: datetime) -> Measurement:
+    """Measure ``namespace`` over ``[now - 24h, now)`` (namespace scope; see ``with_share``)."""
     start, end = now - WINDOW, now
     ns_filter = [namespace]
     with ThreadPoolExecutor(3, thread_name_prefix="measure") as pool:
@@ -172,7 +166,7 @@ def measure_namespace(
         cpu_efficiency=whole.cpu_efficiency,
         ram_efficiency=whole.ram_efficiency,
     )
-    measurement = Measurement(
+    return Measurement(
         namespace=namespace,
         measured_at=now,
         window_start=start,
@@ -182,13 +176,24 @@ def measure_namespace(
         idle_measured=pods is not None,
         efficiency=efficiency,
         pod_count=len(pods) if pods is not None else None,
+        pods=pods,
         warnings=warnings,
     )
-    if resources and pods is not None:
-        measurement.share = figures_of(p for p in pods if p.pod in _owned(kube, namespace, resources))
-    elif resources:
-        warnings.append("application share not measured: the per-pod breakdown failed")
-    return measurement
+
+
+def with_share(measurement: Measurement, kube: KubeLister, resources: Sequence[Ref]) -> Measurement:
+    """The measurement with the application's share: the pods its listed controllers own.
+    Without resources (or without the per-pod breakdown) the record stays namespace-scoped."""
+    if not resources:
+        return replace(measurement, share=None)
+    if measurement.pods is None:
+        return replace(
+            measurement,
+            share=None,
+            warnings=[*measurement.warnings, "application share not measured: the per-pod breakdown failed"],
+        )
+    owned = _owned(kube, measurement.namespace, resources)
+    return replace(measurement, share=figures_of(p for p in measurement.pods if p.pod in owned))
 
 
 def _owned(kube: KubeLister, namespace: str, resources: Sequence[Ref]) -> set[str]:

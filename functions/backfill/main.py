@@ -1,20 +1,87 @@
-"""``backfill``: not implemented yet (tracked in issue #3).
+"""``backfill``: measures every Argo CD Application without a record, once at install.
 
-It answers 501 so a caller (a CronJob, Argo CD, ``kn``) sees a failure rather than a fake success.
+Invoked by the install Job (until it answers ``remaining: 0``), by ``kn``, or by
+``finops invoke backfill``. It authenticates like the hourly pings (``PING_TOKEN``). The edge only:
+the work and its resumability are in ``service.py``.
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import flask
 import functions_framework
+from pydantic import BaseModel, ConfigDict, Field
 
-from functions.edge import health, not_implemented
+from functions.appcost.syncs import redrive
+from functions.backfill.service import BackfillOptions, backfill as run_backfill
+from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
+from functions.runs import Run, recorded_run
+from infra.kube import KubeClient
+from infra.opencost import OpenCostClient
+from infra.settings import BackfillSettings
+
+FUNCTION = "backfill"
+settings = settings_for(FUNCTION, BackfillSettings)
+
+
+class Invocation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trigger: str = Field(default="install", pattern=r"^[a-z][a-z0-9-]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Adapters:
+    opencost: OpenCostClient
+    kube: KubeClient
+
+
+@functools.cache
+def adapters() -> Adapters:
+    s = settings()
+    kube = (
+        KubeClient.from_url(s.KUBE_API_URL, timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
+        if s.KUBE_API_URL
+        else KubeClient.from_environment(timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
+    )
+    opencost = OpenCostClient(s.OPENCOST_URL, timeout=s.OPENCOST_TIMEOUT_SECONDS, retries=s.OPENCOST_RETRIES)
+    return Adapters(opencost=opencost, kube=kube)
 
 
 @functions_framework.http
 def backfill(request: flask.Request) -> flask.Response:
-    return health(request) or not_implemented("backfill", issue=3)
+    if (healthy := health(request)) is not None:
+        return healthy
+    s = settings()
+    run: Run | None = None
+    try:
+        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
+            require_bearer(request, s.PING_TOKEN.get_secret_value())
+            run.trigger = parse_body(request, Invocation).trigger
+            if s.BACKFILL_CONCURRENCY == 0:
+                run.outcome, run.error = "skipped", "backfill is disabled (BACKFILL_CONCURRENCY=0)"
+                return respond(200, {"outcome": "skipped", "reason": run.error, "remaining": 0, "run_id": run.run_id})
+            run.db = database_from(s)
+            options = BackfillOptions(
+                cluster=s.CLUSTER_ID,
+                concurrency=s.BACKFILL_CONCURRENCY,
+                budget_seconds=s.BACKFILL_BUDGET_SECONDS,
+                deadline_seconds=s.BACKFILL_DEADLINE_SECONDS,
+                prune_remote=s.PRUNE_REMOTE_COST,
+            )
+            result = run_backfill(run.db, adapters().opencost, adapters().kube, options)
+            redriven = redrive(run.db, adapters().opencost, adapters().kube, s.CLUSTER_ID)
+            run.counts = {**result.counts(), **redriven}
+            run.outcome = result.outcome
+            if result.failed:
+                run.error = f"{result.failed} namespace(s) had no OpenCost data after every retry"
+        return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts})
+    except Exception as exc:  # classified and logged by recorded_run
+        return error_response(exc, run.run_id if run else None)
 
 
 def warm_up() -> None:
-    """Nothing to prepare yet."""
+    """Cold start: validate settings, open the pool and migrate."""
+    database_from(settings())

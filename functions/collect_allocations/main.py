@@ -15,6 +15,7 @@ import functions_framework
 from pydantic import BaseModel, ConfigDict, Field
 
 from finops.hours import parse_timestamp
+from functions.appcost.syncs import redrive
 from functions.collect_allocations.service import CollectOptions, collect
 from functions.costjobs import CostJobRef, record_execution, require_costjob
 from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
@@ -85,7 +86,11 @@ def collect_allocations(request: flask.Request) -> flask.Response:
                 now=datetime.now(UTC),
                 run_id=run.run_id,
             )
-            run.counts = result.counts()
+            # The safety net of on_sync: measure sync events accepted but never measured.
+            redriven = redrive(run.db, adapters().opencost, adapters().kube, s.CLUSTER_ID)
+            if redriven["redrive_failed"]:
+                result.warnings.append(f"{redriven['redrive_failed']} overdue sync event(s) could not be measured")
+            run.counts = {**result.counts(), **redriven}
             run.outcome = result.outcome
             run.error = "; ".join(result.warnings) or None
         response = respond(

@@ -1,20 +1,185 @@
-"""``on_sync``: not implemented yet (tracked in issue #3).
+"""``on_sync``: Argo CD Notifications' webhook after a sync, and the measurement it triggers.
 
-It answers 501 so a caller (a CronJob, Argo CD, ``kn``) sees a failure rather than a fake success.
+Two kinds of request reach this function:
+
+1. **The webhook** (``Authorization: Bearer $WEBHOOK_TOKEN``): validated, then skipped with 200
+   (sync not Succeeded, remote cluster, the gate application), or persisted in ``sync_events``
+   (idempotent) and answered 202 within milliseconds. A CloudEvent naming the event goes to
+   ``K_SINK`` (Knative Eventing delivers it back here) or, without a sink, to this function's
+   own URL (the local stack). No work happens after the response.
+2. **The CloudEvent** ``dev.finops.sync.accepted``: measures the event in a request of its own.
+   It carries only the id of an accepted event, so it needs no token: a duplicate or forged one
+   can at most re-measure an accepted, still-pending event (claims are idempotent).
+
+At most ``MAX_IN_FLIGHT`` measurements run per replica; beyond that, 429.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
 import flask
 import functions_framework
 
-from functions.edge import health, not_implemented
+from finops.errors import FinOpsError, InvalidInput, TemporaryError
+from functions.appcost.syncs import SyncEvent, accept, measure_event
+from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
+from functions.on_sync.webhook import SyncWebhook
+from functions.runs import Run, recorded_run
+from infra import events
+from infra.kube import KubeClient
+from infra.opencost import OpenCostClient
+from infra.settings import OnSyncSettings
+
+FUNCTION = "on_sync"
+log = logging.getLogger(__name__)
+settings = settings_for(FUNCTION, OnSyncSettings)
+
+
+class TooManyInFlight(TemporaryError):
+    """Too many measurements in flight on this replica; retry later."""
+
+    http_status = 429
+
+
+class InFlight:
+    """A per-replica count of measurements, checked before accepting more work."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @property
+    def full(self) -> bool:
+        return self._count >= self.limit
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._count >= self.limit:
+                raise TooManyInFlight(f"{self._count} measurements in flight on this replica (limit {self.limit})")
+            self._count += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+@dataclass(frozen=True)
+class Adapters:
+    opencost: OpenCostClient
+    kube: KubeClient
+    in_flight: InFlight
+
+
+@functools.cache
+def adapters() -> Adapters:
+    s = settings()
+    kube = (
+        KubeClient.from_url(s.KUBE_API_URL, timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
+        if s.KUBE_API_URL
+        else KubeClient.from_environment(timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
+    )
+    opencost = OpenCostClient(s.OPENCOST_URL, timeout=s.OPENCOST_TIMEOUT_SECONDS, retries=s.OPENCOST_RETRIES)
+    return Adapters(opencost=opencost, kube=kube, in_flight=InFlight(s.MAX_IN_FLIGHT))
+
+
+def _skip_reason(hook: SyncWebhook, gate: str) -> str | None:
+    if hook.syncResult is not None and hook.syncResult != "Succeeded":
+        return f"sync result is {hook.syncResult}, not Succeeded"
+    if not hook.is_local:
+        return "the application deploys to another cluster"
+    if gate != "off" and hook.identity == gate:
+        return "the cluster-access gate application is not measured"
+    if hook.destinationNamespace is None:
+        return "the application has no destination namespace"
+    return None
+
+
+def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
+    require_bearer(request, s.WEBHOOK_TOKEN.get_secret_value())
+    hook = parse_body(request, SyncWebhook)
+    run.trigger = "argocd"
+    run.counts = {"app": hook.identity, "revision": hook.revision_key}
+    reason = _skip_reason(hook, s.CLUSTER_SCOPE_APP)
+    if reason is not None:
+        run.outcome = "skipped"
+        run.error = reason
+        return respond(200, {"outcome": "skipped", "reason": reason, "run_id": run.run_id})
+    deps = adapters()
+    if deps.in_flight.full:
+        raise TooManyInFlight(f"{deps.in_flight.limit} measurements already in flight on this replica")
+    assert hook.destinationNamespace is not None
+    run.db = database_from(s)
+    event = SyncEvent(
+        cluster=s.CLUSTER_ID,
+        app_namespace=hook.appNamespace,
+        app_name=hook.app,
+        project=hook.project,
+        destination_namespace=hook.destinationNamespace,
+        revision=hook.revision_key,
+        finished_at=hook.finishedAt,
+        resources=[
+            r.model_dump()
+            for r in hook.resources or []
+            if r.namespace in ("", hook.destinationNamespace)  # the share is the destination's pods only
+        ],
+    )
+    event_id, status, new = accept(run.db, event)
+    run.counts.update(sync_event=event_id, replay=not new)
+    if new or status == "pending":
+        _dispatch(s, event_id)
+    return respond(202, {"outcome": "accepted", "sync_event": event_id, "status": status, "run_id": run.run_id})
+
+
+def _dispatch(s: OnSyncSettings, event_id: int) -> None:
+    data = {"syncEventId": event_id}
+    source = f"/finops/{s.CLUSTER_ID}/on_sync"
+    if s.K_SINK:
+        try:
+            events.send(s.K_SINK, events.SYNC_ACCEPTED, f"sync-{event_id}", source, data)
+        except FinOpsError as exc:  # accepted and persisted: the hourly run re-drives it
+            log.warning("sync event not delivered to K_SINK", extra={"fields": {"error": exc.message}})
+    else:
+        events.send_detached(f"http://127.0.0.1:{s.PORT}/", events.SYNC_ACCEPTED, f"sync-{event_id}", source, data)
+
+
+def _measurement(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
+    run.trigger = "event"
+    body: dict[str, Any] = request.get_json(silent=True) or {}
+    event_id = body.get("syncEventId")
+    if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
+        raise InvalidInput("syncEventId: must be a positive integer")
+    run.counts = {"sync_event": event_id}
+    deps = adapters()
+    with deps.in_flight:
+        run.db = database_from(s)
+        outcome = measure_event(run.db, deps.opencost, deps.kube, event_id, settle_seconds=s.MEASURE_SETTLE_SECONDS)
+    if outcome == "skipped":
+        run.outcome = "skipped"
+        run.error = "already measured or being measured"
+    return respond(200, {"outcome": run.outcome, "sync_event": event_id, "run_id": run.run_id})
 
 
 @functions_framework.http
 def on_sync(request: flask.Request) -> flask.Response:
-    return health(request) or not_implemented("on_sync", issue=3)
+    if (healthy := health(request)) is not None:
+        return healthy
+    s = settings()
+    run: Run | None = None
+    try:
+        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
+            if request.headers.get("ce-type") == events.SYNC_ACCEPTED:
+                return _measurement(request, s, run)
+            return _webhook(request, s, run)
+    except Exception as exc:  # classified and logged by recorded_run
+        return error_response(exc, run.run_id if run else None)
 
 
 def warm_up() -> None:
-    """Nothing to prepare yet."""
+    """Cold start: validate settings, open the pool and migrate."""
+    database_from(settings())

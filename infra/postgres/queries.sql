@@ -156,3 +156,32 @@ SELECT * FROM cost_actuals
 WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
 ORDER BY measured_at DESC, id DESC
 LIMIT %(limit)s;
+
+-- name: try_backfill_lock
+SELECT pg_try_advisory_lock(hashtext('backfill'), hashtext(%(cluster)s)) AS locked;
+
+-- name: release_backfill_lock
+SELECT pg_advisory_unlock(hashtext('backfill'), hashtext(%(cluster)s)) AS released;
+
+-- name: backfill_progress
+SELECT started_at, finished_at FROM backfill_progress WHERE cluster = %(cluster)s;
+
+-- name: start_backfill
+INSERT INTO backfill_progress (cluster, started_at, finished_at) VALUES (%(cluster)s, %(now)s, NULL)
+ON CONFLICT (cluster) DO UPDATE SET started_at = EXCLUDED.started_at, finished_at = NULL;
+
+-- name: reset_backfill_namespaces
+DELETE FROM backfill_namespaces WHERE cluster = %(cluster)s;
+
+-- name: finish_backfill
+UPDATE backfill_progress SET finished_at = %(now)s WHERE cluster = %(cluster)s;
+
+-- name: backfill_namespace_states
+SELECT namespace, attempts, next_attempt_at, status, last_error FROM backfill_namespaces WHERE cluster = %(cluster)s;
+
+-- name: upsert_backfill_namespace
+INSERT INTO backfill_namespaces (cluster, namespace, attempts, next_attempt_at, status, last_error)
+VALUES (%(cluster)s, %(namespace)s, %(attempts)s, %(next_attempt_at)s, %(status)s, %(last_error)s)
+ON CONFLICT (cluster, namespace) DO UPDATE SET
+    attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
+    status = EXCLUDED.status, last_error = EXCLUDED.last_error;

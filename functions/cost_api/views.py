@@ -1,0 +1,97 @@
+"""The per-application views: the latest actual and the trend since the previous sync.
+
+Amounts are decimal strings (two places, half-even) next to their exact integer micros. A record
+measured at install is flagged, and is never the baseline of a change; a change compares records
+of the same scope only (application share with application share, namespace with namespace).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from finops.money import format_amount
+
+
+def _money(micros: int | None) -> dict[str, Any] | None:
+    return None if micros is None else {"amount": format_amount(micros), "micros": micros}
+
+
+def _breakdown(values: dict[str, int]) -> dict[str, str]:
+    return {k: format_amount(v) for k, v in values.items()}
+
+
+def actual(record: dict[str, Any]) -> dict[str, Any]:
+    share = record["share"]
+    return {
+        "app": {"namespace": record["app_namespace"], "name": record["app_name"]},
+        "cluster": record["cluster"],
+        "destinationNamespace": record["destination_namespace"],
+        "scope": record["scope"],
+        "measuredOn": record["measured_on"],
+        "measuredAtInstall": record["measured_on"] == "install",
+        "measuredAt": record["measured_at"].isoformat(),
+        "revision": record["revision"],
+        "window": {"start": record["window_start"].isoformat(), "end": record["window_end"].isoformat()},
+        "measuredHours": str(record["measured_hours"]),
+        "namespace": {
+            "cost": _money(record["cost_micros"]),
+            "monthly": _money(record["monthly_micros"]),
+            "breakdown": _breakdown(record["breakdown"]),
+            "workloadIdle": _money(record["idle_micros"]),
+            "workloadIdleMonthly": _money(record["idle_monthly_micros"]),
+            "efficiency": record["efficiency"],
+            "podCount": record["pod_count"],
+        },
+        "application": None
+        if share is None
+        else {
+            "pods": share["pods"],
+            "cost": _money(share["cost_micros"]),
+            "monthly": _money(share["monthly_micros"]),
+            "breakdown": _breakdown(share["breakdown"]),
+            "workloadIdle": _money(share["idle_micros"]),
+            "workloadIdleMonthly": _money(share["idle_monthly_micros"]),
+            "efficiency": share["efficiency"],
+        },
+    }
+
+
+def monthly_of(record: dict[str, Any]) -> int:
+    """The record's monthly figure in its own scope."""
+    if record["scope"] == "application":
+        return int(record["share"]["monthly_micros"])
+    return int(record["monthly_micros"])
+
+
+def trend(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """``records`` newest first; the baseline is the newest earlier *sync* record of the same scope."""
+    latest = records[0]
+    baseline = next(
+        (r for r in records[1:] if r["scope"] == latest["scope"] and r["measured_on"] == "sync"),
+        None,
+    )
+    body: dict[str, Any] = {
+        "app": {"namespace": latest["app_namespace"], "name": latest["app_name"]},
+        "scope": latest["scope"],
+        "latest": {
+            "measuredAt": latest["measured_at"].isoformat(),
+            "measuredOn": latest["measured_on"],
+            "revision": latest["revision"],
+            "monthly": _money(monthly_of(latest)),
+        },
+        "previous": None,
+        "change": None,
+    }
+    if baseline is not None:
+        change = monthly_of(latest) - monthly_of(baseline)
+        previous = monthly_of(baseline)
+        body["previous"] = {
+            "measuredAt": baseline["measured_at"].isoformat(),
+            "revision": baseline["revision"],
+            "monthly": _money(previous),
+        }
+        body["change"] = {
+            **(_money(change) or {}),
+            "percent": None if previous == 0 else f"{change * 100 / previous:.1f}",
+        }
+    return body
