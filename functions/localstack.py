@@ -21,6 +21,7 @@ import httpx
 from infra.postgres import apply_migrations, connect
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from sandbox.cluster import cluster_objects
 from sandbox.postgres import embedded_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,8 +113,9 @@ def local_stack(cluster: str = "demo") -> Iterator[Stack]:
         db = connect(dsn)
         apply_migrations(db)
         db.close()
-        opencost = stack.enter_context(sandbox_opencost.serve(sandbox_opencost.load_scenario(DEMO / "scenario.yaml")))
-        kube = stack.enter_context(sandbox_kube.serve(seed_dir=DEMO / "kube"))
+        scenario = sandbox_opencost.load_scenario(DEMO / "scenario.yaml")
+        opencost = stack.enter_context(sandbox_opencost.serve(scenario))
+        kube = stack.enter_context(sandbox_kube.serve(seed_dir=DEMO / "kube", objects=cluster_objects(scenario)))
         yield Stack(
             database_url=dsn,
             opencost_url=opencost.url,

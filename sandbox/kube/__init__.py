@@ -10,6 +10,9 @@ against CRD schemas, garbage collection or authentication.
 
     with serve(seed_dir=Path("sandbox/demo")) as server:
         client = KubeClient.from_url(server.url)
+
+``serve(seed_dir=..., objects=sandbox.cluster.cluster_objects(scenario))`` adds the Namespaces,
+Nodes, workloads and pods of an OpenCost sandbox scenario, so both sandboxes describe one cluster.
 """
 
 from __future__ import annotations

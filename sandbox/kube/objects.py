@@ -72,13 +72,18 @@ def is_deleting(obj: Obj) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def initialise(obj: Obj, resource_version: str) -> Obj:
-    """Fill in the server-owned metadata of a newly created object (in place)."""
+def initialise(obj: Obj, resource_version: str, *, keep_identity: bool = False) -> Obj:
+    """Fill in the server-owned metadata of a newly created object (in place).
+
+    ``keep_identity`` (seeding only, never a client's request) keeps a given ``uid`` and
+    ``creationTimestamp``, so seeded objects can name each other in ``ownerReferences``.
+    """
     meta = metadata(obj)
+    kept = {f: meta[f] for f in ("uid", "creationTimestamp") if keep_identity and isinstance(meta.get(f), str)}
     for field in SERVER_OWNED_METADATA:
         meta.pop(field, None)
-    meta["uid"] = str(uuid.uuid4())
-    meta["creationTimestamp"] = now_rfc3339()
+    meta["uid"] = kept.get("uid") or str(uuid.uuid4())
+    meta["creationTimestamp"] = kept.get("creationTimestamp") or now_rfc3339()
     meta["resourceVersion"] = resource_version
     meta["generation"] = 1
     return obj

@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
@@ -97,13 +99,20 @@ def bind(
     store: KubeStore | None = None,
     *,
     seed_dir: Path | None = None,
+    objects: Iterable[dict[str, Any]] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> KubeServer:
-    """Seed a store and bind a server to it without starting to serve."""
+    """Seed a store (manifests of ``seed_dir``, then ``objects``) and bind a server without serving.
+
+    ``objects`` are applied like manifests after the folder, e.g. ``sandbox.cluster.cluster_objects``
+    of a scenario, so the Kubernetes API describes the cluster the OpenCost sandbox reports on.
+    """
     store = store if store is not None else KubeStore()
     if seed_dir is not None:
         store.apply_manifests(load_manifests(Path(seed_dir)))
+    if objects is not None:
+        store.apply_manifests(objects)
     server = make_server(host, port, make_app(store), threaded=True, request_handler=_QuietHandler)
     return KubeServer(store, server)
 
@@ -112,8 +121,9 @@ def serve(
     store: KubeStore | None = None,
     *,
     seed_dir: Path | None = None,
+    objects: Iterable[dict[str, Any]] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> KubeServer:
     """Start a sandbox API server in a daemon thread; ``port=0`` picks a free port."""
-    return bind(store, seed_dir=seed_dir, host=host, port=port).start()
+    return bind(store, seed_dir=seed_dir, objects=objects, host=host, port=port).start()

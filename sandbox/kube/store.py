@@ -132,8 +132,10 @@ class KubeStore:
         body: Obj,
         *,
         keep_status: bool = False,
+        keep_identity: bool = False,
     ) -> Obj:
-        """POST: store a new object; ``status`` is dropped unless ``keep_status`` (fixtures)."""
+        """POST: store a new object; ``status`` is dropped unless ``keep_status`` (fixtures), and a
+        given ``uid``/``creationTimestamp`` replaced unless ``keep_identity`` (seeding)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
         resource = self._check_type(resource, body)
@@ -159,7 +161,7 @@ class KubeStore:
             key = self._key(resource, namespace, name)
             if key in self._objects:
                 raise errors.already_exists(resource.group, resource.plural, name)
-            objects.initialise(obj, self._next_revision())
+            objects.initialise(obj, self._next_revision(), keep_identity=keep_identity)
             self._objects[key] = obj
             if (resource.group, resource.kind) == (CRD_GROUP, "CustomResourceDefinition"):
                 self.registry.register_crd(obj)
@@ -300,13 +302,14 @@ class KubeStore:
             return namespace or "default"
         return namespace or None
 
-    def create(self, obj: Obj, *, keep_status: bool = True) -> Obj:
+    def create(self, obj: Obj, *, keep_status: bool = True, keep_identity: bool = False) -> Obj:
         """Create ``obj`` (it names its own apiVersion, kind and namespace)."""
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             raise errors.bad_request("an object needs apiVersion and kind")
         resource, version = self._resolve(api_version, kind)
-        return self.create_in(resource, version, self._namespace_for(resource, obj), obj, keep_status=keep_status)
+        namespace = self._namespace_for(resource, obj)
+        return self.create_in(resource, version, namespace, obj, keep_status=keep_status, keep_identity=keep_identity)
 
     def get(self, api_version: str, kind_or_plural: str, namespace: str | None, name: str) -> Obj | None:
         resource, version = self._resolve(api_version, kind_or_plural)
@@ -364,7 +367,8 @@ class KubeStore:
         """Create or overwrite each manifest, status included (fixture semantics).
 
         CRDs go first and Namespaces next, whatever their position, so a custom resource
-        read before its CRD still gets the declared plural and scope.
+        read before its CRD still gets the declared plural and scope. A manifest's own ``uid`` and
+        ``creationTimestamp`` are kept when it is created, so seeded ``ownerReferences`` resolve.
         """
         applied = []
         for doc in apply_order(docs):
@@ -374,7 +378,7 @@ class KubeStore:
             with self._lock:
                 existing = self._objects.get(self._key(resource, namespace, name)) if name else None
                 if existing is None:
-                    applied.append(self.create(doc, keep_status=True))
+                    applied.append(self.create(doc, keep_status=True, keep_identity=True))
                     continue
                 key = self._key(resource, namespace, name)
                 result = objects.merge_main(existing, doc)

@@ -248,7 +248,8 @@ def num(value: float) -> float | int | None:
     return whole if whole == rounded else rounded
 
 
-def _efficiency(usage: float, request: float) -> float:
+def efficiency(usage: float, request: float) -> float:
+    """OpenCost's CPU/RAM efficiency: usage / request, 1.0 for usage without a request."""
     if request > 0:
         return usage / request
     return 1.0 if usage > 0 else 0.0
@@ -298,8 +299,8 @@ class Renderer:
         cpu_use = alloc.cpu_use_cm * per_minute
         ram_req = alloc.ram_req_bm * per_minute
         ram_use = alloc.ram_use_bm * per_minute
-        cpu_eff = _efficiency(cpu_use, cpu_req)
-        ram_eff = _efficiency(ram_use, ram_req)
+        cpu_eff = efficiency(cpu_use, cpu_req)
+        ram_eff = efficiency(ram_use, ram_req)
         pv_byte_hours = alloc.pv_byte_hours
         cpu_ram = alloc.cpu_cost + alloc.ram_cost
         total_eff = (cpu_eff * alloc.cpu_cost + ram_eff * alloc.ram_cost) / cpu_ram if cpu_ram > 0 else 0.0

@@ -14,7 +14,9 @@ The model, per container and per covered second of its pod's life inside the set
   priced at the scenario's ``network.egressPerGiB``, default 0.01/GiB, reported as cross-zone);
 * a CronJob runs ``replicas`` pods every ``schedule.every`` for ``schedule.runFor``; its pods report
   ``controllerKind: job`` and the CronJob's name as controller, as OpenCost does. Workload-level costs
-  of a CronJob are only billed while a run is active;
+  of a CronJob are only billed while a run is active. Pod, ReplicaSet and Job names, and the
+  controller each pod reports (an Argo Rollout's pods: ``rollout``/its ReplicaSet), come from
+  :mod:`sandbox.opencost.naming`, shared with the Kubernetes objects of ``sandbox.cluster``;
 * unmounted PVs become ``<ns>-unmounted-pvcs/__unmounted__`` allocations (or ``__unmounted__`` in
   every position when no namespace is given);
 * capacity cost for idle = node cores * hours * price (and GiB, GPUs likewise), nodes always present.
@@ -24,35 +26,23 @@ Data exists only in ``[now - retention, now]`` (``dataUntilNow``/``retention`` s
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sandbox.opencost.allocation import GIB, UNMOUNTED, Alloc, Properties
+from sandbox.opencost.naming import controller_of, daemon_pod_name, job_name, job_pod_name, pod_name, short_hash
 from sandbox.opencost.scenario import Scenario, ScenarioError, TimeSpec, Workload
 from sandbox.opencost.windows import DAY, HOUR, MINUTE, floor
 
 _LABEL_RE = re.compile(r"[^a-zA-Z0-9_]")
 _NEVER = -(2**62)
 _FOREVER = 2**62
-_CONTROLLER_KIND = {
-    "Deployment": "deployment",
-    "StatefulSet": "statefulset",
-    "DaemonSet": "daemonset",
-    "ReplicaSet": "replicaset",
-    "Job": "job",
-    "CronJob": "job",
-    "Pod": "",
-}
 
 
 def sanitize_label(name: str) -> str:
     """Prometheus label-name sanitising, as kube-state-metrics and OpenCost apply it."""
     return _LABEL_RE.sub("_", name)
-
-
-def _short_hash(text: str, length: int = 5) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +80,16 @@ class PodSpec:
     name: str
     node: NodeSpec
     props: list[Properties]  # one per container, same order as the workload's containers
+
+
+@dataclass(frozen=True, slots=True)
+class CronRun:
+    """One run of a CronJob: its Job, scheduled ``[start, end)``, and the pods it ran."""
+
+    start: int
+    end: int
+    job: str
+    pods: list[PodSpec]
 
 
 @dataclass(slots=True)
@@ -192,7 +192,7 @@ class Cluster:
                     f"{self.name}/{w.namespace}/{lb.name}",
                     f"{w.namespace}/{lb.name}",
                     lb.hourly,
-                    f"203.0.113.{int(_short_hash(w.namespace + '/' + lb.name, 4), 16) % 254 + 1}",
+                    f"203.0.113.{int(short_hash(w.namespace + '/' + lb.name, 4), 16) % 254 + 1}",
                 )
                 for lb in w.load_balancers
             ],
@@ -203,30 +203,23 @@ class Cluster:
         fixed = self._node_by_name[w.node] if w.node else None
         if w.kind == "DaemonSet":
             for node in [fixed] if fixed else self.nodes:
-                spec.pods.append(self._pod(spec, f"{w.name}-{node.name}", node))
+                spec.pods.append(self._pod(spec, daemon_pod_name(w, node.name), node))
             spec.pods_per_instance = len(spec.pods)
         elif w.kind != "CronJob":
             for i in range(w.replicas):
-                spec.pods.append(self._pod(spec, self._pod_name(w, i), fixed or self._next_node()))
+                spec.pods.append(self._pod(spec, pod_name(w, i), fixed or self._next_node()))
         return spec
-
-    @staticmethod
-    def _pod_name(w: Workload, i: int) -> str:
-        if w.kind == "Deployment":
-            return f"{w.name}-{_short_hash(w.namespace + '/' + w.name)}-{i}"
-        if w.kind == "Pod" and w.replicas == 1:
-            return w.name
-        return f"{w.name}-{i}"
 
     def _pod(self, spec: WorkloadSpec, name: str, node: NodeSpec) -> PodSpec:
         w = spec.source
+        controller_kind, controller = controller_of(w)
         props = [
             Properties(
                 cluster=self.name,
                 node=node.name,
                 container=c.name,
-                controller=w.name if w.kind != "Pod" else "",
-                controller_kind=_CONTROLLER_KIND[w.kind],
+                controller=controller,
+                controller_kind=controller_kind,
                 namespace=w.namespace,
                 pod=name,
                 services=spec.services,
@@ -274,7 +267,7 @@ class Cluster:
             if a >= b:
                 continue
             if spec.source.kind == "CronJob":
-                self._cron_runs(spec, win, a, b, buckets, out)
+                self._cron_allocs(spec, win, a, b, buckets, out)
                 continue
             hod = buckets.get((a, b)) or buckets.setdefault((a, b), hour_of_day_seconds(a, b))
             for pod in spec.pods:
@@ -286,7 +279,24 @@ class Cluster:
                 out.append(self._unmounted(i, win, a, b))
         return out
 
-    def _cron_runs(
+    def cron_runs(self, spec: WorkloadSpec, a: int, b: int) -> Iterator[CronRun]:
+        """The runs of a CronJob overlapping ``[a, b)``, oldest first, with their pods and nodes."""
+        w = spec.source
+        schedule = w.schedule
+        every, run_for, offset = (schedule.every, schedule.run_for, schedule.offset) if schedule else (3600, 600, 0)
+        first = floor(a - run_for - offset, every) + offset
+        fixed = self._node_by_name[w.node] if w.node else None
+        for t in range(first, b, every):
+            if max(a, t) >= min(b, t + run_for):
+                continue
+            job = job_name(w.name, t)
+            pods = [
+                self._pod(spec, job_pod_name(job, i), fixed or self.nodes[(t // every + i) % len(self.nodes)])
+                for i in range(spec.pods_per_instance)
+            ]
+            yield CronRun(t, t + run_for, job, pods)
+
+    def _cron_allocs(
         self,
         spec: WorkloadSpec,
         win: tuple[int, int],
@@ -295,20 +305,10 @@ class Cluster:
         buckets: dict[tuple[int, int], list[tuple[int, int]]],
         out: list[Alloc],
     ) -> None:
-        w = spec.source
-        schedule = w.schedule
-        every, run_for, offset = (schedule.every, schedule.run_for, schedule.offset) if schedule else (3600, 600, 0)
-        first = floor(a - run_for - offset, every) + offset
-        fixed = self._node_by_name[w.node] if w.node else None
-        for t in range(first, b, every):
-            ra, rb = max(a, t), min(b, t + run_for)
-            if ra >= rb:
-                continue
+        for run in self.cron_runs(spec, a, b):
+            ra, rb = max(a, run.start), min(b, run.end)
             hod = buckets.get((ra, rb)) or buckets.setdefault((ra, rb), hour_of_day_seconds(ra, rb))
-            job = f"{w.name}-{t // 60}"
-            for i in range(spec.pods_per_instance):
-                node = fixed or self.nodes[(t // every + i) % len(self.nodes)]
-                pod = self._pod(spec, f"{job}-{_short_hash(job + str(i))}", node)
+            for pod in run.pods:
                 self._pod_allocs(spec, pod, win, ra, rb, hod, out)
 
     def _pod_allocs(

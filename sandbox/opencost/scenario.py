@@ -20,7 +20,8 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
     network: {egressPerGiB: "0.01"}           # price of transferred (egress) bytes
     workloads:
       - namespace: shop
-        kind: Deployment        # Deployment|StatefulSet|DaemonSet|ReplicaSet|Job|CronJob|Pod
+        kind: Deployment        # Deployment|Rollout|StatefulSet|DaemonSet|ReplicaSet|Job|CronJob|Pod
+        apiVersion: apps/v1     # optional; required (argoproj.io/v1alpha1) for a Rollout
         name: web
         replicas: 3             # ignored for DaemonSet (one pod per node)
         node: node-a            # optional; default round-robin over nodes
@@ -43,6 +44,12 @@ Times (``start``/``end`` of workloads and unmounted PVs) are either absolute (RF
 YAML timestamp; naive means UTC) or relative to *query time*: ``now``, ``-6h``, ``+30m``, ``-2d``,
 ``-1w``. Relative times count from now truncated to the hour, so answers are stable within an hour
 and a demo scenario always has data "in the last 48 hours" whenever it is run.
+
+``kind: Rollout`` is an Argo Rollout and, being a custom resource, must also say
+``apiVersion: argoproj.io/v1alpha1`` (other kinds may state their apiVersion too). Its pods and
+ReplicaSet are named like a Deployment's, and OpenCost reports them as ``controllerKind: rollout``
+with the ReplicaSet as controller (see ``sandbox.opencost.naming``). ``sandbox.cluster`` turns a
+scenario into Kubernetes objects.
 """
 
 from __future__ import annotations
@@ -61,7 +68,11 @@ from pydantic.alias_generators import to_camel
 
 GIB = 1024**3
 
-Kind = Literal["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"]
+Kind = Literal["Deployment", "Rollout", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"]
+API_VERSIONS: dict[str, str] = {
+    "Deployment": "apps/v1", "Rollout": "argoproj.io/v1alpha1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
+    "ReplicaSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1", "Pod": "v1",
+}  # fmt: skip
 
 _DURATION_RE = re.compile(r"^(\d+)(s|m|h|d|w)$")
 _RELATIVE_RE = re.compile(r"^([+-])(\d+)(m|h|d|w)$")
@@ -233,6 +244,7 @@ class Schedule(_Model):
 class Workload(_Model):
     namespace: str
     kind: Kind
+    api_version: str | None = None
     name: str = Field(min_length=1)
     replicas: int = Field(default=1, ge=0)
     node: str | None = None
@@ -287,6 +299,11 @@ class Scenario(_Model):
                 problems.append(f"{where}.namespace: unknown namespace {w.namespace!r} (declare it under namespaces)")
             if w.node is not None and w.node not in nodes:
                 problems.append(f"{where}.node: unknown node {w.node!r}")
+            if w.kind == "Rollout" and w.api_version is None:
+                rollout = API_VERSIONS["Rollout"]
+                problems.append(f"{where}.kind: Rollout is a custom resource; declare apiVersion: {rollout}")
+            elif w.api_version is not None and w.api_version != API_VERSIONS[w.kind]:
+                problems.append(f"{where}.apiVersion: a {w.kind} is {API_VERSIONS[w.kind]}, not {w.api_version!r}")
             if w.schedule is not None and w.kind != "CronJob":
                 problems.append(f"{where}.schedule: only a CronJob has a schedule (kind is {w.kind})")
             _unique(f"{where}.containers", [c.name for c in w.containers], problems)

@@ -1,11 +1,17 @@
 """The HTTP face: a WSGI app serving OpenCost's allocation API, and a threaded server handle.
 
+Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/allocation/summary`` and
+``/allocation/compute/summary`` (condensed, :mod:`sandbox.opencost.summary`), ``/healthz``.
+
 Why fault injection lives on the handle and not in query parameters: the product must reach the
 sandbox exactly as it reaches the real OpenCost (same URL, same parameters), so tests arm faults
 out of band: ``server.fail_next(status=503)``, ``server.delay_next(2.0)``,
 ``server.malformed_next(b"{not json")``. Each fault applies to the next ``times`` matching requests
-(default: any ``/allocation...`` request), and ``server.requests`` records every allocation query
-as a dict for assertions about what the client actually sent.
+(default: any ``/allocation...`` request, summaries included; ``path="/allocation/summary"`` targets
+only those), and ``server.requests`` records the parameters of every allocation or summary query as a
+dict for assertions about what the client actually sent; a query to another route than ``/allocation``
+also carries ``"_path"`` (e.g. ``"/allocation/summary"``), and ``server.calls`` pairs every query with
+its path.
 
 Responses are cached in a small LRU (64 entries, 256 MiB) keyed on the normalised query with relative
 windows resolved to instants (``24h`` asked twice in the same minute is one computation; an hour later it is not). Each
@@ -30,6 +36,7 @@ from werkzeug.wrappers import Request, Response
 from sandbox.opencost.model import Cluster
 from sandbox.opencost.query import error_body, execute, parse_query, render
 from sandbox.opencost.scenario import Scenario
+from sandbox.opencost.summary import render_summary
 from sandbox.opencost.windows import QueryError
 
 if TYPE_CHECKING:
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], datetime]
 ALLOCATION_PATHS = ("/allocation", "/allocation/compute")
+SUMMARY_PATHS = ("/allocation/summary", "/allocation/compute/summary")
 JSON = "application/json"
 
 
@@ -68,6 +76,7 @@ class OpenCostApp:
         self._faults: deque[_Fault] = deque()
         self._lock = threading.Lock()
         self.requests: list[dict[str, str]] = []
+        self.calls: list[tuple[str, dict[str, str]]] = []  # (path, parameters), same order as requests
         self.computations = 0  # how many responses were computed rather than served from cache
 
     # -- test hooks --------------------------------------------------------------------------------
@@ -92,6 +101,7 @@ class OpenCostApp:
         with self._lock:
             self._faults.clear()
             self.requests.clear()
+            self.calls.clear()
             self._cache.clear()
             self._cached_bytes = 0
 
@@ -131,9 +141,12 @@ class OpenCostApp:
 
     def handle(self, request: Request) -> Response:
         path = request.path.rstrip("/") or "/"
-        if path in ALLOCATION_PATHS:
+        summary = path in SUMMARY_PATHS
+        if summary or path in ALLOCATION_PATHS:
+            params = dict(request.args.items())
             with self._lock:
-                self.requests.append(dict(request.args.items()))
+                self.requests.append(params if path == "/allocation" else {**params, "_path": path})
+                self.calls.append((path, params))
         delay, fault = self._take_faults(path)
         if delay:
             time.sleep(delay)
@@ -143,10 +156,10 @@ class OpenCostApp:
             return Response(error_body(405, f"method {request.method} not allowed"), status=405, content_type=JSON)
         if path == "/healthz":
             return Response(b"", status=200, content_type="text/plain")
-        if path not in ALLOCATION_PATHS:
+        if not summary and path not in ALLOCATION_PATHS:
             return Response(error_body(404, f"no such endpoint: {request.path}"), status=404, content_type=JSON)
         try:
-            body, etag = self.allocation(dict(request.args.items()))
+            body, etag = self.allocation(dict(request.args.items()), summary=summary)
         except QueryError as error:
             return Response(error_body(400, str(error)), status=400, content_type=JSON)
         if etag in request.if_none_match:
@@ -156,17 +169,18 @@ class OpenCostApp:
         response.set_etag(etag)
         return response
 
-    def allocation(self, args: dict[str, str]) -> tuple[bytes, str]:
-        """The response body and ETag for an allocation query (raises ``QueryError``)."""
+    def allocation(self, args: dict[str, str], *, summary: bool = False) -> tuple[bytes, str]:
+        """The response body and ETag for an allocation (or summary) query (raises ``QueryError``)."""
         now = int(self._clock().timestamp())
         query = parse_query(args, now)
-        key = query.cache_key(self.cluster, now)
+        key = (summary, *query.cache_key(self.cluster, now))
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        body = render(execute(self.cluster, query, now))
+        sets = execute(self.cluster, query, now)
+        body = render_summary(sets) if summary else render(sets)
         etag = hashlib.sha256(body).hexdigest()[:32]
         with self._lock:
             self.computations += 1
@@ -210,6 +224,10 @@ class OpenCostServer:
     @property
     def requests(self) -> list[dict[str, str]]:
         return self.app.requests
+
+    @property
+    def calls(self) -> list[tuple[str, dict[str, str]]]:
+        return self.app.calls
 
     def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
                   path: str | None = "/allocation", after: int = 0) -> None:  # fmt: skip

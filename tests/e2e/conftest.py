@@ -13,21 +13,27 @@ import pytest
 from functions.localstack import Stack, serve_function
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from sandbox.cluster import cluster_objects
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-DEMO_KUBE = Path(__file__).resolve().parents[2] / "sandbox" / "demo" / "kube"
 TOKEN = "test-ping-token"
 
 
 @pytest.fixture(scope="session")
-def opencost() -> Iterator[sandbox_opencost.OpenCostServer]:
-    with sandbox_opencost.serve(sandbox_opencost.load_scenario(DATA / "scenario.yaml")) as server:
+def scenario() -> sandbox_opencost.Scenario:
+    return sandbox_opencost.load_scenario(DATA / "scenario.yaml")
+
+
+@pytest.fixture(scope="session")
+def opencost(scenario: sandbox_opencost.Scenario) -> Iterator[sandbox_opencost.OpenCostServer]:
+    with sandbox_opencost.serve(scenario) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def kube() -> Iterator[sandbox_kube.KubeServer]:
-    with sandbox_kube.serve(seed_dir=DEMO_KUBE) as server:
+def kube(scenario: sandbox_opencost.Scenario) -> Iterator[sandbox_kube.KubeServer]:
+    """The test cluster's workloads and pods, its Argo CD Applications, PriceBooks and CostJob."""
+    with sandbox_kube.serve(seed_dir=DATA / "kube", objects=cluster_objects(scenario)) as server:
         yield server
 
 

@@ -1,0 +1,84 @@
+"""``/allocation/summary``: the same allocations as ``/allocation``, condensed (reference §1.7).
+
+Why a separate renderer over the same computation: the summary is what a client asks for when it
+only wants costs and efficiency (OpenCost's UI tables use it), and its figures must be *the same*
+numbers ``/allocation`` gives for the same query, or a client comparing the two would see drift that
+real OpenCost does not have. So the query (window, step, aggregate, accumulate, idle, filter) runs
+through :func:`sandbox.opencost.query.execute` unchanged, and only the JSON differs:
+
+* envelope ``{"code":200,"status":"success","data":{"step":<ns>,"sets":[{"allocations":{..},
+  "window":{..}}],"window":{..}}}``; ``step`` is a Go ``time.Duration`` (nanoseconds) equal to the
+  first set's length, ``window`` spans all sets (``SummaryAllocationSetRange``);
+* per item, in ``SummaryAllocationResponse`` order: ``name, start, end, cpuCoreRequestAverage,
+  cpuCoreUsageAverage, cpuCost, cpuCostIdle, gpuRequestAverage, gpuUsageAverage, gpuCost, gpuCostIdle,
+  networkCost, loadBalancerCost, pvCost, ramByteRequestAverage, ramByteUsageAverage, ramCost,
+  ramCostIdle, sharedCost, externalCost, totalEfficiency, totalCost``; no properties, no labels;
+* ``cpuCostIdle``/``ramCostIdle``/``gpuCostIdle`` are always 0, as in real OpenCost (opencost#3823),
+  ``sharedCost``/``externalCost`` too; ``gpuRequestAverage`` is requested GPUs averaged over the
+  item's minutes, and ``gpuUsageAverage`` is ``null``: GPU usage needs the DCGM exporter, which the
+  sandbox does not simulate (so a client must treat it as "not measured", never as 0).
+
+Unlike OpenCost before v1.115, the sandbox honours ``filter`` here as on ``/allocation``.
+"""
+
+from __future__ import annotations
+
+from sandbox.opencost.allocation import Alloc, Renderer, efficiency, quote
+
+NANOS = 1_000_000_000
+Sets = list[tuple[tuple[int, int], dict[str, Alloc]]]
+
+
+def _item(r: Renderer, name: str, alloc: Alloc) -> str:
+    n = r.number
+    minutes = (alloc.end - alloc.start) / 60.0
+    per_minute = 1.0 / minutes if minutes > 0 else 0.0
+    cpu_req, cpu_use = alloc.cpu_req_cm * per_minute, alloc.cpu_use_cm * per_minute
+    ram_req, ram_use = alloc.ram_req_bm * per_minute, alloc.ram_use_bm * per_minute
+    cpu_ram = alloc.cpu_cost + alloc.ram_cost
+    total_eff = (
+        (efficiency(cpu_use, cpu_req) * alloc.cpu_cost + efficiency(ram_use, ram_req) * alloc.ram_cost) / cpu_ram
+        if cpu_ram > 0
+        else 0.0
+    )
+    fields = (
+        ("name", quote(name)),
+        ("start", r.time(alloc.start)),
+        ("end", r.time(alloc.end)),
+        ("cpuCoreRequestAverage", n(cpu_req)),
+        ("cpuCoreUsageAverage", n(cpu_use)),
+        ("cpuCost", n(alloc.cpu_cost)),
+        ("cpuCostIdle", "0"),
+        ("gpuRequestAverage", n(alloc.gpu_hours * 60.0 * per_minute)),
+        ("gpuUsageAverage", "null"),
+        ("gpuCost", n(alloc.gpu_cost)),
+        ("gpuCostIdle", "0"),
+        ("networkCost", n(alloc.net_cost)),
+        ("loadBalancerCost", n(alloc.lb_cost)),
+        ("pvCost", n(alloc.pv_cost)),
+        ("ramByteRequestAverage", n(ram_req)),
+        ("ramByteUsageAverage", n(ram_use)),
+        ("ramCost", n(alloc.ram_cost)),
+        ("ramCostIdle", "0"),
+        ("sharedCost", "0"),
+        ("externalCost", "0"),
+        ("totalEfficiency", n(total_eff)),
+        ("totalCost", n(alloc.total_cost)),
+    )
+    return "{" + ",".join(f'"{key}":{value}' for key, value in fields) + "}"
+
+
+def render_summary(sets: Sets) -> bytes:
+    """OpenCost's ``SummaryAllocationSetRangeResponse`` envelope; keys sorted as Go sorts map keys."""
+    r = Renderer()
+    rendered = []
+    for (start, end), allocs in sets:
+        items = ",".join(f"{quote(key)}:{_item(r, key, allocs[key])}" for key in sorted(allocs))
+        rendered.append(f'{{"allocations":{{{items}}},"window":{r.window(start, end)}}}')
+    if sets:
+        step = (sets[0][0][1] - sets[0][0][0]) * NANOS
+        window = r.window(min(w[0] for w, _ in sets), max(w[1] for w, _ in sets))
+    else:
+        step, window = 0, '{"start":null,"end":null}'
+    data = f'{{"step":{step},"sets":[{",".join(rendered)}],"window":{window}}}'
+    return ('{"code":200,"status":"success","data":' + data + "}").encode()
