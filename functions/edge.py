@@ -8,6 +8,7 @@ import functools
 import hmac
 import json
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -50,6 +51,12 @@ def database(dsn: str, pool: str, max_size: int, timeout: float, migrate: bool) 
             db.close()
             raise
     return db
+
+
+# functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
+# forks the worker. A pool's connector threads do not survive a fork, so the worker forgets any
+# pool made before it and opens its own on first use (migrations are then a no-op check).
+os.register_at_fork(after_in_child=database.cache_clear)
 
 
 def database_from(settings: CommonSettings) -> Database:

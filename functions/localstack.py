@@ -59,11 +59,13 @@ class Stack:
             OPENCOST_URL=self.opencost_url,
             KUBE_API_URL=self.kube_url,
             PING_TOKEN=self.ping_token,
+            WEBHOOK_TOKEN=self.ping_token,
+            PROXY_TOKEN=self.ping_token,
             CLUSTER_ID=self.cluster,
-            THREADS="8",
+            THREADS="32",
             PYTHONPATH=str(ROOT),
-            **extra,
         )
+        env.update(extra)
         return env
 
 
@@ -89,7 +91,7 @@ def serve_function(stack: Stack, target: str, **extra_env: str) -> Iterator[str]
     with (stack.log_dir / f"{target}.log").open("ab") as log_file:
         process = subprocess.Popen(
             functions_framework_command(target, port),
-            env=stack.function_env(target, **extra_env),
+            env=stack.function_env(target, PORT=str(port), **extra_env),
             stdout=log_file,
             stderr=subprocess.STDOUT,
         )

@@ -175,6 +175,9 @@ class BackfillSettings(PingSettings, OpenCostSettings, KubeSettings):
     MEASURE_SETTLE_SECONDS: float = Field(default=0, ge=0, le=300)
     """Settle delay before a measurement (none needed at install)."""
 
+    CLUSTER_SCOPE_APP: str = "argocd:cost-gate"
+    """The gate application (``namespace:name``); like ``on_sync``, the backfill does not measure it."""
+
     @field_validator("PRUNE_REMOTE_COST", mode="before")
     @classmethod
     def _exact_bool(cls, value: object) -> object:

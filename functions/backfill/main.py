@@ -15,7 +15,8 @@ import functions_framework
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.appcost.syncs import redrive
-from functions.backfill.service import BackfillOptions, backfill as run_backfill
+from functions.backfill.service import BackfillOptions
+from functions.backfill.service import backfill as run_backfill
 from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
 from functions.runs import Run, recorded_run
 from infra.kube import KubeClient
@@ -70,6 +71,7 @@ def backfill(request: flask.Request) -> flask.Response:
                 budget_seconds=s.BACKFILL_BUDGET_SECONDS,
                 deadline_seconds=s.BACKFILL_DEADLINE_SECONDS,
                 prune_remote=s.PRUNE_REMOTE_COST,
+                gate_app=_identity(s.CLUSTER_SCOPE_APP),
             )
             result = run_backfill(run.db, adapters().opencost, adapters().kube, options)
             redriven = redrive(run.db, adapters().opencost, adapters().kube, s.CLUSTER_ID)
@@ -80,6 +82,11 @@ def backfill(request: flask.Request) -> flask.Response:
         return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts})
     except Exception as exc:  # classified and logged by recorded_run
         return error_response(exc, run.run_id if run else None)
+
+
+def _identity(app: str) -> tuple[str, str] | None:
+    namespace, _, name = app.partition(":")
+    return (namespace, name) if app != "off" and name else None
 
 
 def warm_up() -> None:

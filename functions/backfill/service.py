@@ -43,6 +43,7 @@ class BackfillOptions:
     budget_seconds: float
     deadline_seconds: float
     prune_remote: bool
+    gate_app: tuple[str, str] | None = None
 
 
 @dataclass
@@ -108,7 +109,12 @@ def _run(
     recorded = {(r["app_namespace"], r["app_name"]) for r in db.fetch_all("applications_with_records", cluster=cluster)}
     todo: dict[str, list[Application]] = defaultdict(list)
     for app in apps:
-        if app.identity in recorded or not app.local or app.destination_namespace is None:
+        if (
+            app.identity in recorded
+            or app.identity == options.gate_app
+            or not app.local
+            or app.destination_namespace is None
+        ):
             result.skipped += 1
         else:
             todo[app.destination_namespace].append(app)

@@ -17,6 +17,7 @@ from sandbox.cluster import cluster_objects
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TOKEN = "test-ping-token"
+HOOK_TOKEN = "test-webhook-token"
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +75,12 @@ class Pinger:
 def ping(collect_url: str, db: object) -> Pinger:
     """Ping ``collect_allocations``; depends on ``db`` so every test starts from empty tables."""
     return Pinger(collect_url)
+
+
+@pytest.fixture(scope="session")
+def on_sync_url(stack: Stack) -> Iterator[str]:
+    """``on_sync`` measuring at once (no settle delay), with threads for 20 measurements in flight."""
+    with serve_function(
+        stack, "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="0", THREADS="48", OPENCOST_RETRIES="0"
+    ) as url:
+        yield url

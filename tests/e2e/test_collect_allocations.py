@@ -63,7 +63,7 @@ def test_a_run_writes_lookback_finalized_and_the_pinned_hour_open(ping: Pinger, 
     idle = [r for r in hour if r["entry_kind"] == "idle"]
     assert len(idle) == 1 and idle[0]["namespace"] == "" and idle[0]["total_cost_micros"] > 0
     shop = [r for r in hour if r["namespace"] == "shop"]
-    assert len(shop) == 4 and {(r["team"], r["cost_center"]) for r in shop} == {("checkout", "cc-100")}
+    assert len(shop) == 5 and {(r["team"], r["cost_center"]) for r in shop} == {("checkout", "cc-100")}
     assert {r["team"] for r in hour if r["namespace"] == "legacy"} == {None}
     # An unmounted volume arrives without labels; it belongs to its namespace's owner.
     (orphan,) = [r for r in hour if r["entry_kind"] == "unmounted"]

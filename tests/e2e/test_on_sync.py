@@ -1,0 +1,238 @@
+"""We test these aspects of ``on_sync``, served by functions-framework over HTTP against the
+sandbox OpenCost and Kubernetes API and a real PostgreSQL:
+
+- a sync is accepted with 202, persisted, then measured in a request of its own: the monthly
+  figure is projected from the period OpenCost measured (a young namespace is not a full day);
+- the application's share is its own pods; an app owning every pod of its namespace has the
+  namespace's cost; two apps named ``web`` in different app namespaces never mix;
+- replayed and concurrent identical webhooks give one event and one record;
+- skips (not Succeeded, remote cluster, gate app) answer 200 and store nothing;
+- a 21st concurrent measurement gets 429;
+- a measurement lost after the 202 (dead sink, killed pod) is re-driven by the hourly run and
+  stored exactly once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+
+from functions.localstack import Stack, serve_function
+from infra.postgres import Database
+from sandbox import opencost as sandbox_opencost
+from tests.e2e.conftest import HOOK_TOKEN, TOKEN
+
+
+def hook(app: str = "web", app_ns: str = "argocd", dest: str = "shop", **extra: Any) -> dict[str, Any]:
+    resources = {
+        ("argocd", "web"): [
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "shop", "name": "web"}
+        ],
+        ("argocd", "cart"): [
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "shop", "name": "cart"}
+        ],
+        ("team-apps", "web"): [
+            {"group": "apps", "version": "v1", "kind": "StatefulSet", "namespace": "search", "name": "index"}
+        ],
+        ("argocd", "fresh"): [
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "young", "name": "fresh"}
+        ],
+    }.get((app_ns, app), [])
+    body = {
+        "app": app,
+        "appNamespace": app_ns,
+        "project": "default",
+        "destinationNamespace": dest,
+        "destinationServer": "https://kubernetes.default.svc",
+        "destinationName": "",
+        "syncResult": "Succeeded",
+        "revision": "abc123",
+        "revisions": None,
+        "finishedAt": "2026-11-29T10:00:00Z",
+        "resources": resources,
+    }
+    body.update(extra)
+    return body
+
+
+def post(url: str, body: object, token: str = HOOK_TOKEN) -> httpx.Response:
+    return httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def records(db: Database, app_ns: str | None = None, app: str | None = None) -> list[dict[str, Any]]:
+    with db.connection() as conn:
+        rows = conn.execute("SELECT * FROM cost_actuals ORDER BY id").fetchall()
+    return [
+        r for r in rows if (app_ns is None or r["app_namespace"] == app_ns) and (app is None or r["app_name"] == app)
+    ]
+
+
+def events(db: Database) -> list[dict[str, Any]]:
+    with db.connection() as conn:
+        return conn.execute("SELECT * FROM sync_events ORDER BY id").fetchall()
+
+
+def wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def namespace_truth(opencost: sandbox_opencost.OpenCostServer, record: dict[str, Any]) -> tuple[Decimal, Decimal]:
+    """What OpenCost itself says of the record's namespace over the record's window."""
+    window = f"{record['window_start']:%Y-%m-%dT%H:%M:%SZ},{record['window_end']:%Y-%m-%dT%H:%M:%SZ}"
+    ns = record["destination_namespace"]
+    data = httpx.get(
+        f"{opencost.url}/allocation", params={"window": window, "aggregate": "namespace", "accumulate": "true"}
+    ).json(parse_float=Decimal)["data"][0][ns]
+    return Decimal(str(data["totalCost"])), Decimal(str(data["minutes"])) / 60
+
+
+def test_a_sync_is_accepted_fast_then_measured_with_the_right_monthly_figure(
+    on_sync_url: str, db: Database, opencost: sandbox_opencost.OpenCostServer
+) -> None:
+    response = post(on_sync_url, hook())
+    assert response.status_code == 202, response.text
+    assert response.json()["outcome"] == "accepted"
+    wait_for(lambda: len(records(db)) == 1)
+    (record,) = records(db)
+    assert (record["app_namespace"], record["app_name"], record["measured_on"], record["scope"]) == (
+        "argocd", "web", "sync", "application",
+    )  # fmt: skip
+    cost, hours = namespace_truth(opencost, record)
+    assert record["cost_micros"] == int(cost * 1_000_000)
+    assert record["measured_hours"] == hours
+    assert record["monthly_micros"] == round(Decimal(record["cost_micros"]) * 720 / hours)
+    share = record["share"]
+    assert all(p.startswith("web-") for p in share["pods"]) and len(share["pods"]) == 2
+    assert 0 < share["cost_micros"] < record["cost_micros"]  # cart's pod is the namespace's too
+    assert record["efficiency"]["cpu"] is not None and record["idle_micros"] > 0
+    assert events(db)[0]["status"] == "measured"
+
+
+def test_a_young_namespace_projects_from_its_hours_not_a_day(
+    on_sync_url: str, db: Database, opencost: sandbox_opencost.OpenCostServer
+) -> None:
+    assert post(on_sync_url, hook("fresh", dest="young")).status_code == 202
+    wait_for(lambda: len(records(db)) == 1)
+    (record,) = records(db)
+    _, hours = namespace_truth(opencost, record)
+    assert Decimal(6) <= hours < Decimal(7)  # started 6 h before the current hour
+    assert record["monthly_micros"] == round(Decimal(record["cost_micros"]) * 720 / hours)
+    assert record["monthly_micros"] > record["cost_micros"] * 100  # not x 30 of a full day
+
+
+def test_an_app_owning_every_pod_has_the_namespace_cost_and_same_names_never_mix(
+    on_sync_url: str, db: Database
+) -> None:
+    assert post(on_sync_url, hook("web", "team-apps", dest="search")).status_code == 202
+    assert post(on_sync_url, hook("web", "argocd", dest="shop")).status_code == 202
+    assert post(on_sync_url, hook("fresh", dest="young")).status_code == 202
+    wait_for(lambda: len(records(db)) == 3)
+    (team,) = records(db, "team-apps", "web")
+    (argo,) = records(db, "argocd", "web")
+    (fresh,) = records(db, "argocd", "fresh")
+    assert team["destination_namespace"] == "search" and argo["destination_namespace"] == "shop"
+    assert set(team["share"]["pods"]).isdisjoint(argo["share"]["pods"])
+    # fresh owns every pod of young: its share is the namespace, to the micro.
+    assert fresh["share"]["cost_micros"] == fresh["cost_micros"] and fresh["share"]["breakdown"] == fresh["breakdown"]
+    # search also pays for an unmounted volume no pod uses: the share is only the pods'.
+    unmounted_pv = team["breakdown"]["pv"] - team["share"]["breakdown"]["pv"]
+    # (OpenCost rounds each figure to 5 decimals on its own: totals agree within 10 micros per figure.)
+    assert unmounted_pv > 0 and abs(team["cost_micros"] - team["share"]["cost_micros"] - unmounted_pv) <= 20
+
+
+def test_replayed_and_concurrent_identical_webhooks_give_one_record(on_sync_url: str, db: Database) -> None:
+    statuses: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: statuses.append(post(on_sync_url, hook()).status_code)) for _ in range(6)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [202] * 6
+    wait_for(lambda: len(records(db)) == 1)
+    assert post(on_sync_url, hook()).status_code == 202  # an Argo CD retry, later
+    time.sleep(0.5)
+    assert len(events(db)) == 1 and len(records(db)) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        hook(syncResult="Failed"),
+        hook(destinationServer="https://remote.example:6443"),
+        hook(destinationServer="", destinationName="prod-us"),
+        hook("cost-gate", dest="argocd"),
+    ],
+    ids=["not-succeeded", "remote-server", "remote-name", "gate-app"],
+)
+def test_skips_answer_200_and_store_nothing(on_sync_url: str, db: Database, body: dict[str, Any]) -> None:
+    response = post(on_sync_url, body)
+    assert response.status_code == 200 and response.json()["outcome"] == "skipped"
+    assert events(db) == [] and records(db) == []
+
+
+def test_the_21st_concurrent_measurement_gets_429(
+    on_sync_url: str, db: Database, opencost: sandbox_opencost.OpenCostServer
+) -> None:
+    opencost.delay_next(4.0, times=200)  # every OpenCost answer is slow: measurements pile up
+    try:
+        for n in range(20):
+            assert post(on_sync_url, hook(revision=f"rev{n}")).status_code == 202
+        wait_for(lambda: sum(e["status"] == "measuring" for e in events(db)) == 20)
+        response = post(on_sync_url, hook(revision="rev20"))
+        assert response.status_code == 429, response.text
+        assert response.headers["Retry-After"]
+        assert len(events(db)) == 20  # the 21st was not accepted
+    finally:
+        opencost.reset()
+    wait_for(lambda: len(records(db)) == 20, timeout=30)
+
+
+def test_a_lost_measurement_is_redriven_by_the_hourly_run_exactly_once(
+    stack: Stack, db: Database, collect_url: str
+) -> None:
+    # A replica whose sink is unreachable: the event is accepted, then the measurement is lost.
+    with serve_function(
+        replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="0", K_SINK="http://127.0.0.1:9/"
+    ) as lonely:
+        assert post(lonely, hook()).status_code == 202
+    assert [e["status"] for e in events(db)] == ["pending"] and records(db) == []
+    # Another event whose measuring pod died mid-way (claimed, never finished).
+    assert post_and_kill(stack, db) == "measuring"
+    with db.connection() as conn:
+        conn.execute(
+            "UPDATE sync_events SET received_at = now() - interval '11 minutes', "
+            "claimed_at = CASE WHEN claimed_at IS NULL THEN NULL ELSE now() - interval '11 minutes' END"
+        )
+    ping = {"scheduledTime": "2026-11-20T10:00:00Z"}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    first = httpx.post(collect_url, json=ping, headers=headers, timeout=60).json()
+    assert first["redriven"] == 2, first
+    assert {e["status"] for e in events(db)} == {"measured"} and len(records(db)) == 2
+    again = httpx.post(collect_url, json=ping, headers=headers, timeout=60).json()
+    assert again["redriven"] == 0 and len(records(db)) == 2
+
+
+def post_and_kill(stack: Stack, db: Database) -> str:
+    """Accept an event, then mark it claimed as a measurement that died would leave it."""
+    with serve_function(replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, K_SINK="http://127.0.0.1:9/") as lonely:
+        assert post(lonely, hook("cart")).status_code == 202
+    with db.connection() as conn:
+        conn.execute(
+            "UPDATE sync_events SET status = 'measuring', claimed_at = now(), attempts = 1 WHERE app_name = 'cart'"
+        )
+        row = conn.execute("SELECT status FROM sync_events WHERE app_name = 'cart'").fetchone()
+    assert row is not None
+    return str(row["status"])
