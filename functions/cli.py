@@ -22,8 +22,7 @@ from finops.errors import FinOpsError
 from finops.hours import truncate_to_hour
 from finops.money import format_amount
 from functions.report_table import render
-
-TARGETS = ("collect_allocations", "on_sync", "collect_charges", "backfill")
+from functions.targets import TARGETS
 
 
 def _database_url() -> str:
@@ -131,14 +130,13 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from functions.localstack import TARGETS as SERVED
     from functions.localstack import local_stack, serve_function
 
     with local_stack() as stack:
         import contextlib
 
         with contextlib.ExitStack() as functions:
-            for target in SERVED:
+            for target in TARGETS:
                 functions.enter_context(serve_function(stack, target))
             print("Local stack is up:")
             print(f"  PostgreSQL           {stack.database_url}")

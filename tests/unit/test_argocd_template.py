@@ -66,7 +66,7 @@ def test_a_rendered_sync_passes_validation() -> None:
                     "status": "Synced",
                     "health": {"status": "Healthy"},
                 }
-            ],  # fmt: skip
+            ],
         },
     }
     hook = SyncWebhook.model_validate(json.loads(render(body_template(), app)))
