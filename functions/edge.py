@@ -17,8 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError, Unauthorized
 from infra import logs
+from infra.kube import KubeClient
+from infra.opencost import OpenCostClient
 from infra.postgres import Database, apply_migrations, connect
-from infra.settings import CommonSettings, load
+from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, load
 
 log = logging.getLogger("finops.edge")
 
@@ -53,10 +55,37 @@ def database(dsn: str, pool: str, max_size: int, timeout: float, migrate: bool) 
     return db
 
 
-# functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
-# forks the worker. A pool's connector threads do not survive a fork, so the worker forgets any
-# pool made before it and opens its own on first use (migrations are then a no-op check).
-os.register_at_fork(after_in_child=database.cache_clear)
+@functools.cache
+def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
+    return OpenCostClient(url, timeout=timeout, retries=retries)
+
+
+def opencost_from(settings: OpenCostSettings) -> OpenCostClient:
+    """The process's OpenCost client."""
+    return _opencost(settings.OPENCOST_URL, settings.OPENCOST_TIMEOUT_SECONDS, settings.OPENCOST_RETRIES)
+
+
+@functools.cache
+def _kube(url: str | None, timeout: float) -> KubeClient:
+    if url:
+        return KubeClient.from_url(url, timeout_seconds=timeout)
+    return KubeClient.from_environment(timeout_seconds=timeout)
+
+
+def kube_from(settings: KubeSettings) -> KubeClient:
+    """The process's Kubernetes client: ``KUBE_API_URL``, else in-cluster, else ``KUBECONFIG``."""
+    return _kube(settings.KUBE_API_URL, settings.KUBE_TIMEOUT_SECONDS)
+
+
+def _forget_clients() -> None:
+    """functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
+    forks the worker. A pool's connector threads do not survive a fork, so the worker forgets
+    whatever was made before it and opens its own on first use (migrations: a no-op check)."""
+    for cached in (database, _opencost, _kube):
+        cached.cache_clear()
+
+
+os.register_at_fork(after_in_child=_forget_clients)
 
 
 def database_from(settings: CommonSettings) -> Database:

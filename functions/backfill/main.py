@@ -7,9 +7,6 @@ the work and its resumability are in ``service.py``.
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-
 import flask
 import functions_framework
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,10 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.appcost.syncs import redrive
 from functions.backfill.service import BackfillOptions
 from functions.backfill.service import backfill as run_backfill
-from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
+from functions.edge import (
+    database_from,
+    error_response,
+    health,
+    kube_from,
+    opencost_from,
+    parse_body,
+    require_bearer,
+    respond,
+    settings_for,
+)
 from functions.runs import Run, recorded_run
-from infra.kube import KubeClient
-from infra.opencost import OpenCostClient
 from infra.settings import BackfillSettings
 
 FUNCTION = "backfill"
@@ -31,24 +36,6 @@ class Invocation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     trigger: str = Field(default="install", pattern=r"^[a-z][a-z0-9-]{0,31}$")
-
-
-@dataclass(frozen=True)
-class Adapters:
-    opencost: OpenCostClient
-    kube: KubeClient
-
-
-@functools.cache
-def adapters() -> Adapters:
-    s = settings()
-    kube = (
-        KubeClient.from_url(s.KUBE_API_URL, timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
-        if s.KUBE_API_URL
-        else KubeClient.from_environment(timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
-    )
-    opencost = OpenCostClient(s.OPENCOST_URL, timeout=s.OPENCOST_TIMEOUT_SECONDS, retries=s.OPENCOST_RETRIES)
-    return Adapters(opencost=opencost, kube=kube)
 
 
 @functions_framework.http
@@ -73,8 +60,8 @@ def backfill(request: flask.Request) -> flask.Response:
                 prune_remote=s.PRUNE_REMOTE_COST,
                 gate_app=_identity(s.CLUSTER_SCOPE_APP),
             )
-            result = run_backfill(run.db, adapters().opencost, adapters().kube, options)
-            redriven = redrive(run.db, adapters().opencost, adapters().kube, s.CLUSTER_ID)
+            result = run_backfill(run.db, opencost_from(s), kube_from(s), options)
+            redriven = redrive(run.db, opencost_from(s), kube_from(s), s.CLUSTER_ID)
             run.counts = {**result.counts(), **redriven}
             run.outcome = result.outcome
             if result.failed:

@@ -6,8 +6,6 @@ the service, and map the outcome to HTTP (200 success or partial, 4xx bad ping, 
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import flask
@@ -18,10 +16,18 @@ from finops.hours import parse_timestamp
 from functions.appcost.syncs import redrive
 from functions.collect_allocations.service import CollectOptions, collect
 from functions.costjobs import CostJobRef, record_execution, require_costjob
-from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
+from functions.edge import (
+    database_from,
+    error_response,
+    health,
+    kube_from,
+    opencost_from,
+    parse_body,
+    require_bearer,
+    respond,
+    settings_for,
+)
 from functions.runs import Run, recorded_run
-from infra.kube import KubeClient
-from infra.opencost import OpenCostClient
 from infra.settings import CollectAllocationsSettings
 
 FUNCTION = "collect_allocations"
@@ -37,24 +43,6 @@ class Ping(BaseModel):
     scheduledTime: str | None = Field(default=None, description="RFC 3339; pins the run's hour")
     costJob: CostJobRef | None = Field(default=None, description="CostJob whose status records this run")
     trigger: str = Field(default="cron", pattern=r"^[a-z][a-z0-9-]{0,31}$")
-
-
-@dataclass(frozen=True)
-class Adapters:
-    opencost: OpenCostClient
-    kube: KubeClient
-
-
-@functools.cache
-def adapters() -> Adapters:
-    s = settings()
-    kube = (
-        KubeClient.from_url(s.KUBE_API_URL, timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
-        if s.KUBE_API_URL
-        else KubeClient.from_environment(timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
-    )
-    opencost = OpenCostClient(s.OPENCOST_URL, timeout=s.OPENCOST_TIMEOUT_SECONDS, retries=s.OPENCOST_RETRIES)
-    return Adapters(opencost=opencost, kube=kube)
 
 
 @functions_framework.http
@@ -76,18 +64,18 @@ def collect_allocations(request: flask.Request) -> flask.Response:
             )
             run.db = database_from(s)
             if ping.costJob is not None:
-                require_costjob(adapters().kube, ping.costJob)  # 404 before any work
+                require_costjob(kube_from(s), ping.costJob)  # 404 before any work
             result = collect(
                 run.db,
-                adapters().opencost,
-                adapters().kube,
+                opencost_from(s),
+                kube_from(s),
                 _options(s),
                 scheduled=scheduled,
                 now=datetime.now(UTC),
                 run_id=run.run_id,
             )
             # The safety net of on_sync: measure sync events accepted but never measured.
-            redriven = redrive(run.db, adapters().opencost, adapters().kube, s.CLUSTER_ID)
+            redriven = redrive(run.db, opencost_from(s), kube_from(s), s.CLUSTER_ID)
             if redriven["redrive_failed"]:
                 result.warnings.append(f"{redriven['redrive_failed']} overdue sync event(s) could not be measured")
             run.counts = {**result.counts(), **redriven}
@@ -99,7 +87,7 @@ def collect_allocations(request: flask.Request) -> flask.Response:
     except Exception as exc:  # classified and logged by recorded_run
         response = error_response(exc, run.run_id if run else None)
     if ping is not None and ping.costJob is not None and run is not None and run.db is not None:
-        record_execution(adapters().kube, ping.costJob, run)
+        record_execution(kube_from(s), ping.costJob, run)
     return response
 
 

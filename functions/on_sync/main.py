@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import flask
@@ -27,12 +26,20 @@ import functions_framework
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError
 from functions.appcost.syncs import SyncEvent, accept, measure_event
-from functions.edge import database_from, error_response, health, parse_body, require_bearer, respond, settings_for
+from functions.edge import (
+    database_from,
+    error_response,
+    health,
+    kube_from,
+    opencost_from,
+    parse_body,
+    require_bearer,
+    respond,
+    settings_for,
+)
 from functions.on_sync.webhook import SyncWebhook
 from functions.runs import Run, recorded_run
 from infra import events
-from infra.kube import KubeClient
-from infra.opencost import OpenCostClient
 from infra.settings import OnSyncSettings
 
 FUNCTION = "on_sync"
@@ -69,23 +76,10 @@ class InFlight:
             self._count -= 1
 
 
-@dataclass(frozen=True)
-class Adapters:
-    opencost: OpenCostClient
-    kube: KubeClient
-    in_flight: InFlight
-
-
 @functools.cache
-def adapters() -> Adapters:
-    s = settings()
-    kube = (
-        KubeClient.from_url(s.KUBE_API_URL, timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
-        if s.KUBE_API_URL
-        else KubeClient.from_environment(timeout_seconds=s.KUBE_TIMEOUT_SECONDS)
-    )
-    opencost = OpenCostClient(s.OPENCOST_URL, timeout=s.OPENCOST_TIMEOUT_SECONDS, retries=s.OPENCOST_RETRIES)
-    return Adapters(opencost=opencost, kube=kube, in_flight=InFlight(s.MAX_IN_FLIGHT))
+def in_flight() -> InFlight:
+    """This replica's count of measurements."""
+    return InFlight(settings().MAX_IN_FLIGHT)
 
 
 def _skip_reason(hook: SyncWebhook, gate: str) -> str | None:
@@ -110,9 +104,8 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
         run.outcome = "skipped"
         run.error = reason
         return respond(200, {"outcome": "skipped", "reason": reason, "run_id": run.run_id})
-    deps = adapters()
-    if deps.in_flight.full:
-        raise TooManyInFlight(f"{deps.in_flight.limit} measurements already in flight on this replica")
+    if in_flight().full:
+        raise TooManyInFlight(f"{in_flight().limit} measurements already in flight on this replica")
     assert hook.destinationNamespace is not None
     run.db = database_from(s)
     event = SyncEvent(
@@ -155,10 +148,11 @@ def _measurement(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.R
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise InvalidInput("syncEventId: must be a positive integer")
     run.counts = {"sync_event": event_id}
-    deps = adapters()
-    with deps.in_flight:
+    with in_flight():
         run.db = database_from(s)
-        outcome = measure_event(run.db, deps.opencost, deps.kube, event_id, settle_seconds=s.MEASURE_SETTLE_SECONDS)
+        outcome = measure_event(
+            run.db, opencost_from(s), kube_from(s), event_id, settle_seconds=s.MEASURE_SETTLE_SECONDS
+        )
     if outcome == "skipped":
         run.outcome = "skipped"
         run.error = "already measured or being measured"
