@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from finops.errors import InvalidInput, OpenCostUnavailable
@@ -51,8 +51,8 @@ class CollectResult:
     """What a run did; ``warnings`` make the outcome ``partial``."""
 
     pinned_hour: Hour
-    hours_written: list[str] = field(default_factory=list)
-    hours_skipped: list[str] = field(default_factory=list)
+    hours_written: list[Hour] = field(default_factory=list)
+    hours_skipped: list[Hour] = field(default_factory=list)
     rows: int = 0
     pricebook: str | None = None
     pricebook_id: int | None = None
@@ -140,17 +140,29 @@ def collect(
     for hour in [*earlier, pinned]:
         finalized = hour != pinned
         if hour.start in final:
-            result.hours_skipped.append(str(hour))
+            result.hours_skipped.append(hour)
             continue
         written = _write_hour(db, opencost, options, pricing, hour, finalized=finalized, now=now, run_id=run_id)
         if written is None:
-            result.hours_skipped.append(str(hour))
+            result.hours_skipped.append(hour)
         else:
-            result.hours_written.append(str(hour))
+            result.hours_written.append(hour)
             result.rows += written
+    days = sorted({hour.start.date() for hour in result.hours_written})
+    for day in days:
+        refresh_daily(db, options.cluster, options.aggregation, day)
     if options.retention_months:
         result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
     return result
+
+
+def refresh_daily(db: Database, cluster: str, aggregation: str, day: date) -> None:
+    """Recompute one day's rollup from its hours, in one transaction under the day's lock."""
+    key = {"cluster": cluster, "aggregation": aggregation, "day": day}
+    with db.connection() as conn:
+        db.execute("lock_allocation_day", conn, **key)
+        db.execute("delete_allocation_day", conn, **key)
+        db.execute("rollup_allocation_day", conn, **key)
 
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:

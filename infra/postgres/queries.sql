@@ -185,3 +185,29 @@ VALUES (%(cluster)s, %(namespace)s, %(attempts)s, %(next_attempt_at)s, %(status)
 ON CONFLICT (cluster, namespace) DO UPDATE SET
     attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
     status = EXCLUDED.status, last_error = EXCLUDED.last_error;
+
+-- name: lock_allocation_day
+SELECT pg_advisory_xact_lock(hashtext('allocation_daily'), hashtext(%(cluster)s || '|' || %(aggregation)s || '|' || %(day)s::text));
+
+-- name: delete_allocation_day
+DELETE FROM allocation_daily WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day = %(day)s;
+
+-- name: rollup_allocation_day
+-- Recompute one UTC day from its hourly rows (finalized or not: the day's rollup follows them).
+INSERT INTO allocation_daily
+SELECT cluster, aggregation, %(day)s::date, namespace, entry_kind, coalesce(team, ''), coalesce(cost_center, ''),
+       max(currency), count(DISTINCT hour),
+       coalesce(sum(cpu_cost_micros), 0), coalesce(sum(gpu_cost_micros), 0), coalesce(sum(ram_cost_micros), 0),
+       coalesce(sum(pv_cost_micros), 0), coalesce(sum(lb_cost_micros), 0), coalesce(sum(network_cost_micros), 0),
+       coalesce(sum(total_cost_micros), 0),
+       coalesce(sum(cpu_core_hours), 0),
+       coalesce(sum(cpu_core_request_avg * minutes / 60), 0),
+       coalesce(sum(cpu_core_usage_avg * minutes / 60), 0),
+       coalesce(sum(ram_byte_hours) / 1073741824, 0),
+       coalesce(sum(ram_byte_request_avg * minutes / 60) / 1073741824, 0),
+       coalesce(sum(ram_byte_usage_avg * minutes / 60) / 1073741824, 0)
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
+  AND hour >= %(day)s::date::timestamp AT TIME ZONE 'UTC'
+  AND hour < (%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC'
+GROUP BY cluster, aggregation, namespace, entry_kind, coalesce(team, ''), coalesce(cost_center, '');

@@ -270,3 +270,28 @@ def test_finops_runs_lists_recent_outcomes_newest_first(ping: Pinger, database_u
     missing = subprocess.run([finops, "runs"], env={k: v for k, v in env.items() if k != "DATABASE_URL"},
                              capture_output=True, text=True, check=False)  # fmt: skip
     assert missing.returncode != 0 and "DATABASE_URL" in missing.stderr
+
+
+def test_daily_rollups_follow_the_hours_exactly(ping: Pinger, db: Database) -> None:
+    def totals() -> tuple[Any, Any]:
+        with db.connection() as conn:
+            hourly = conn.execute(
+                "SELECT namespace, coalesce(team, '') AS team, sum(total_cost_micros) AS micros, count(DISTINCT hour) AS h"
+                " FROM provider_allocations GROUP BY 1, 2 ORDER BY 1, 2"
+            ).fetchall()
+            daily = conn.execute(
+                "SELECT namespace, team, sum(total_cost_micros) AS micros, max(hours) AS h"
+                " FROM allocation_daily WHERE day = '2026-11-20' GROUP BY 1, 2 ORDER BY 1, 2"
+            ).fetchall()
+        return hourly, daily
+
+    assert ping({"scheduledTime": SCHEDULED}).status_code == 200
+    hourly, daily = totals()
+    assert hourly == daily and {r["h"] for r in daily} == {4}
+    assert ping({"scheduledTime": "2026-11-20T11:00:00Z"}).status_code == 200  # adds an hour, rewrites one
+    hourly, daily = totals()
+    assert hourly == daily and {r["h"] for r in daily} == {5}
+    with db.connection() as conn:
+        (row,) = conn.execute("SELECT billed_core_hours, used_core_hours FROM allocation_daily"
+                              " WHERE namespace = 'search' AND entry_kind = 'workload'").fetchall()  # fmt: skip
+    assert row["billed_core_hours"] >= row["used_core_hours"] > 0  # bursting above its request: billed = usage
