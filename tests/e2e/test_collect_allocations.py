@@ -276,8 +276,8 @@ def test_daily_rollups_follow_the_hours_exactly(ping: Pinger, db: Database) -> N
     def totals() -> tuple[Any, Any]:
         with db.connection() as conn:
             hourly = conn.execute(
-                "SELECT namespace, coalesce(team, '') AS team, sum(total_cost_micros) AS micros, count(DISTINCT hour) AS h"
-                " FROM provider_allocations GROUP BY 1, 2 ORDER BY 1, 2"
+                "SELECT namespace, coalesce(team, '') AS team, sum(total_cost_micros) AS micros,"
+                " count(DISTINCT hour) AS h FROM provider_allocations GROUP BY 1, 2 ORDER BY 1, 2"
             ).fetchall()
             daily = conn.execute(
                 "SELECT namespace, team, sum(total_cost_micros) AS micros, max(hours) AS h"
