@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest
+from bench import ingest, webhook
 
 
 def main() -> int:
     ingest.main()
+    webhook.main()
     return 0
 
 

@@ -10,17 +10,19 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import flask
 from pydantic import BaseModel, ValidationError
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError, Unauthorized
 from infra import logs
-from infra.kube import KubeClient
-from infra.opencost import OpenCostClient
 from infra.postgres import Database, apply_migrations, connect
 from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, load
+
+if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs neither
+    from infra.kube import KubeClient
+    from infra.opencost import OpenCostClient
 
 log = logging.getLogger("finops.edge")
 
@@ -41,22 +43,28 @@ def settings_for(function: str, settings_class: type[S]) -> Callable[[], S]:
     return loader
 
 
+_migrated: set[str] = set()  # DSNs migrated by this process or the master it was forked from
+
+
 @functools.cache
 def database(dsn: str, pool: str, max_size: int, timeout: float, migrate: bool) -> Database:
     """One pool per process (per DSN); migrations applied on first use, under an advisory lock."""
     db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout)
-    if migrate:
+    if migrate and dsn not in _migrated:
         try:
             apply_migrations(db)
         except FinOpsError:
             database.cache_clear()  # try again on the next request rather than run unmigrated
             db.close()
             raise
+        _migrated.add(dsn)
     return db
 
 
 @functools.cache
 def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
+    from infra.opencost import OpenCostClient
+
     return OpenCostClient(url, timeout=timeout, retries=retries)
 
 
@@ -67,6 +75,8 @@ def opencost_from(settings: OpenCostSettings) -> OpenCostClient:
 
 @functools.cache
 def _kube(url: str | None, timeout: float) -> KubeClient:
+    from infra.kube import KubeClient
+
     if url:
         return KubeClient.from_url(url, timeout_seconds=timeout)
     return KubeClient.from_environment(timeout_seconds=timeout)

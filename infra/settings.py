@@ -42,7 +42,7 @@ class CommonSettings(BaseSettings):
     DATABASE_POOL: Literal["pool", "null"] = "pool"
     """``pool`` keeps connections per replica; ``null`` opens one per use (behind PgBouncer)."""
 
-    DATABASE_POOL_MAX: int = Field(default=4, ge=1, le=64)
+    DATABASE_POOL_MAX: int = Field(default=8, ge=1, le=64)
     """Most connections one replica holds."""
 
     DATABASE_CONNECT_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)

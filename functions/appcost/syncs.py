@@ -14,13 +14,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.errors import FinOpsError
 from finops.ownership import Ref
-from functions.appcost.measure import KubeLister, measure_namespace, with_share
-from infra.opencost import OpenCostClient
 from infra.postgres import Database
+
+if TYPE_CHECKING:  # the webhook path (accept) does not need the measurement's imports
+    from functions.appcost.measure import KubeLister
+    from infra.opencost import OpenCostClient
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,8 @@ def measure_event(
 ) -> str:
     """Measure one accepted event and store its record. Returns what happened:
     ``measured``, or ``skipped`` when it is already measured or being measured elsewhere."""
+    from functions.appcost.measure import measure_namespace, with_share
+
     event = db.fetch_one("claim_sync_event", id=event_id, stale_seconds=STALE_AFTER.total_seconds())
     if event is None:
         return "skipped"

@@ -126,6 +126,7 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
     run.counts.update(sync_event=event_id, replay=not new)
     if new or status == "pending":
         _dispatch(s, event_id)
+    run.http_status = 202
     return respond(202, {"outcome": "accepted", "sync_event": event_id, "status": status, "run_id": run.run_id})
 
 

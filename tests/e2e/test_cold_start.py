@@ -2,7 +2,7 @@
 
 - a missing or malformed variable stops the process with a message naming the variable;
 - the image's entry command serves every target, and an unbuilt one answers 501, not success;
-- importing the targets does not import the heavy kubernetes client (cold start cost).
+- a target imports its own function only, and never the heavy kubernetes client (cold start cost).
 """
 
 from __future__ import annotations
@@ -42,7 +42,13 @@ def test_unbuilt_targets_answer_501_never_success(stack: Stack, target: str) -> 
         assert response.status_code == 501 and "not implemented" in response.json()["error"]
 
 
-def test_importing_the_targets_does_not_import_kubernetes() -> None:
-    code = "import functions.main, sys; print('kubernetes' in sys.modules, 'boto3' in sys.modules)"
+def test_a_target_imports_only_its_own_function_and_not_kubernetes() -> None:
+    code = (
+        "import functions.main as m, sys; m.on_sync;"
+        "print('kubernetes' in sys.modules, 'boto3' in sys.modules, 'functions.backfill.main' in sys.modules);"
+        "[getattr(m, t) for t in m.__all__]; print(sorted(t for t in m.__all__ if callable(getattr(m, t))))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "False"]
+    first, second = result.stdout.splitlines()
+    assert first.split() == ["False", "False", "False"]
+    assert second == str(sorted(["backfill", "collect_allocations", "collect_charges", "cost_api", "on_sync"]))
