@@ -1,0 +1,81 @@
+"""We test these aspects of rounding a report table to cents (``finops.rounding``):
+
+- largest remainder (Hamilton) gives the spare units to the largest remainders, ties to the first;
+- a whole table: the grand total is the exact total rounded half-even, rows and columns add up,
+  every cell, row total and column total is within one unit of exact, whole values stay put;
+- the case where row totals by largest remainder would leave a column more than a unit off.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from finops.rounding import largest_remainder, round_half_even, round_table
+
+
+def test_largest_remainder_gives_the_spare_units_to_the_largest_remainders() -> None:
+    # option A of the method's example, in cents: 571,428.57 + 285,714.28 + 142,857.14
+    values = [Fraction(571_428_57, 100), Fraction(285_714_28, 100), Fraction(142_857_14, 100)]
+    assert largest_remainder(values, 1_000_000) == [571_429, 285_714, 142_857]
+    assert largest_remainder(values, 1_000_001) == [571_429, 285_715, 142_857]
+    assert largest_remainder(values, 999_999) == [571_428, 285_714, 142_857]
+
+
+def test_largest_remainder_ties_go_to_the_first_and_whole_values_never_move() -> None:
+    halves = [Fraction(1, 2), Fraction(3), Fraction(1, 2)]
+    assert largest_remainder(halves, 4) == [1, 3, 0]
+    with pytest.raises(ValueError, match="cannot round"):
+        largest_remainder(halves, 6)
+    assert largest_remainder([Fraction(-3, 2), Fraction(5, 2)], 1) == [-1, 2]
+
+
+def test_round_half_even() -> None:
+    assert [round_half_even(Fraction(n, 2)) for n in (1, 3, 5, -1, -3)] == [0, 2, 2, 0, -2]
+
+
+def test_an_empty_table_and_ragged_rows() -> None:
+    assert round_table([]) == []
+    with pytest.raises(ValueError, match="same number"):
+        round_table([[Fraction(1)], [Fraction(1), Fraction(2)]])
+
+
+def test_a_column_is_kept_within_a_unit_even_when_that_moves_a_row_total() -> None:
+    # Ten lines with 0.11 of a cent in the allocated column and an idle line with 0.3: by largest
+    # remainder the idle line would take the one spare cent and the allocated column (101.1) would
+    # show 100. The rounding moves that cent to an owner line instead.
+    owners = [[Fraction(1011, 100), Fraction(0), Fraction(0)] for _ in range(10)]
+    table = [*owners, [Fraction(0), Fraction(53, 10), Fraction(0)]]
+    rounded = round_table(table)
+    assert sum(map(sum, rounded)) == 106
+    assert [sum(row[j] for row in rounded) for j in range(3)] == [101, 5, 0]
+    assert rounded[-1] == [0, 5, 0]
+    assert_controlled(table, rounded)
+
+
+def assert_controlled(table: list[list[Fraction]], rounded: list[list[int]]) -> None:
+    def near(value: int, exact: Fraction) -> bool:
+        return math.floor(exact) <= value <= math.ceil(exact)
+
+    assert sum(map(sum, rounded)) == round_half_even(sum((sum(row, Fraction(0)) for row in table), Fraction(0)))
+    for row, exact_row in zip(rounded, table, strict=True):
+        assert near(sum(row), sum(exact_row, Fraction(0)))
+        assert all(near(cell, exact) for cell, exact in zip(row, exact_row, strict=True))
+    for j in range(len(table[0])):
+        assert near(sum(row[j] for row in rounded), sum((row[j] for row in table), Fraction(0)))
+
+
+cells = st.one_of(
+    st.just(Fraction(0)),
+    st.integers(-(10**6), 10**9),
+    st.builds(Fraction, st.integers(-(10**8), 10**12), st.sampled_from([2, 3, 7, 100, 10_000, 10**6])),
+).map(Fraction)
+
+
+@given(st.integers(1, 4).flatmap(lambda width: st.lists(st.lists(cells, min_size=width, max_size=width), min_size=1)))
+def test_any_table_rounds_with_every_sum_adding_up(table: list[list[Fraction]]) -> None:
+    assert_controlled(table, round_table(table))
