@@ -177,6 +177,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_db() -> Any:
+    from infra.postgres import connect
+
+    return connect(_database_url())
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from datetime import date
+
+    from functions.reports import render as out
+    from functions.reports import service
+
+    db = _report_db()
+    try:
+        if args.report == "daily":
+            query = service.ReportQuery(service.last_days(args.days, date.today()), args.cluster)
+            document: Any = service.daily_view(db, query)
+            print(out.as_json(document))
+            return 0
+        query = service.ReportQuery(service.month_period(args.month), args.cluster)
+        if args.report == "unlabelled":
+            rows = service.unlabelled(db, query)
+            if args.format == "json":
+                print(out.as_json(rows))
+            else:
+                table = [(r["cluster"], r["namespace"], r["cost"]) for r in rows]
+                print(render(["cluster", "namespace", "cost"], table, right=(2,)))
+            return 0
+        policy = out.load_policy(args.policy)
+        if args.report == "team":
+            print(out.as_json(service.team_report(db, policy, query, args.team)))
+            return 0
+        report = service.chargeback(db, policy, query, args.by)
+        print({"json": lambda: out.as_json(report.to_document()), "csv": lambda: out.chargeback_csv(report),
+               "table": lambda: out.chargeback_table(report)}[args.format]().rstrip("\n"))  # fmt: skip
+        return 0
+    finally:
+        db.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="finops", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -200,6 +240,28 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--function", choices=TARGETS)
     runs.add_argument("--limit", type=int, default=20)
     runs.set_defaults(func=cmd_runs)
+    report = sub.add_parser("report", help="showback and chargeback reports from DATABASE_URL")
+    kinds = report.add_subparsers(dest="report", required=True)
+    for name, text in (
+        ("chargeback", "a month's cost per owner: allocated, idle, shared; lines add up to the bill"),
+        ("team", "one team's monthly report: total and change, top namespaces, requests against usage"),
+        ("daily", "cost per day and owner for the last days"),
+        ("unlabelled", "namespaces without the owner label, with their cost"),
+    ):
+        kind = kinds.add_parser(name, help=text)
+        kind.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
+        if name == "daily":
+            kind.add_argument("--days", type=int, default=30)
+            continue
+        kind.add_argument("--month", required=True, help="e.g. 2026-10")
+        kind.add_argument("--format", choices=("table", "json", "csv"), default="table")
+        if name in ("chargeback", "team"):
+            kind.add_argument("--policy", required=True, help="the chargeback policy YAML")
+        if name == "chargeback":
+            kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
+        if name == "team":
+            kind.add_argument("--team", required=True)
+    report.set_defaults(func=cmd_report)
     return parser
 
 

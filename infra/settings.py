@@ -199,6 +199,9 @@ class CostApiSettings(CommonSettings):
     """The gate application (``namespace:name``) whose header authorises cluster-wide routes; ``off``
     disables them."""
 
+    POLICY_PATH: str | None = None
+    """The chargeback policy file (a mounted ConfigMap); unset: the chargeback route answers 404."""
+
 
 def _as_config(check: Callable[..., object], value: str, field: str) -> str:
     """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""

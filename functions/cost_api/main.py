@@ -3,28 +3,28 @@
 Authorization follows the proxy's contract: Argo CD checks that the user may see the application
 named in ``Argocd-Application-Name`` (``namespace:name``) but not that the path refers to it, and
 anything in the cluster could forge that header. So every request must carry the secret header
-the proxy injects (``PROXY_TOKEN``), every ``/apps/{namespace}/{name}/...`` route requires the
+the proxy injects (``PROXY_TOKEN``); every ``/apps/{namespace}/{name}/...`` route requires the
 header to name that same application, and data is looked up by the header's identity, never the
-path's. Anything else is 403 with no data.
+path's; cluster-wide routes require it to name the gate application (``CLUSTER_SCOPE_APP``).
+Anything else is 403 with no data. ``GET /api/v1/openapi.json`` documents every route.
 """
 
 from __future__ import annotations
 
 import hmac
-import re
+from typing import Any
 
 import flask
 import functions_framework
 
 from finops.errors import FinOpsError, NotFound, PermanentError
-from functions.cost_api import views
+from functions.cost_api import cluster_views, routes, views
 from functions.edge import database_from, error_response, health, respond, settings_for
+from infra.postgres import Database
 from infra.settings import CostApiSettings
 
 FUNCTION = "cost_api"
 settings = settings_for(FUNCTION, CostApiSettings)
-
-APP_ROUTE = re.compile(r"^/api/v1/apps/(?P<namespace>[^/]+)/(?P<name>[^/]+)/(?P<view>actual|trend)/?$")
 
 
 class Forbidden(PermanentError):
@@ -33,15 +33,23 @@ class Forbidden(PermanentError):
     http_status = 403
 
 
-def _authorise_app(request: flask.Request, s: CostApiSettings, namespace: str, name: str) -> tuple[str, str]:
+def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
     given = request.headers.get(s.PROXY_TOKEN_HEADER, "")
     if not hmac.compare_digest(given.encode(), s.PROXY_TOKEN.get_secret_value().encode()):
         raise Forbidden(f"missing or wrong {s.PROXY_TOKEN_HEADER} header (requests must come through Argo CD)")
-    header = request.headers.get("Argocd-Application-Name", "")
-    app_namespace, sep, app_name = header.partition(":")
-    if not sep or (app_namespace, app_name) != (namespace, name):
-        raise Forbidden("Argocd-Application-Name does not name the application in the path")
-    return app_namespace, app_name
+    namespace, sep, name = request.headers.get("Argocd-Application-Name", "").partition(":")
+    if not sep or not namespace or not name:
+        raise Forbidden("Argocd-Application-Name must be namespace:name")
+    return namespace, name
+
+
+def _app_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, str]) -> Any:
+    records = db.fetch_all(
+        "latest_cost_actuals", cluster=s.CLUSTER_ID, app_namespace=identity[0], app_name=identity[1], limit=50
+    )
+    if not records:
+        raise NotFound(f"no cost record for application {identity[0]}/{identity[1]} yet")
+    return views.actual(records[0]) if view == "actual" else views.trend(records)
 
 
 @functions_framework.http
@@ -52,17 +60,21 @@ def cost_api(request: flask.Request) -> flask.Response:
     try:
         if request.method != "GET":
             raise PermanentError(f"{request.method} is not allowed; the API is read-only")
-        match = APP_ROUTE.match(request.path)
-        if match is None:
+        if request.path.rstrip("/") == "/api/v1/openapi.json":
+            return respond(200, routes.openapi())
+        found = routes.match(request.path)
+        if found is None:
             raise NotFound(f"no route {request.path}")
-        app_namespace, app_name = _authorise_app(request, s, match["namespace"], match["name"])
-        records = database_from(s).fetch_all(
-            "latest_cost_actuals", cluster=s.CLUSTER_ID, app_namespace=app_namespace, app_name=app_name, limit=50
-        )
-        if not records:
-            raise NotFound(f"no cost record for application {app_namespace}/{app_name} yet")
-        body = views.actual(records[0]) if match["view"] == "actual" else views.trend(records)
-        return respond(200, body)
+        route, params = found
+        identity = _identity(request, s)
+        if route.scope == "app":
+            if identity != (params["appNamespace"], params["appName"]):
+                raise Forbidden("Argocd-Application-Name does not name the application in the path")
+            return respond(200, _app_view(database_from(s), s, route.view, identity))
+        if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
+            raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
+        view = getattr(cluster_views, route.view)
+        return respond(200, view(database_from(s), s, request.args, **params))
     except FinOpsError as exc:
         return error_response(exc)
 

@@ -211,3 +211,65 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
   AND hour >= %(day)s::date::timestamp AT TIME ZONE 'UTC'
   AND hour < (%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC'
 GROUP BY cluster, aggregation, namespace, entry_kind, coalesce(team, ''), coalesce(cost_center, '');
+
+-- name: chargeback_rows
+-- A period's cost per cluster, namespace and owner, from the daily rollups (one SQL aggregation).
+SELECT cluster, namespace, entry_kind, nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
+       sum(total_cost_micros) AS micros, max(currency) AS currency, min(currency) AS min_currency
+FROM allocation_daily
+WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY cluster, namespace, entry_kind, team, cost_center;
+
+-- name: owner_namespaces
+-- A period's namespaces with their owner, cost and requests against usage (the team report).
+SELECT cluster, namespace, nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
+       sum(total_cost_micros) AS micros,
+       sum(billed_core_hours) AS billed_core_hours, sum(used_core_hours) AS used_core_hours,
+       sum(requested_core_hours) AS requested_core_hours,
+       sum(billed_gib_hours) AS billed_gib_hours, sum(used_gib_hours) AS used_gib_hours,
+       sum(requested_gib_hours) AS requested_gib_hours
+FROM allocation_daily
+WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s AND entry_kind <> 'idle'
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY cluster, namespace, team, cost_center
+ORDER BY micros DESC;
+
+-- name: daily_owner_costs
+SELECT day, nullif(team, '') AS owner, entry_kind, sum(total_cost_micros) AS micros
+FROM allocation_daily
+WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY day, team, entry_kind
+ORDER BY day, owner;
+
+-- name: namespace_costs
+-- Namespaces with their owner and cost over [start, end), from the daily rollups.
+SELECT cluster, namespace, max(nullif(team, '')) AS owner, max(nullif(cost_center, '')) AS cost_center,
+       sum(total_cost_micros) AS micros, count(DISTINCT day) AS days
+FROM allocation_daily
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
+  AND entry_kind <> 'idle' AND namespace <> ''
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+GROUP BY cluster, namespace
+ORDER BY micros DESC;
+
+-- name: namespace_apps
+-- The latest record of each application deploying to a namespace.
+SELECT DISTINCT ON (app_namespace, app_name) *
+FROM cost_actuals
+WHERE cluster = %(cluster)s AND destination_namespace = %(namespace)s
+ORDER BY app_namespace, app_name, measured_at DESC, id DESC;
+
+-- name: idle_ranking
+-- Applications ranked by the workload idle of their own pods (latest record each; namespace-only
+-- records are not ranked).
+SELECT * FROM (
+    SELECT DISTINCT ON (app_namespace, app_name) *
+    FROM cost_actuals
+    WHERE cluster = %(cluster)s
+    ORDER BY app_namespace, app_name, measured_at DESC, id DESC
+) latest
+WHERE scope = 'application'
+ORDER BY (share ->> 'idle_monthly_micros')::bigint DESC, app_namespace, app_name
+LIMIT %(limit)s;

@@ -1,0 +1,62 @@
+"""Loading a policy file and rendering reports as a table, JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from finops.chargeback import Report
+from finops.errors import InvalidInput
+from finops.policy import Policy, parse_policy
+from functions.report_table import render
+
+FORMATS = ("table", "json", "csv")
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate a policy YAML file; errors name the file and the key."""
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise InvalidInput(f"policy file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"policy file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(document, dict):
+        raise InvalidInput(f"policy file {path}: expected a mapping of policy keys")
+    return parse_policy(document)
+
+
+def chargeback_csv(report: Report) -> str:
+    """The report's lines as CSV, with a final total row; amounts are decimal strings."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["owner", "allocated", "idle", "shared", "total", "share", "currency"])
+    for line in report.lines:
+        doc = line.as_document()
+        writer.writerow([doc["owner"], doc["allocated"], doc["idle"], doc["shared"], doc["total"], doc["share"],
+                         report.currency])  # fmt: skip
+    writer.writerow(["TOTAL", report.allocated, report.idle, report.shared, report.total, "1.0000", report.currency])
+    return out.getvalue()
+
+
+def chargeback_table(report: Report) -> str:
+    rows: list[tuple[object, ...]] = [
+        (li.owner, li.allocated, li.idle, li.shared, li.total, li.share) for li in report.lines
+    ]
+    rows.append(("TOTAL", report.allocated, report.idle, report.shared, report.total, ""))
+    period = report.period.as_document()
+    title = (
+        f"Chargeback {period['start']} to {period['end']} ({report.currency}), clusters: {', '.join(report.clusters)}"
+    )
+    return (
+        title + "\n" + render(["owner", "allocated", "idle", "shared", "total", "share"], rows, right=(1, 2, 3, 4, 5))
+    )
+
+
+def as_json(document: Any) -> str:
+    return json.dumps(document, indent=2, default=str)
