@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest, webhook
+from bench import chargeback, ingest, webhook
 
 
 def main() -> int:
     ingest.main()
     webhook.main()
+    chargeback.main()
     return 0
 
 
