@@ -207,3 +207,32 @@ def test_openapi_lists_exactly_the_routes_served(api: str, db: Database) -> None
         assert get(api, path, app=app).status_code in (200, 404)  # routed (404 only means "no data yet")
         assert get(api, path, app=app, token="guess").status_code == 403
     assert get(api, "/api/v1/undocumented").status_code == 404
+
+
+def test_clusters_settle_their_own_overhead_and_cluster_narrows(
+    example: Database, database_url: str, policy_file: Any
+) -> None:
+    other = [day_row("2026-10-15", "payments-api", "payments", 500), day_row("2026-10-15", "", "", 300, kind="idle")]
+    for row in other:
+        row["cluster"] = "other"
+    seed(example, other)
+    run = ["report", "chargeback", "--month", "2026-10", "--policy", policy_file(), "--format", "json"]
+    both = json.loads(finops(database_url, *run).stdout)
+    only = json.loads(finops(database_url, *run, "--cluster", "test").stdout)
+    assert both["total"] == "10800.00" and only["total"] == "10000.00"
+    # kube-system's shared 2,000 is test's: other's payments (500) receives none of it.
+    assert lines(both)["payments"] == "5642.86" and lines(both)["platform"] == "1300.00"
+
+
+def test_daily_view(example: Database, database_url: str) -> None:
+    from datetime import UTC, date, datetime
+
+    from functions.reports.service import Period, ReportQuery, daily_view
+
+    view = daily_view(
+        example, ReportQuery(Period(datetime(2026, 10, 14, tzinfo=UTC), datetime(2026, 10, 17, tzinfo=UTC)))
+    )
+    assert [d["day"] for d in view] == ["2026-10-15", "2026-10-16"]
+    assert view[0]["owners"]["payments"] == "3000.00" and view[0]["owners"]["(idle)"] == "1000.00"
+    assert view[1]["owners"] == {"payments": "1000.00"}
+    assert date.fromisoformat(view[1]["day"]) > date.fromisoformat(view[0]["day"])
