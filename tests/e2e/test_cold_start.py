@@ -34,7 +34,7 @@ def test_bad_configuration_stops_the_start_and_names_the_variable(
     assert named in result.stdout.decode() + result.stderr.decode()
 
 
-@pytest.mark.parametrize("target", ["collect_charges"])
+@pytest.mark.parametrize("target", ["collect_charges", "reconcile"])
 def test_unbuilt_targets_answer_501_never_success(stack: Stack, target: str) -> None:
     with serve_function(stack, target) as url:
         assert httpx.get(url + "/healthz").status_code == 200
@@ -51,4 +51,6 @@ def test_a_target_imports_only_its_own_function_and_not_kubernetes() -> None:
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     first, second = result.stdout.splitlines()
     assert first.split() == ["False", "False", "False"]
-    assert second == str(sorted(["backfill", "collect_allocations", "collect_charges", "cost_api", "on_sync"]))
+    assert second == str(
+        sorted(["backfill", "collect_allocations", "collect_charges", "cost_api", "on_sync", "reconcile"])
+    )
