@@ -68,9 +68,9 @@ def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
     return OpenCostClient(url, timeout=timeout, retries=retries)
 
 
-def opencost_from(settings: OpenCostSettings) -> OpenCostClient:
-    """The process's OpenCost client."""
-    return _opencost(settings.OPENCOST_URL, settings.OPENCOST_TIMEOUT_SECONDS, settings.OPENCOST_RETRIES)
+def opencost_from(settings: OpenCostSettings, timeout: float | None = None) -> OpenCostClient:
+    """The process's OpenCost client (one per distinct timeout, e.g. a CostJob's)."""
+    return _opencost(settings.OPENCOST_URL, timeout or settings.OPENCOST_TIMEOUT_SECONDS, settings.OPENCOST_RETRIES)
 
 
 @functools.cache
@@ -82,9 +82,9 @@ def _kube(url: str | None, timeout: float) -> KubeClient:
     return KubeClient.from_environment(timeout_seconds=timeout)
 
 
-def kube_from(settings: KubeSettings) -> KubeClient:
+def kube_from(settings: KubeSettings, timeout: float | None = None) -> KubeClient:
     """The process's Kubernetes client: ``KUBE_API_URL``, else in-cluster, else ``KUBECONFIG``."""
-    return _kube(settings.KUBE_API_URL, settings.KUBE_TIMEOUT_SECONDS)
+    return _kube(settings.KUBE_API_URL, timeout or settings.KUBE_TIMEOUT_SECONDS)
 
 
 def _forget_clients() -> None:

@@ -6,12 +6,14 @@ the service, and map the outcome to HTTP (200 success or partial, 4xx bad ping, 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import flask
 import functions_framework
 from pydantic import BaseModel, ConfigDict, Field
 
+from finops.costjobs import parse_costjob
 from finops.hours import parse_timestamp
 from functions.appcost.syncs import redrive
 from functions.collect_allocations.service import CollectOptions, collect
@@ -63,22 +65,26 @@ def collect_allocations(request: flask.Request) -> flask.Response:
                 else s.SCHEDULED_TIMESTAMP
             )
             run.db = database_from(s)
-            if ping.costJob is not None:
-                require_costjob(kube_from(s), ping.costJob)  # 404 before any work
+            timeouts: dict[str, float] = {}
+            if ping.costJob is not None:  # 404 before any work; then the CostJob's timeouts apply
+                costjob = parse_costjob(require_costjob(kube_from(s), ping.costJob))
+                timeouts = dict(costjob.timeouts)
+                run.counts = {"costjob": str(ping.costJob), "costjob_timeouts": timeouts}
+                if costjob.ignored:
+                    run.counts["costjob_timeouts_ignored"] = list(costjob.ignored)
+            if "databaseInitTimeout" in timeouts:
+                run.db.check(timeouts["databaseInitTimeout"])
+            opencost = opencost_from(s, timeouts.get("openCostFetchTimeout"))
+            kube = kube_from(s, timeouts.get("kubernetesOperationTimeout"))
+            options = replace(_options(s), insert_timeout_seconds=timeouts.get("databaseInsertTimeout"))
             result = collect(
-                run.db,
-                opencost_from(s),
-                kube_from(s),
-                _options(s),
-                scheduled=scheduled,
-                now=datetime.now(UTC),
-                run_id=run.run_id,
+                run.db, opencost, kube, options, scheduled=scheduled, now=datetime.now(UTC), run_id=run.run_id
             )
             # The safety net of on_sync: measure sync events accepted but never measured.
-            redriven = redrive(run.db, opencost_from(s), kube_from(s), s.CLUSTER_ID)
+            redriven = redrive(run.db, opencost, kube, s.CLUSTER_ID)
             if redriven["redrive_failed"]:
                 result.warnings.append(f"{redriven['redrive_failed']} overdue sync event(s) could not be measured")
-            run.counts = {**result.counts(), **redriven}
+            run.counts = {**run.counts, **result.counts(), **redriven}
             run.outcome = result.outcome
             run.error = "; ".join(result.warnings) or None
         response = respond(
@@ -87,7 +93,8 @@ def collect_allocations(request: flask.Request) -> flask.Response:
     except Exception as exc:  # classified and logged by recorded_run
         response = error_response(exc, run.run_id if run else None)
     if ping is not None and ping.costJob is not None and run is not None and run.db is not None:
-        record_execution(kube_from(s), ping.costJob, run)
+        status_timeout = (run.counts.get("costjob_timeouts") or {}).get("statusUpdateTimeout")
+        record_execution(kube_from(s, status_timeout), ping.costJob, run)
     return response
 
 

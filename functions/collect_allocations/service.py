@@ -44,6 +44,7 @@ class CollectOptions:
     owner_label: str
     cost_center_label: str
     retention_months: int = 0
+    insert_timeout_seconds: float | None = None  # a CostJob's databaseInsertTimeout, per hour written
 
 
 @dataclass
@@ -205,6 +206,8 @@ def _write_hour(
     )
     key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
     with db.connection() as conn:
+        if options.insert_timeout_seconds:
+            db.execute("set_statement_timeout", conn, milliseconds=int(options.insert_timeout_seconds * 1000))
         db.execute("lock_allocation_hour", conn, **key)
         state = db.fetch_one("hour_is_finalized", conn, **key)
         if state is not None and state["is_finalized"]:

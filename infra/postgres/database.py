@@ -63,6 +63,11 @@ class Database:
         with wrap_errors(), self.pool.connection() as conn:
             yield conn
 
+    def check(self, timeout: float) -> None:
+        """Get a working connection within ``timeout`` seconds, or ``DatabaseUnavailable``."""
+        with wrap_errors(), self.pool.connection(timeout=timeout) as conn:
+            conn.execute("SELECT 1")
+
     def execute(self, query: str, /, conn: Connection | None = None, **params: Any) -> int:
         with self._cursor(conn) as cur:
             cur.execute(QUERIES[query], _params(params))

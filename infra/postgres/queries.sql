@@ -29,6 +29,10 @@ SELECT hour FROM allocation_hours
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND is_finalized
   AND hour >= %(start)s AND hour < %(end)s;
 
+-- name: set_statement_timeout
+-- For the rest of the current transaction only.
+SELECT set_config('statement_timeout', %(milliseconds)s::text, true);
+
 -- name: ensure_allocation_partition
 SELECT finops_ensure_allocation_partition(%(hour)s);
 

@@ -295,3 +295,28 @@ def test_daily_rollups_follow_the_hours_exactly(ping: Pinger, db: Database) -> N
         (row,) = conn.execute("SELECT billed_core_hours, used_core_hours FROM allocation_daily"
                               " WHERE namespace = 'search' AND entry_kind = 'workload'").fetchall()  # fmt: skip
     assert row["billed_core_hours"] >= row["used_core_hours"] > 0  # bursting above its request: billed = usage
+
+
+def test_a_costjobs_timeouts_are_honoured_and_the_no_op_ones_reported(
+    ping: Pinger, db: Database, kube: sandbox_kube.KubeServer, opencost: sandbox_opencost.OpenCostServer
+) -> None:
+    path = ("finops.stakater.com/v1alpha1", "costjobs", "finops", "allocations")
+    original = kube.store.get(*path)
+    assert original is not None
+    kube.store.patch(*path, {"spec": {"openCostFetchTimeout": "300ms", "databaseInsertTimeout": "3m",
+                                      "databaseViewsRefreshTimeout": "1m", "httpClientTimeout": "90s"}})  # fmt: skip
+    try:
+        ok = ping({"scheduledTime": SCHEDULED, "costJob": {"namespace": "finops", "name": "allocations"}}).json()
+        assert ok["costjob_timeouts"] == {"openCostFetchTimeout": 0.3, "databaseInsertTimeout": 180}
+        assert ok["costjob_timeouts_ignored"] == ["databaseViewsRefreshTimeout", "httpClientTimeout"]
+        # OpenCost slower than the CostJob's 300 ms (the function's own timeout is 1 s): the run fails.
+        opencost.delay_next(0.6, times=2)
+        slow = ping(
+            {"scheduledTime": "2026-11-20T11:00:00Z", "costJob": {"namespace": "finops", "name": "allocations"}}
+        )
+        assert slow.status_code == 503 and "Timeout" in slow.json()["error"]
+        status = kube.store.get(*path)["status"]  # type: ignore[index]
+        assert status["executionHistory"][0]["status"] == "Failed" and status["lastExecutionStatus"] == "Failed"
+    finally:
+        kube.store.apply_manifests([original])
+        opencost.reset()
