@@ -46,6 +46,20 @@ Lines are ordered: owners by total, largest first (ties by name), then ``__unall
 read as such. ``share`` is a line's total over the grand total, as a fraction with four decimals
 (``0.5714``), rounded half-even from the rounded totals; shares need not add up to exactly 1, and
 they are 0 when the grand total is 0.
+
+Direct costs (``DirectCost``: cloud spend outside the cluster, such as a managed database, a
+snapshot or egress, tagged with the same ``team`` and ``cost-center`` keys) are added by
+``allocate(..., direct=...)`` to the allocated column of the line keyed like a ``CostRow``: the
+owner's line by team, the cost centre's by cost-center, ``__unallocated__`` when the tag is missing.
+Lines by namespace put every direct cost on one ``__cloud__`` line (kind ``cloud``, after
+``__unallocated__``): spend outside the cluster has no namespace, and calling it unallocated would
+hide that most of it has an owner. A direct cost belongs to no cluster: it is added after the
+clusters are settled, so it never receives idle or shared cost and never changes what a line
+receives (receivers and weights are the clusters' own); a team with only cloud spend gets a line
+with allocated cost alone. A direct cost carrying its charge period (``start``/``end``) counts for
+the part of that period inside the report's period, prorated exactly by time (a charge of
+[Oct 31 12:00, Nov 1 12:00) is half in October); without a period it counts whole. The proration is
+exact like everything else, rounded once with the rest of the report.
 """
 
 from __future__ import annotations
@@ -64,6 +78,7 @@ from finops.policy import IdlePolicy, Policy, SharedSplit
 from finops.rounding import round_table
 
 SHARED = "__shared__"
+CLOUD = "__cloud__"  # the one line of direct costs in a report by namespace
 MICROS_PER_CENT = 10_000
 _ONE_MICROSECOND = timedelta(microseconds=1)
 
@@ -83,10 +98,11 @@ class LineKind(StrEnum):
     UNALLOCATED = "unallocated"
     SHARED = "shared"
     IDLE = "idle"
+    CLOUD = "cloud"  # direct costs in a report by namespace
 
 
-_KIND_ORDER = {LineKind.OWNER: 0, LineKind.UNALLOCATED: 1, LineKind.SHARED: 2, LineKind.IDLE: 3}
-_LineId = tuple[LineKind, str]
+_KIND_ORDER = {LineKind.OWNER: 0, LineKind.UNALLOCATED: 1, LineKind.CLOUD: 2, LineKind.SHARED: 3, LineKind.IDLE: 4}
+LineId = tuple[LineKind, str]  # a line as (kind, owner): what a ``Line`` of the report stands for
 
 
 def _whole_micros(name: str, value: object) -> int:
@@ -157,6 +173,53 @@ class Period:
 
     def as_document(self) -> dict[str, str]:
         return {"start": _iso(self.start), "end": _iso(self.end)}
+
+
+@dataclass(frozen=True)
+class DirectCost:
+    """Spend outside the cluster (a cloud bill's line), owned through its tags: added to its
+    owner's line, receives no idle or shared cost, belongs to no cluster (module docstring).
+
+    ``start``/``end`` is its charge period, half-open; when given, only the part inside the
+    report's period counts, prorated exactly by time (a charge with ``start == end`` is a moment,
+    counted whole when it falls inside the period). ``label`` says where it comes from (e.g. the
+    cloud service); it does not affect the figures."""
+
+    owner: str | None  # the team tag; None when untagged
+    cost_center: str | None
+    amount_micros: int
+    label: str = "cloud"
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "amount_micros", _whole_micros("amount_micros", self.amount_micros))
+        if (self.start is None) != (self.end is None):
+            raise ValueError("a direct cost's charge period needs both start and end")
+        if self.start is not None and self.end is not None:
+            if self.start.tzinfo is None or self.end.tzinfo is None:
+                raise ValueError("a direct cost's charge period must be timezone-aware")
+            if self.end < self.start:
+                raise ValueError(f"a direct cost's charge period ends before it starts: {self.start} > {self.end}")
+
+    def within(self, period: Period) -> Fraction:
+        """The part of the amount inside ``period``, exact in micros."""
+        if self.start is None or self.end is None:
+            return Fraction(self.amount_micros)
+        if self.start == self.end:
+            return Fraction(self.amount_micros if period.start <= self.start < period.end else 0)
+        inside = min(self.end, period.end) - max(self.start, period.start)
+        if inside <= timedelta(0):
+            return Fraction(0)
+        return self.amount_micros * Fraction(inside // _ONE_MICROSECOND, (self.end - self.start) // _ONE_MICROSECOND)
+
+    def overlaps(self, period: Period) -> bool:
+        """Whether any part of the charge period falls inside ``period`` (always, without one)."""
+        if self.start is None or self.end is None:
+            return True
+        if self.start == self.end:
+            return period.start <= self.start < period.end
+        return self.start < period.end and period.start < self.end
 
 
 def _iso(moment: datetime) -> str:
@@ -240,13 +303,39 @@ def allocate(
     period: Period,
     by: LineKey | str = LineKey.TEAM,
     clusters: Collection[str] | None = None,
+    direct: Iterable[DirectCost] = (),
 ) -> Report:
-    """Settle each cluster's costs on lines, sum the clusters and round once (module docstring).
+    """Settle each cluster's costs on lines, sum the clusters, add the direct costs and round once
+    (module docstring).
 
     ``clusters`` is the set the report covers (for fixed costs); rows of other clusters are a
     caller's mistake and raise ``ValueError``. By default the report covers the clusters in the
-    data and those named by fixed entries.
+    data and those named by fixed entries. ``direct`` are costs outside any cluster (cloud spend).
     """
+    key = by if isinstance(by, LineKey) else parse_line_key(by)
+    settled = settle(rows, idle, policy, period=period, by=key, clusters=clusters)
+    exact: dict[LineId, list[Fraction]] = defaultdict(lambda: [Fraction(0)] * 3)
+    for lines in settled.values():
+        for line, amounts in lines.items():
+            exact[line] = [a + b for a, b in zip(exact[line], amounts, strict=True)]
+    for cost in direct:
+        if cost.overlaps(period):
+            exact[direct_line(cost, key)][0] += cost.within(period)
+    return _report(exact, policy, period, key, tuple(settled))
+
+
+def settle(
+    rows: Iterable[CostRow],
+    idle: Iterable[IdleRow],
+    policy: Policy,
+    *,
+    period: Period,
+    by: LineKey | str = LineKey.TEAM,
+    clusters: Collection[str] | None = None,
+) -> dict[str, dict[LineId, list[Fraction]]]:
+    """Each covered cluster's lines before rounding, exact in micros: ``{cluster: {(kind, owner):
+    [allocated, idle, shared]}}``, clusters in order. ``allocate`` sums and rounds these; an export
+    that itemises a report (``finops.focus``) reads them to know where each line's cost arose."""
     key = by if isinstance(by, LineKey) else parse_line_key(by)
     rows_of: dict[str, list[CostRow]] = defaultdict(list)
     for row in rows:
@@ -262,31 +351,40 @@ def allocate(
         if stray := sorted((set(rows_of) | set(idle_of)) - set(covered)):
             raise ValueError(f"rows of clusters {stray} are outside the report's clusters {covered}")
     months = period.months()
-    exact: dict[_LineId, list[Fraction]] = defaultdict(lambda: [Fraction(0)] * 3)
+    settled: dict[str, dict[LineId, list[Fraction]]] = {}
     for cluster in covered:
         fixed = sum(entry.amount_micros for entry in policy.shared.fixed if entry.applies_to(cluster)) * months
-        for line, amounts in _settle_cluster(rows_of[cluster], idle_of[cluster], fixed, policy, key).items():
-            exact[line] = [a + b for a, b in zip(exact[line], amounts, strict=True)]
-    return _report(exact, policy, period, key, tuple(covered))
+        settled[cluster] = _settle_cluster(rows_of[cluster], idle_of[cluster], fixed, policy, key)
+    return settled
 
 
-def _line_of(row: CostRow, by: LineKey) -> _LineId:
+def direct_line(cost: DirectCost, by: LineKey) -> LineId:
+    """The line a direct cost goes to: its owner's or cost centre's, ``__unallocated__`` when
+    untagged, and ``__cloud__`` in a report by namespace."""
+    if by is LineKey.NAMESPACE:
+        return (LineKind.CLOUD, CLOUD)
+    value = cost.owner if by is LineKey.TEAM else cost.cost_center
+    return (LineKind.OWNER, value) if value else (LineKind.UNALLOCATED, UNALLOCATED)
+
+
+def line_of(row: CostRow, by: LineKey) -> LineId:
+    """The line a namespace's cost goes to (a shared namespace's joins the pool instead)."""
     value = {LineKey.TEAM: row.owner, LineKey.COST_CENTER: row.cost_center, LineKey.NAMESPACE: row.namespace}[by]
     return (LineKind.OWNER, value) if value else (LineKind.UNALLOCATED, UNALLOCATED)
 
 
 def _settle_cluster(
     rows: list[CostRow], idle: int, fixed: Fraction, policy: Policy, by: LineKey
-) -> dict[_LineId, list[Fraction]]:
+) -> dict[LineId, list[Fraction]]:
     """One cluster's lines, exact in micros: [allocated, idle, shared]."""
     shared_namespaces = set(policy.shared.namespaces)
     pool = fixed
-    allocated: dict[_LineId, int] = defaultdict(int)
+    allocated: dict[LineId, int] = defaultdict(int)
     for row in rows:
         if row.namespace in shared_namespaces:
             pool += row.allocated_micros
         else:
-            allocated[_line_of(row, by)] += row.allocated_micros
+            allocated[line_of(row, by)] += row.allocated_micros
     lines = {line: [Fraction(amount), Fraction(0), Fraction(0)] for line, amount in allocated.items()}
     receivers = sorted(line for line, amount in allocated.items() if amount > 0)
     weight = sum(allocated[line] for line in receivers)
@@ -305,7 +403,7 @@ def _settle_cluster(
 
 
 def _report(
-    exact: dict[_LineId, list[Fraction]], policy: Policy, period: Period, by: LineKey, clusters: tuple[str, ...]
+    exact: dict[LineId, list[Fraction]], policy: Policy, period: Period, by: LineKey, clusters: tuple[str, ...]
 ) -> Report:
     ids = sorted(exact, key=lambda line: (_KIND_ORDER[line[0]], line[1]))
     cents = round_table([[amount / MICROS_PER_CENT for amount in exact[line]] for line in ids])

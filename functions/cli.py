@@ -262,6 +262,34 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "team":
             kind.add_argument("--team", required=True)
     report.set_defaults(func=cmd_report)
+
+    def import_cloud(args: argparse.Namespace) -> int:
+        from functions.reports.cloud import import_command
+
+        return import_command(_report_db(), args.source, s3_endpoint=args.s3_endpoint)
+
+    def export_focus(args: argparse.Namespace) -> int:
+        from functions.reports.exports import export_focus_command
+
+        return export_focus_command(
+            _report_db(), args.policy, args.month, args.to, cluster=args.cluster, s3_endpoint=args.s3_endpoint
+        )
+
+    imports = sub.add_parser("import", help="import cost data into DATABASE_URL")
+    import_kinds = imports.add_subparsers(dest="kind", required=True)
+    cloud = import_kinds.add_parser("cloud", help="a FOCUS or AWS CUR 2.0 CSV of cloud spend outside the clusters")
+    cloud.add_argument("--from", dest="source", required=True, metavar="PATH|s3://bucket/key", help="CSV, gzip too")
+    cloud.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
+    cloud.set_defaults(func=import_cloud)
+    export = sub.add_parser("export", help="export a month's chargeback to a file or S3")
+    export_kinds = export.add_subparsers(dest="export", required=True)
+    focus = export_kinds.add_parser("focus", help="FOCUS 1.x CSV: a row per day, owner and namespace")
+    focus.add_argument("--month", required=True, help="e.g. 2026-10")
+    focus.add_argument("--policy", required=True, help="the chargeback policy YAML")
+    focus.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help="a file, or a folder (ending /)")
+    focus.add_argument("--cluster", help="one cluster (default: all, with the month's cloud spend)")
+    focus.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
+    focus.set_defaults(func=export_focus)
     return parser
 
 

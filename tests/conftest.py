@@ -17,7 +17,7 @@ from sandbox.postgres import embedded_postgres, scratch_database
 
 TABLES = (
     "job_runs, provider_allocations, allocation_hours, pricebooks, cost_actuals, sync_events, "
-    "backfill_progress, backfill_namespaces, allocation_daily"
+    "backfill_progress, backfill_namespaces, allocation_daily, cloud_costs"
 )
 
 

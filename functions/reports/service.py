@@ -19,6 +19,7 @@ from finops.chargeback import CostRow, IdleRow, LineKey, Period, Report, allocat
 from finops.errors import InvalidInput
 from finops.money import format_amount
 from finops.policy import Policy
+from functions.reports.cloud import direct_costs
 from infra.postgres import Database
 
 
@@ -68,7 +69,9 @@ def chargeback(db: Database, policy: Policy, query: ReportQuery, by: LineKey | s
         else:
             rows.append(CostRow(row["cluster"], row["namespace"], row["owner"], row["cost_center"], row["micros"]))
     clusters = None if query.cluster is None else [query.cluster]
-    return allocate(rows, idle, policy, period=query.period, by=by, clusters=clusters)
+    # Cloud spend belongs to no cluster: it is part of the all-cluster report only.
+    direct = direct_costs(db, query.period, policy.currency) if query.cluster is None else []
+    return allocate(rows, idle, policy, period=query.period, by=by, clusters=clusters, direct=direct)
 
 
 def _ratio(used: Decimal, billed: Decimal) -> str | None:

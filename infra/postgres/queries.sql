@@ -277,3 +277,34 @@ SELECT * FROM (
 WHERE scope = 'application'
 ORDER BY (share ->> 'idle_monthly_micros')::bigint DESC, app_namespace, app_name
 LIMIT %(limit)s;
+
+-- name: lock_cloud_source
+-- Cloud cost imports: one import of a source at a time (its rows are replaced whole).
+SELECT pg_advisory_xact_lock(hashtext('cloud_costs'), hashtext(%(source)s));
+
+-- name: delete_cloud_source
+DELETE FROM cloud_costs WHERE source = %(source)s;
+
+-- name: cloud_direct_costs
+-- Cloud spend whose charge period overlaps [start, end), per owner, cost centre, currency, charge
+-- period and service; the effective cost when known, else the billed cost. Partial overlaps are
+-- prorated exactly by the domain (finops.chargeback.DirectCost), not here.
+SELECT team AS owner, cost_center, currency, charge_start, charge_end, coalesce(service, '') AS service,
+       sum(coalesce(effective_cost_micros, billed_cost_micros)) AS micros, min(source) AS source
+FROM cloud_costs
+WHERE charge_start < %(end)s
+  AND (charge_end > %(start)s OR (charge_end = charge_start AND charge_start >= %(start)s))
+GROUP BY team, cost_center, currency, charge_start, charge_end, service
+ORDER BY charge_start, charge_end, team, cost_center, service;
+
+-- name: focus_daily_rows
+-- A period's cost per day, cluster, namespace and owner (workload and unmounted together; idle
+-- apart), with billed core-hours: the rows of the FOCUS export.
+SELECT day, cluster, namespace, entry_kind = 'idle' AS is_idle, nullif(team, '') AS owner,
+       nullif(cost_center, '') AS cost_center, sum(total_cost_micros) AS micros,
+       sum(billed_core_hours) AS core_hours, max(currency) AS currency, min(currency) AS min_currency
+FROM allocation_daily
+WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY day, cluster, namespace, entry_kind = 'idle', team, cost_center
+ORDER BY day, cluster, namespace, is_idle, owner, cost_center;

@@ -1,0 +1,174 @@
+"""Cloud spend outside the cluster: import a FOCUS or AWS CUR 2.0 report, read it back for the
+chargeback.
+
+``finops import cloud --from PATH|s3://bucket/key [--s3-endpoint URL]`` reads a CSV report
+(gzip-compressed too, as CUR 2.0 writes them; Parquet is not read), parses every row
+(``finops.cloudspend``: format, columns and tag keys) and stores it in ``cloud_costs``. An import
+is all or nothing and idempotent: a bad row fails the file, naming the row and column, and
+nothing is stored; a good file replaces, in one transaction, every row imported before from the
+same source (its URL; a local path is made absolute), so importing it again never duplicates it.
+
+``direct_costs(db, period, currency)`` gives the chargeback its direct costs: every stored charge
+whose charge period overlaps the report's period (the domain prorates partial overlaps exactly
+by time), at its effective cost when the report gave one, else its billed cost. A charge in
+another currency than the policy's is refused (``InvalidInput``): reports never convert.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from finops.chargeback import DirectCost, Period
+from finops.cloudspend import CloudCost, CloudFormat, parse_cloud_costs
+from finops.errors import InvalidInput
+from infra.objectstore import ObjectStore, is_s3
+from infra.postgres import Database
+
+TABLE_COLUMNS = (
+    "source",
+    "row_number",
+    "format",
+    "charge_start",
+    "charge_end",
+    "billed_cost_micros",
+    "effective_cost_micros",
+    "currency",
+    "service",
+    "resource_id",
+    "account",
+    "team",
+    "cost_center",
+    "tags",
+)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class CloudImport:
+    """What one import stored."""
+
+    source: str
+    format: CloudFormat
+    rows: int
+    replaced: int  # rows of an earlier import of the same source, now gone
+    untagged: int  # rows without an owner tag: the chargeback's __unallocated__
+    first_charge: datetime | None
+    last_charge: datetime | None
+
+    def as_document(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "format": self.format.value,
+            "rows": self.rows,
+            "replaced": self.replaced,
+            "untagged": self.untagged,
+            "first_charge": None if self.first_charge is None else self.first_charge.isoformat(),
+            "last_charge": None if self.last_charge is None else self.last_charge.isoformat(),
+        }
+
+
+def source_of(url: str) -> str:
+    """The source a file's rows are stored under: the S3 URL, or the absolute local path."""
+    return url if is_s3(url) else str(Path(url.removeprefix("file://")).resolve())
+
+
+def read_report(url: str, data: bytes) -> tuple[CloudFormat, list[CloudCost]]:
+    """Parse a report's bytes (CSV, optionally gzip); errors name the URL, row and column."""
+    try:
+        if data.startswith(_GZIP_MAGIC):
+            data = gzip.decompress(data)
+        text = data.decode("utf-8-sig")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InvalidInput(f"{url}: not a readable gzip file ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{url}: not UTF-8 text at byte {exc.start}") from exc
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames
+        if not header:
+            raise InvalidInput(f"{url}: empty file (no header)")
+        return parse_cloud_costs(header, reader)
+    except csv.Error as exc:
+        raise InvalidInput(f"{url}: line {reader.line_num}: not valid CSV ({exc})") from exc
+    except InvalidInput as exc:
+        if exc.message.startswith(url):
+            raise
+        raise InvalidInput(f"{url}: {exc.message}") from exc
+
+
+def import_cloud_costs(db: Database, url: str, store: ObjectStore) -> CloudImport:
+    """Read, parse and store one cloud cost report, replacing an earlier import of the same file."""
+    fmt, costs = read_report(url, store.read_bytes(url))
+    source = source_of(url)
+    rows = [
+        (
+            source,
+            cost.row,
+            fmt.value,
+            cost.start,
+            cost.end,
+            cost.billed_micros,
+            cost.effective_micros,
+            cost.currency,
+            cost.service,
+            cost.resource_id,
+            cost.account,
+            cost.team,
+            cost.cost_center,
+            json.dumps(dict(cost.tags), sort_keys=True),
+        )
+        for cost in costs
+    ]
+    with db.connection() as conn:
+        db.execute("lock_cloud_source", conn, source=source)
+        replaced = db.execute("delete_cloud_source", conn, source=source)
+        db.copy_rows(conn, "cloud_costs", TABLE_COLUMNS, rows)
+    return CloudImport(
+        source=source,
+        format=fmt,
+        rows=len(costs),
+        replaced=replaced,
+        untagged=sum(1 for cost in costs if cost.team is None),
+        first_charge=min((cost.start for cost in costs), default=None),
+        last_charge=max((cost.end for cost in costs), default=None),
+    )
+
+
+def direct_costs(db: Database, period: Period, currency: str) -> list[DirectCost]:
+    """The cloud spend of ``period``, for ``finops.chargeback.allocate(..., direct=...)``."""
+    costs = []
+    for row in db.fetch_all("cloud_direct_costs", start=period.start, end=period.end):
+        if row["currency"].strip() != currency:
+            raise InvalidInput(
+                f"policy.currency is {currency} but cloud costs imported from {row['source']} are in "
+                f"{row['currency'].strip()}; reports never convert currencies"
+            )
+        costs.append(
+            DirectCost(
+                owner=row["owner"],
+                cost_center=row["cost_center"],
+                amount_micros=row["micros"],
+                label=row["service"] or "cloud",
+                start=row["charge_start"],
+                end=row["charge_end"],
+            )
+        )
+    return costs
+
+
+def import_command(db: Database, url: str, *, s3_endpoint: str | None) -> int:
+    """``finops import cloud``: import the file, print what was stored (JSON); closes ``db``."""
+    try:
+        result = import_cloud_costs(db, url, ObjectStore(endpoint_url=s3_endpoint))
+    finally:
+        db.close()
+    print(json.dumps(result.as_document(), indent=2))
+    return 0

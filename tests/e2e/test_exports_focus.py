@@ -1,0 +1,248 @@
+"""We test these aspects of the FOCUS export (``finops export focus``), from the daily rollups in
+PostgreSQL to a CSV in S3 (moto's server over HTTP, dummy credentials) or a local file:
+
+- the file read back has the FOCUS columns and its ``BilledCost`` adds up to the month's chargeback
+  total to the cent (``functions.reports.service.chargeback``); grouped by line it gives the
+  report's lines;
+- a folder target (``s3://bucket/prefix/`` or a local directory) gets ``focus-<cluster|all>-<month>.csv``;
+  ``--cluster`` exports one cluster, settled as the chargeback of that cluster;
+- with cloud spend imported, the all-clusters export adds it (and still adds up to everything,
+  exactly, rounded once); one cluster's export leaves it out;
+- allocations or cloud spend in another currency than the policy's are refused;
+- the command line, end to end.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from finops.errors import InvalidInput
+from finops.focus import COLUMNS
+from finops.policy import Policy, parse_policy
+from functions.cli import main
+from functions.reports.cloud import import_cloud_costs
+from functions.reports.exports import export_focus
+from functions.reports.service import ReportQuery, chargeback, month_period
+from infra.objectstore import ObjectStore
+from infra.postgres import Database
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
+BUCKET = "finops-exports"
+AGGREGATION = "namespace,controllerKind,controller,pod,container"
+OCTOBER = [date(2026, 10, 1) + timedelta(days=n) for n in range(31)]
+POLICY = {
+    "currency": "EUR",
+    "idle": "separate",
+    "shared": {"namespaces": ["kube-system"], "fixed": [{"name": "control plane", "amount": "73.00"}]},
+}
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+COLUMNS_DAILY = (
+    "cluster", "aggregation", "day", "namespace", "entry_kind", "team", "cost_center", "currency", "hours",
+    "cpu_cost_micros", "gpu_cost_micros", "ram_cost_micros", "pv_cost_micros", "lb_cost_micros",
+    "network_cost_micros", "total_cost_micros", "billed_core_hours", "requested_core_hours", "used_core_hours",
+    "billed_gib_hours", "requested_gib_hours", "used_gib_hours",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in AWS_ENV.items():
+            patch.setenv(key, value)
+        for key in (
+            "AWS_PROFILE",
+            "AWS_SESSION_TOKEN",
+            "AWS_SECURITY_TOKEN",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_S3",
+        ):
+            patch.delenv(key, raising=False)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        try:
+            boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+            yield endpoint
+        finally:
+            server.stop()
+
+
+def daily_rows(currency: str = "EUR") -> list[tuple[Any, ...]]:
+    """October in two clusters: teams, an unlabelled namespace, a relabelled one, kube-system
+    (shared), volumes without a namespace, and idle; amounts with odd micros."""
+    rows: list[tuple[Any, ...]] = []
+
+    def add(cluster: str, day: date, namespace: str, kind: str, team: str, cc: str, micros: int, cores: str) -> None:
+        rows.append((cluster, AGGREGATION, day, namespace, kind, team, cc, currency, 24, micros, 0, 0, 0, 0, 0,
+                     micros, Decimal(cores), Decimal(cores), Decimal(0), 0, 0, 0))  # fmt: skip
+
+    for n, day in enumerate(OCTOBER):
+        add("prod", day, "shop", "workload", "payments" if n < 15 else "checkout", "cc-100", 100_123_457 + n, "48.5")
+        add("prod", day, "search-api", "workload", "catalog", "cc-200", 50_000_001, "24")
+        add("prod", day, "scratch", "workload", "", "", 3_333_333, "1.25")
+        add("prod", day, "kube-system", "workload", "platform", "", 20_000_003, "8")
+        add("prod", day, "", "unmounted", "", "", 1_100_000, "0")
+        add("prod", day, "", "idle", "", "", 30_500_001 - 1000 * n, "36")
+        add("dev", day, "shop-dev", "workload", "payments", "cc-100", 7_770_007, "4")
+        add("dev", day, "", "idle", "", "", 2_000_000, "12")
+    return rows
+
+
+def load(db: Database, currency: str = "EUR") -> list[tuple[Any, ...]]:
+    rows = daily_rows(currency)
+    with db.connection() as conn:
+        db.copy_rows(conn, "allocation_daily", COLUMNS_DAILY, rows)
+    return rows
+
+
+def read_csv(data: bytes) -> tuple[list[str], list[dict[str, str]]]:
+    reader = csv.DictReader(io.StringIO(data.decode()))
+    return list(reader.fieldnames or []), list(reader)
+
+
+def span(row: dict[str, str]) -> timedelta:
+    return datetime.fromisoformat(row["ChargePeriodEnd"]) - datetime.fromisoformat(row["ChargePeriodStart"])
+
+
+def billed(rows: list[dict[str, str]]) -> Decimal:
+    return sum((Decimal(r["BilledCost"]) for r in rows), Decimal(0))
+
+
+def assert_lines_match(rows: list[dict[str, str]], db: Database, policy: Policy, cluster: str | None) -> None:
+    report = chargeback(db, policy, ReportQuery(month_period("2026-10"), cluster))
+    assert billed(rows) == report.total
+    totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for row in rows:
+        totals[(row["x_LineKind"], row["x_Owner"])] += Decimal(row["BilledCost"])
+    assert dict(totals) == {(line.kind.value, line.owner): line.total for line in report.lines if line.total}
+
+
+def test_export_to_an_s3_folder(db: Database, s3_endpoint: str) -> None:
+    load(db)
+    policy = parse_policy(POLICY)
+    result = export_focus(db, policy, "2026-10", f"s3://{BUCKET}/focus/", ObjectStore(endpoint_url=s3_endpoint))
+    assert result.url == f"s3://{BUCKET}/focus/focus-all-2026-10.csv"
+    client = boto3.client("s3", endpoint_url=s3_endpoint)
+    obj = client.get_object(Bucket=BUCKET, Key="focus/focus-all-2026-10.csv")
+    assert obj["ContentType"] == "text/csv; charset=utf-8"
+    header, rows = read_csv(obj["Body"].read())
+    assert header == list(COLUMNS)
+    assert result.rows == len(rows)
+    assert_lines_match(rows, db, policy, None)
+    # 31 days x (shop, search-api, scratch, unmounted in prod; shop-dev in dev), idle per day in
+    # both clusters, and the overhead of each receiving line of each cluster for the month.
+    daily = [r for r in rows if span(r) == timedelta(days=1)]
+    assert len([r for r in daily if r["x_LineKind"] != "idle"]) == 31 * 5
+    assert len([r for r in rows if r["x_LineKind"] == "idle"]) == 31 * 2
+    overhead = sorted((r["x_Cluster"], r["x_Owner"]) for r in rows if r["ResourceId"].endswith("/__overhead__"))
+    assert overhead == [
+        ("dev", "payments"),
+        ("prod", "__unallocated__"),
+        ("prod", "catalog"),
+        ("prod", "checkout"),
+        ("prod", "payments"),
+    ]
+    assert not [r for r in rows if "kube-system" in r["ResourceId"]]
+    shop = next(r for r in rows if r["ResourceId"] == "prod/shop" and r["ChargePeriodStart"] == "2026-10-16T00:00:00Z")
+    assert (shop["x_Owner"], json.loads(shop["Tags"]), shop["ConsumedQuantity"]) == (
+        "checkout",
+        {"team": "checkout", "cost-center": "cc-100", "namespace": "shop"},
+        "48.5",
+    )
+    for row in rows:
+        parts = sum(Decimal(row[c]) for c in ("x_AllocatedCost", "x_IdleCost", "x_SharedCost"))
+        assert parts == Decimal(row["BilledCost"])
+        assert row["BillingCurrency"] == "EUR" and row["ChargeCategory"] == "Usage"
+
+
+@pytest.mark.parametrize("idle", ["separate", "distribute"])
+def test_export_one_cluster_to_a_local_folder(db: Database, tmp_path: Path, idle: str) -> None:
+    load(db)
+    policy = parse_policy({**POLICY, "idle": idle})
+    result = export_focus(db, policy, "2026-10", str(tmp_path), ObjectStore(), cluster="prod")
+    assert result.url == str(tmp_path / "focus-prod-2026-10.csv")
+    header, rows = read_csv((tmp_path / "focus-prod-2026-10.csv").read_bytes())
+    assert header == list(COLUMNS)
+    assert {r["x_Cluster"] for r in rows} == {"prod"}
+    assert_lines_match(rows, db, policy, "prod")
+    assert str(result.total) == str(billed(rows))
+
+
+def test_export_with_cloud_spend(db: Database, tmp_path: Path) -> None:
+    daily = load(db)
+    import_cloud_costs(db, str(DATA / "focus-2026-10.csv"), ObjectStore())
+    policy = parse_policy(POLICY)
+    export_focus(db, policy, "2026-10", str(tmp_path / "all.csv"), ObjectStore())
+    _, rows = read_csv((tmp_path / "all.csv").read_bytes())
+    exact = sum(row[15] for row in daily) + 2 * 73_000_000 + 347_845_678  # clusters, two fees, October's cloud
+    assert billed(rows) * 100 == round(Fraction(exact, 10_000))
+    cloud = [r for r in rows if r["ServiceCategory"] == "Other"]
+    assert sorted((r["x_Owner"], r["ServiceName"], r["BilledCost"]) for r in cloud) == [
+        ("__unallocated__", "AWS CloudTrail", "0.40"),
+        ("__unallocated__", "AWS Data Transfer", "40.10"),
+        ("catalog", "Amazon Elastic Block Store", "12.35"),
+        ("payments", "Amazon Relational Database Service", "275.50"),  # 280.50 effective, -5.00 credit
+        ("payments", "Amazon Simple Storage Service", "12.00"),  # half of the charge is in October
+        ("search", "Amazon OpenSearch Service", "7.50"),
+    ]
+    export_focus(db, policy, "2026-10", str(tmp_path / "prod.csv"), ObjectStore(), cluster="prod")
+    _, prod = read_csv((tmp_path / "prod.csv").read_bytes())
+    assert not [r for r in prod if r["ServiceCategory"] == "Other"]  # cloud spend belongs to no cluster
+    assert_lines_match(prod, db, policy, "prod")
+
+
+def test_other_currencies_are_refused(db: Database, tmp_path: Path) -> None:
+    load(db, currency="USD")
+    with pytest.raises(InvalidInput, match=r"policy\.currency is EUR but cluster .*'s allocations are priced in USD"):
+        export_focus(db, parse_policy(POLICY), "2026-10", str(tmp_path / "x.csv"), ObjectStore())
+    import_cloud_costs(db, str(DATA / "cur2-2026-10.csv"), ObjectStore())  # in EUR
+    with pytest.raises(InvalidInput, match=r"policy\.currency is USD but cloud costs imported from .* are in EUR"):
+        export_focus(db, parse_policy({**POLICY, "currency": "USD"}), "2026-10", str(tmp_path / "x.csv"), ObjectStore())
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_the_command(
+    db: Database,
+    database_url: str,
+    s3_endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    load(db)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    (tmp_path / "policy.yaml").write_text(json.dumps(POLICY))  # JSON is YAML
+    argv = ["export", "focus", "--month", "2026-10", "--policy", str(tmp_path / "policy.yaml"), "--cluster", "dev"]
+    assert main([*argv, "--to", f"s3://{BUCKET}/cli/", "--s3-endpoint", s3_endpoint]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["url"] == f"s3://{BUCKET}/cli/focus-dev-2026-10.csv"
+    body = boto3.client("s3", endpoint_url=s3_endpoint).get_object(Bucket=BUCKET, Key="cli/focus-dev-2026-10.csv")[
+        "Body"
+    ]
+    _, rows = read_csv(body.read())
+    assert (printed["rows"], printed["total"], printed["currency"]) == (len(rows), str(billed(rows)), "EUR")
+    assert main([*argv, "--to", str(tmp_path / "missing" / "x.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["export", "focus", "--month", "October", "--policy", str(tmp_path / "policy.yaml"), "--to", "x"]) == 2
+    assert "is not a month" in capsys.readouterr().err

@@ -1,0 +1,178 @@
+"""We test these aspects of parsing cloud cost reports (``finops.cloudspend``):
+
+- the format is told from the header (FOCUS or AWS CUR 2.0); an unknown header or a missing
+  required column is refused by name, extra columns are ignored;
+- amounts are exact decimals (exponents too) rounded half-even to micros once; credits are kept;
+  an empty effective cost is unknown, and the billed cost is used for it;
+- timestamps are UTC (``Z``, offsets converted, no offset read as UTC), periods half-open, a
+  charge at a moment allowed;
+- the documented tag keys give the owner and cost centre (``team``, ``user:team``, ``user_team``,
+  ``cost-center``...); untagged rows have None; disagreeing keys are refused;
+- a bad row is refused naming its row number and column, whatever is wrong with it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from finops.cloudspend import CloudCost, CloudFormat, detect_format, parse_cloud_costs
+from finops.errors import InvalidInput
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
+FOCUS_HEADER = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,BillingCurrency,ServiceName,ResourceId,"
+FOCUS_HEADER += "SubAccountId,Tags"
+GOOD = '2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,1.00,0.90,EUR,Amazon S3,bucket-a,111,"{""team"": ""payments""}"'
+
+
+def parse_text(text: str) -> tuple[CloudFormat, list[CloudCost]]:
+    reader = csv.DictReader(io.StringIO(text))
+    assert reader.fieldnames is not None
+    return parse_cloud_costs(reader.fieldnames, reader)
+
+
+def parse_file(name: str) -> tuple[CloudFormat, list[CloudCost]]:
+    return parse_text((DATA / name).read_text())
+
+
+def test_a_focus_report() -> None:
+    fmt, costs = parse_file("focus-2026-10.csv")
+    assert fmt is CloudFormat.FOCUS
+    assert len(costs) == 8
+    rds = costs[0]
+    assert (rds.row, rds.billed_micros, rds.effective_micros, rds.cost_micros) == (
+        1,
+        310_000_000,
+        280_500_000,
+        280_500_000,
+    )
+    assert (rds.currency, rds.service, rds.account) == ("EUR", "Amazon Relational Database Service", "111111111111")
+    assert rds.resource_id == "arn:aws:rds:eu-west-1:111111111111:db:orders"
+    assert (rds.team, rds.cost_center) == ("payments", "cc-100")
+    assert (rds.start, rds.end) == (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+    assert costs[1].billed_micros == 12_345_678
+    assert (costs[2].team, costs[2].cost_center, costs[2].resource_id) == (None, None, None)
+    assert costs[4].billed_micros == -5_000_000  # a credit stays negative
+    assert (costs[5].team, costs[5].cost_center) == ("search", "cc-300")  # user: prefixed keys
+    assert (costs[7].effective_micros, costs[7].cost_micros, costs[7].tags) == (None, 400_000, {})
+
+
+def test_an_aws_cur_2_report() -> None:
+    fmt, costs = parse_file("cur2-2026-10.csv")
+    assert fmt is CloudFormat.CUR2
+    owners = [("payments", "cc-100"), ("catalog", None), (None, None), (None, None)]
+    assert [(c.team, c.cost_center) for c in costs] == owners
+    assert [(c.billed_micros, c.effective_micros) for c in costs] == [
+        (10_000_000, 9_000_000),
+        (240_000, None),  # 2.4E-1, exactly
+        (3_333_333, 3_333_333),  # 3.3333334999 rounded half-even to micros, once
+        (1_500_000, 1_500_000),
+    ]
+    assert costs[0].service == "AmazonRDS"
+    assert costs[0].start == datetime(2026, 10, 3, tzinfo=UTC)
+    assert costs[3].start == costs[3].end  # a one-time charge at a moment
+
+
+@pytest.mark.parametrize(
+    ("amount", "micros"),
+    [("0.0000005", 0), ("0.0000015", 2), ("0.0000025", 2), ("-0.0000015", -2), ("1E+3", 1_000_000_000)],
+)
+def test_amounts_are_rounded_half_even_to_micros(amount: str, micros: int) -> None:
+    _, costs = parse_text(f"{FOCUS_HEADER}\n2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,{amount},,EUR,,,,\n")
+    assert costs[0].billed_micros == micros
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        ("2026-10-01T02:00:00+02:00", datetime(2026, 10, 1, tzinfo=UTC)),
+        ("2026-10-01 00:00:00", datetime(2026, 10, 1, tzinfo=UTC)),
+        ("2026-10-01T00:00:00.000Z", datetime(2026, 10, 1, tzinfo=UTC)),
+        ("2026-10-01", datetime(2026, 10, 1, tzinfo=UTC)),
+    ],
+)
+def test_timestamps_are_utc(start: str, expected: datetime) -> None:
+    _, costs = parse_text(f"{FOCUS_HEADER}\n{start},2026-10-02T00:00:00Z,1,,EUR,,,,\n")
+    assert costs[0].start == expected
+    assert costs[0].start.utcoffset() is not None
+
+
+@pytest.mark.parametrize(
+    ("tags", "team", "cost_center"),
+    [
+        ('{"team": "payments", "cost-center": "cc-1"}', "payments", "cc-1"),
+        ('{"user:team": "payments", "user:cost-center": "cc-1"}', "payments", "cc-1"),
+        ('{"user_team": "payments", "user_cost_center": "cc-1"}', "payments", "cc-1"),
+        ('{"team": "payments", "user_team": "payments", "cost_center": "cc-1"}', "payments", "cc-1"),
+        ('{"team": " payments ", "cost-center": ""}', "payments", None),
+        ('{"Team": "payments", "owner": "x"}', None, None),  # keys are exactly the documented ones
+        ('{"team": null}', None, None),
+        ("{}", None, None),
+        ("", None, None),
+    ],
+)
+def test_tag_keys(tags: str, team: str | None, cost_center: str | None) -> None:
+    quoted = '"' + tags.replace('"', '""') + '"'
+    _, costs = parse_text(f"{FOCUS_HEADER}\n2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,1,,EUR,,,,{quoted}\n")
+    assert (costs[0].team, costs[0].cost_center) == (team, cost_center)
+
+
+def row_with(**fields: str) -> str:
+    values = dict(zip(FOCUS_HEADER.split(","), next(csv.reader([GOOD])), strict=True))
+    values.update(fields)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(values.values())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("fields", "column", "reason"),
+    [
+        ({"BilledCost": "12,50"}, "BilledCost", "not a decimal amount"),
+        ({"BilledCost": "NaN"}, "BilledCost", "not a decimal amount"),
+        ({"BilledCost": "Infinity"}, "BilledCost", "not a decimal amount"),
+        ({"BilledCost": ""}, "BilledCost", "required"),
+        ({"BilledCost": "1e30"}, "BilledCost", "too large"),
+        ({"EffectiveCost": "abc"}, "EffectiveCost", "not a decimal amount"),
+        ({"ChargePeriodStart": ""}, "ChargePeriodStart", "required"),
+        ({"ChargePeriodStart": "yesterday"}, "ChargePeriodStart", "not an ISO 8601 timestamp"),
+        ({"ChargePeriodEnd": "2026-09-30T00:00:00Z"}, "ChargePeriodEnd", "before ChargePeriodStart"),
+        ({"BillingCurrency": "eur"}, "BillingCurrency", "not a currency code"),
+        ({"BillingCurrency": ""}, "BillingCurrency", "not a currency code"),
+        ({"Tags": "{team: payments}"}, "Tags", "not JSON"),
+        ({"Tags": '["team"]'}, "Tags", "not a JSON object"),
+        ({"Tags": '{"team": 7}'}, "Tags", "not a string"),
+        ({"Tags": '{"team": "payments", "user:team": "catalog"}'}, "Tags", "tags disagree"),
+    ],
+)
+def test_a_bad_row_is_named_by_row_and_column(fields: dict[str, str], column: str, reason: str) -> None:
+    text = f"{FOCUS_HEADER}\n{GOOD}\n{GOOD}\n{row_with(**fields)}\n{GOOD}\n"
+    with pytest.raises(InvalidInput, match=rf"^row 3, column {column}: .*{reason}"):
+        parse_text(text)
+
+
+@pytest.mark.parametrize("row", [GOOD + ",extra", "2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,1.00"])
+def test_a_row_with_the_wrong_number_of_fields(row: str) -> None:
+    with pytest.raises(InvalidInput, match=r"^row 2: has a different number of fields than the header's 9"):
+        parse_text(f"{FOCUS_HEADER}\n{GOOD}\n{row}\n")
+
+
+def test_the_header_tells_the_format() -> None:
+    assert detect_format(FOCUS_HEADER.split(",")) is CloudFormat.FOCUS
+    assert detect_format(FOCUS_HEADER.replace(",EffectiveCost", "").replace(",Tags", "").split(",")) is (
+        CloudFormat.FOCUS
+    )
+    with pytest.raises(InvalidInput, match=r"neither a FOCUS report .* nor an AWS CUR 2\.0 report"):
+        detect_format(["date", "cost"])
+    with pytest.raises(InvalidInput, match="column BillingCurrency is missing"):
+        detect_format(FOCUS_HEADER.replace(",BillingCurrency", "").split(","))
+    with pytest.raises(InvalidInput, match="column line_item_currency_code is missing"):
+        detect_format(["line_item_unblended_cost", "line_item_usage_start_date"])
+
+
+def test_a_file_with_only_a_header_has_no_costs() -> None:
+    assert parse_text(FOCUS_HEADER + "\n") == (CloudFormat.FOCUS, [])
