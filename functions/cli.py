@@ -290,6 +290,23 @@ def build_parser() -> argparse.ArgumentParser:
     focus.add_argument("--cluster", help="one cluster (default: all, with the month's cloud spend)")
     focus.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
     focus.set_defaults(func=export_focus)
+
+    def export_csv(args: argparse.Namespace) -> int:
+        from functions.reports.exports import export_chargeback_csv_command
+
+        return export_chargeback_csv_command(
+            _report_db(), args.policy, args.month, args.to, cluster=args.cluster, by=args.by,
+            s3_endpoint=args.s3_endpoint,
+        )  # fmt: skip
+
+    chargeback_csv = export_kinds.add_parser("chargeback-csv", help="the chargeback report as CSV")
+    chargeback_csv.add_argument("--month", required=True, help="e.g. 2026-10")
+    chargeback_csv.add_argument("--policy", required=True, help="the chargeback policy YAML")
+    chargeback_csv.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help="a file or a folder")
+    chargeback_csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
+    chargeback_csv.add_argument("--cluster", help="one cluster (default: all)")
+    chargeback_csv.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
+    chargeback_csv.set_defaults(func=export_csv)
     return parser
 
 

@@ -25,8 +25,8 @@ from finops.errors import InvalidInput
 from finops.focus import COLUMNS, DailyCost, FocusExport, build_focus
 from finops.policy import Policy
 from functions.reports.cloud import direct_costs
-from functions.reports.render import load_policy
-from functions.reports.service import month_period
+from functions.reports.render import chargeback_csv, load_policy
+from functions.reports.service import ReportQuery, chargeback, month_period
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
 
@@ -124,4 +124,28 @@ def export_focus_command(
     finally:
         db.close()
     print(json.dumps(result.as_document(), indent=2))
+    return 0
+
+
+def export_chargeback_csv_command(
+    db: Database,
+    policy_path: str,
+    month: str,
+    target: str,
+    *,
+    cluster: str | None,
+    by: str,
+    s3_endpoint: str | None,
+) -> int:
+    """``finops export chargeback-csv``: the chargeback report as CSV, to a path or S3."""
+    try:
+        policy = load_policy(policy_path)
+        report = chargeback(db, policy, ReportQuery(month_period(month), cluster), by)
+    finally:
+        db.close()
+    name = f"chargeback-{cluster or 'all'}-{month}.csv"
+    url = ObjectStore(endpoint_url=s3_endpoint).write_bytes(
+        resolve_target(target, name), chargeback_csv(report).encode(), "text/csv"
+    )
+    print(json.dumps({"url": url, "lines": len(report.lines), "total": str(report.total), "currency": report.currency}))
     return 0

@@ -246,3 +246,27 @@ def test_the_command(
     assert "does not exist" in capsys.readouterr().err
     assert main(["export", "focus", "--month", "October", "--policy", str(tmp_path / "policy.yaml"), "--to", "x"]) == 2
     assert "is not a month" in capsys.readouterr().err
+
+
+def test_the_chargeback_csv_export_to_s3_adds_up(
+    db: Database,
+    database_url: str,
+    s3_endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    load(db)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    (tmp_path / "policy.yaml").write_text(json.dumps(POLICY))
+    argv = ["export", "chargeback-csv", "--month", "2026-10", "--policy", str(tmp_path / "policy.yaml")]
+    assert main([*argv, "--to", f"s3://{BUCKET}/csv/", "--s3-endpoint", s3_endpoint]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["url"] == f"s3://{BUCKET}/csv/chargeback-all-2026-10.csv"
+    body = boto3.client("s3", endpoint_url=s3_endpoint).get_object(Bucket=BUCKET, Key="csv/chargeback-all-2026-10.csv")
+    rows = list(csv.DictReader(io.StringIO(body["Body"].read().decode())))
+    lines, total = rows[:-1], rows[-1]
+    assert total["owner"] == "TOTAL" and total["total"] == printed["total"]
+    assert sum(Decimal(r["total"]) for r in lines) == Decimal(total["total"])
+    report = chargeback(db, parse_policy(POLICY), ReportQuery(month_period("2026-10"), None))
+    assert Decimal(total["total"]) == report.total
