@@ -113,3 +113,31 @@ def parse_pricebook(obj: Mapping[str, Any]) -> PriceBook:
         valuation_mode=mode,
         rates_micros=micros,
     )
+
+
+# OpenCost's custom-pricing document (default.json): key -> the PriceBook rate it comes from.
+OPENCOST_KEYS = {
+    "CPU": "cpuHour",
+    "spotCPU": "spotCPUHour",
+    "RAM": "ramGbHour",
+    "spotRAM": "spotRAMGbHour",
+    "GPU": "gpuHour",
+    "storage": "pvGbHour",
+    "zoneNetworkEgress": "networkGiB",
+    "regionNetworkEgress": "networkGiB",
+    "internetNetworkEgress": "networkGiB",
+}
+
+
+def opencost_pricing(obj: Mapping[str, Any]) -> dict[str, str]:
+    """The active book as OpenCost's ``default.json``: every value a string, unset rates "0".
+
+    The rates are the book's own decimal strings (validated by ``parse_pricebook`` first), not
+    micros: OpenCost's storage price has more than six decimals (0.00005479452 per GiB-hour).
+    """
+    rates = (obj.get("spec") or {}).get("rates") or {}
+    document = {"provider": "custom", "description": f"Pricebook from: {_meta(obj).get('name', '')}"}
+    for key, field in OPENCOST_KEYS.items():
+        value = rates.get(field)
+        document[key] = str(value) if value not in (None, "") else "0"
+    return document

@@ -161,22 +161,6 @@ def error_response(exc: Exception, run_id: str | None = None) -> flask.Response:
     return respond(status, body)
 
 
-def not_implemented(function: str, *, issue: int) -> flask.Response:
-    log.error(
-        "run finished",
-        extra={
-            "fields": {
-                "event": "run_outcome",
-                "outcome": "failed",
-                "http_status": 501,
-                "function_target": function,
-                "error": f"{function} is not implemented yet (issue #{issue})",
-            }
-        },
-    )
-    return respond(501, {"outcome": "failed", "error": f"{function} is not implemented yet (issue #{issue})"})
-
-
 def health(request: flask.Request) -> flask.Response | None:
     """``GET /healthz``: a cheap readiness answer that touches no dependency."""
     if request.path == "/healthz" and request.method in {"GET", "HEAD"}:

@@ -203,6 +203,33 @@ class CostApiSettings(CommonSettings):
     """The chargeback policy file (a mounted ConfigMap); unset: the chargeback route answers 404."""
 
 
+class BillingSettings(BaseSettings):
+    """Where OpenCost's custom pricing lives (the active PriceBook is rendered there)."""
+
+    OPENCOST_NAMESPACE: str = "opencost"
+    """Namespace of OpenCost's Deployment and pricing ConfigMap."""
+
+    OPENCOST_DEPLOYMENT: str = "opencost"
+    """OpenCost's Deployment, restarted (pod-template annotation) when the pricing changes."""
+
+    OPENCOST_PRICING_CONFIGMAP: str = "finops-operator-custom-pricing-configs"
+    """The ConfigMap OpenCost mounts as ``default.json`` (the operator's name, kept)."""
+
+    RENDER_OPENCOST_PRICING: bool = True
+    """Write the active PriceBook into OpenCost's pricing ConfigMap; false leaves OpenCost alone."""
+
+
+class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings):
+    """``reconcile``: PriceBooks, Offerings and Subscriptions on every change (ApiServerSource)."""
+
+
+class CollectChargesSettings(PingSettings, KubeSettings, BillingSettings):
+    """``collect_charges``: prices every activated Subscription hour by hour."""
+
+    OPENCOST_AGGREGATE: str = DEFAULT_AGGREGATION
+    """The aggregation of the allocation rows usage is priced from (as collect_allocations')."""
+
+
 def _as_config(check: Callable[..., object], value: str, field: str) -> str:
     """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""
     try:

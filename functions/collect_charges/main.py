@@ -1,20 +1,79 @@
-"""``collect_charges``: not implemented yet (tracked in issue #4).
+"""``collect_charges``: the hourly ping (CronJob) that prices Subscriptions into charges.
 
-It answers 501 so a caller (a CronJob, Argo CD, ``kn``) sees a failure rather than a fake success.
+The edge only: authenticate the ping, parse it, run the service, map the outcome to HTTP and,
+unlike the operator, record the run on the CostJob that pinged (when the ping names one).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import flask
 import functions_framework
 
-from functions.edge import health, not_implemented
+from finops.hours import parse_timestamp
+from functions.collect_allocations.main import Ping
+from functions.collect_charges.service import collect_charges as run_charges
+from functions.costjobs import record_execution, require_costjob
+from functions.edge import (
+    database_from,
+    error_response,
+    health,
+    kube_from,
+    parse_body,
+    require_bearer,
+    respond,
+    settings_for,
+)
+from functions.reconcile.service import OpenCostTarget
+from functions.runs import Run, recorded_run
+from infra.settings import CollectChargesSettings
+
+FUNCTION = "collect_charges"
+settings = settings_for(FUNCTION, CollectChargesSettings)
+
+
+def opencost_target(s: CollectChargesSettings) -> OpenCostTarget | None:
+    if not s.RENDER_OPENCOST_PRICING:
+        return None
+    return OpenCostTarget(s.OPENCOST_NAMESPACE, s.OPENCOST_DEPLOYMENT, s.OPENCOST_PRICING_CONFIGMAP)
 
 
 @functions_framework.http
 def collect_charges(request: flask.Request) -> flask.Response:
-    return health(request) or not_implemented("collect_charges", issue=4)
+    if (healthy := health(request)) is not None:
+        return healthy
+    s = settings()
+    run: Run | None = None
+    ping: Ping | None = None
+    try:
+        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
+            require_bearer(request, s.PING_TOKEN.get_secret_value())
+            ping = parse_body(request, Ping)
+            run.trigger = ping.trigger
+            scheduled = (
+                parse_timestamp(ping.scheduledTime, field="scheduledTime")
+                if ping.scheduledTime
+                else s.SCHEDULED_TIMESTAMP
+            )
+            run.db = database_from(s)
+            if ping.costJob is not None:
+                require_costjob(kube_from(s), ping.costJob)
+            result = run_charges(
+                run.db, kube_from(s), s.CLUSTER_ID, s.OPENCOST_AGGREGATE, opencost_target(s),
+                scheduled=scheduled, now=datetime.now(UTC),
+            )  # fmt: skip
+            run.counts = result.counts()
+            run.outcome = result.outcome
+            run.error = "; ".join(f"{k}: {v}" for k, v in result.errors.items()) or None
+        response = respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "errors": result.errors})
+    except Exception as exc:  # classified and logged by recorded_run
+        response = error_response(exc, run.run_id if run else None)
+    if ping is not None and ping.costJob is not None and run is not None and run.db is not None:
+        record_execution(kube_from(s), ping.costJob, run)
+    return response
 
 
 def warm_up() -> None:
-    """Nothing to prepare yet."""
+    """Cold start: validate settings, open the pool and migrate."""
+    database_from(settings())

@@ -308,3 +308,75 @@ WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
   AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
 GROUP BY day, cluster, namespace, entry_kind = 'idle', team, cost_center
 ORDER BY day, cluster, namespace, is_idle, owner, cost_center;
+
+-- name: upsert_offering_version
+INSERT INTO offering_versions (cluster, uid, namespace, name, generation, fingerprint, spec)
+VALUES (%(cluster)s, %(uid)s, %(namespace)s, %(name)s, %(generation)s, %(fingerprint)s, %(spec)s)
+ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
+RETURNING id;
+
+-- name: latest_offering_version
+-- The mirror of an Offering that may be gone (its Subscriptions still settle from it).
+SELECT id, uid, namespace, name, spec FROM offering_versions
+WHERE cluster = %(cluster)s AND namespace = %(namespace)s AND name = %(name)s
+ORDER BY id DESC LIMIT 1;
+
+-- name: upsert_subscription_version
+INSERT INTO subscription_versions (cluster, uid, namespace, name, generation, fingerprint, spec, activated_at,
+                                   deactivated_at)
+VALUES (%(cluster)s, %(uid)s, %(namespace)s, %(name)s, %(generation)s, %(fingerprint)s, %(spec)s,
+        %(activated_at)s, %(deactivated_at)s)
+ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
+RETURNING id;
+
+-- name: charge_watermarks
+-- Per source, the last finalized hour of a Subscription's charges.
+SELECT source, max(hour) AS hour FROM subscription_charges
+WHERE cluster = %(cluster)s AND subscription_uid = %(uid)s AND is_finalized
+GROUP BY source;
+
+-- name: allocation_boundary
+-- The earliest hour whose allocation rows are not final yet (usage at or after it stays open).
+SELECT min(hour) AS hour FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND NOT is_finalized;
+
+-- name: latest_final_allocation_hour
+SELECT max(hour) AS hour FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND is_finalized;
+
+-- name: usage_rows
+-- Allocation rows of some namespaces over [start, end), with the rates of the PriceBook version
+-- each row was stamped with.
+SELECT a.hour, a.namespace, a.controller_kind, a.controller, a.pod, a.data_start, a.data_end,
+       a.cpu_core_usage_avg, a.ram_byte_usage_avg, a.pv_byte_hours, a.network_transfer_bytes,
+       a.network_receive_bytes, a.gpu_hours, a.minutes, a.currency, a.pricebook_id,
+       p.cpu_hour_micros, p.ram_gb_hour_micros, p.pv_gb_hour_micros, p.gpu_hour_micros, p.network_gib_micros
+FROM provider_allocations a LEFT JOIN pricebooks p ON p.id = a.pricebook_id
+WHERE a.cluster = %(cluster)s AND a.aggregation = %(aggregation)s
+  AND a.hour >= %(start)s AND a.hour < %(end)s AND a.namespace = ANY(%(namespaces)s)
+  AND a.entry_kind = 'workload';
+
+-- name: lock_subscription_charges
+SELECT pg_advisory_xact_lock(hashtext('subscription_charges'), hashtext(%(cluster)s || '|' || %(uid)s));
+
+-- name: subscription_charge_totals
+-- Charges of a Subscription over [start, end), per source (for status.costs).
+SELECT source, sum(amount_micros)::bigint AS micros FROM subscription_charges
+WHERE cluster = %(cluster)s AND subscription_uid = %(uid)s AND hour >= %(start)s AND hour < %(end)s
+GROUP BY source;
+
+-- name: create_charge_staging
+CREATE TEMPORARY TABLE charge_staging (LIKE subscription_charges INCLUDING DEFAULTS) ON COMMIT DROP;
+
+-- name: merge_charge_staging
+-- Finalized charges are never recomputed; open ones are rewritten.
+INSERT INTO subscription_charges AS c SELECT * FROM charge_staging
+ON CONFLICT (cluster, subscription_uid, hour, source) DO UPDATE SET
+    namespace = EXCLUDED.namespace, name = EXCLUDED.name, offering_version_id = EXCLUDED.offering_version_id,
+    subscription_version_id = EXCLUDED.subscription_version_id, unit_price_micros = EXCLUDED.unit_price_micros,
+    quantity = EXCLUDED.quantity, amount_micros = EXCLUDED.amount_micros, currency = EXCLUDED.currency,
+    is_finalized = EXCLUDED.is_finalized, computed_at = EXCLUDED.computed_at
+WHERE NOT c.is_finalized;
+
+-- name: latest_subscription_version
+SELECT id FROM subscription_versions WHERE cluster = %(cluster)s AND uid = %(uid)s ORDER BY id DESC LIMIT 1;

@@ -1,0 +1,319 @@
+"""One ``collect_charges`` run: reconcile, then price every activated Subscription hour by hour.
+
+From each Subscription's watermark (per source: the fee, each meter) to the pinned hour, one row
+per hour and source goes to ``subscription_charges``. Fee hours before the pinned hour are final;
+usage hours are final only before the *allocation boundary* (the earliest hour whose allocation
+rows are still open), so late allocation data is priced when it is final; the pinned hour is
+rewritten open on every run. Finalized rows are never recomputed, so a PriceBook change reprices
+only open hours. All rows of a run are written in one transaction: a run killed midway writes
+nothing, and its rerun writes what an uninterrupted run would have.
+
+Then ``status.costs`` (hour, day and month buckets: ``current`` from the charge rows, ``projected``
+with the fee over the bucket plus the usage run-rate, for usage-only Offerings too) and the
+finalizer release of settled, deleted Subscriptions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from finops.conditions import set_condition
+from finops.errors import Conflict, FinOpsError, InvalidInput
+from finops.fees import FeeSchedule, parse_fee
+from finops.hours import HOUR, Hour, parse_timestamp, pin_hour, truncate_to_hour
+from finops.sources import matches, namespaces
+from finops.subscriptions import FINALIZER, meta, ref_of, reference
+from finops.usage import ActiveInterval, Meter, UsageRow, parse_margin, usage_charge
+from functions.reconcile.service import GROUP, VERSION, Kube, OpenCostTarget, reconcile_all
+from infra.postgres import Database
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "cluster", "subscription_uid", "hour", "source", "namespace", "name", "offering_version_id",
+    "subscription_version_id", "unit_price_micros", "quantity", "amount_micros", "currency", "is_finalized",
+    "computed_at",
+)  # fmt: skip
+RATE_COLUMNS = {
+    "cpuHour": "cpu_hour_micros",
+    "ramGbHour": "ram_gb_hour_micros",
+    "pvGbHour": "pv_gb_hour_micros",
+    "gpuHour": "gpu_hour_micros",
+    "networkGiB": "network_gib_micros",
+}
+
+
+@dataclass
+class ChargesResult:
+    pinned_hour: Hour
+    subscriptions: int = 0
+    rows: int = 0
+    finalizers_released: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+    reconcile: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> str:
+        return "partial" if self.errors else "success"
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "hour": str(self.pinned_hour),
+            "subscriptions_priced": self.subscriptions,
+            "rows_written": self.rows,
+            "finalizers_released": self.finalizers_released,
+            "errors": len(self.errors),
+            **self.reconcile,
+        }
+
+
+@dataclass
+class Priced:
+    rows: list[tuple[Any, ...]]
+    schedule: FeeSchedule | None
+    meters: list[str]
+
+
+def _usage_row(row: Mapping[str, Any]) -> UsageRow:
+    start = row["data_start"] or row["hour"]
+    end = row["data_end"] or row["hour"] + HOUR
+    rates = None if row["pricebook_id"] is None else {field: row[col] for field, col in RATE_COLUMNS.items()}
+    return UsageRow(
+        start=start, end=end, cpu_core_usage_avg=row["cpu_core_usage_avg"], gpu_usage_avg=None,
+        ram_byte_usage_avg=row["ram_byte_usage_avg"], pv_byte_hours=row["pv_byte_hours"],
+        network_transfer_bytes=row["network_transfer_bytes"], network_receive_bytes=row["network_receive_bytes"],
+        rates_micros=rates, key=f"{row['namespace']}/{row['pod']}",
+    )  # fmt: skip
+
+
+def price_subscription(
+    db: Database,
+    cluster: str,
+    aggregation: str,
+    sub: Mapping[str, Any],
+    offering: Mapping[str, Any],
+    versions: tuple[int, int],
+    pinned: Hour,
+    boundary: datetime,
+    now: datetime,
+) -> Priced:
+    """The rows one Subscription needs this run (hours after each source's watermark)."""
+    uid = str(meta(sub).get("uid", ""))
+    namespace, name = ref_of(sub)
+    status = sub.get("status") or {}
+    activated = parse_timestamp(status["activatedAt"], field="status.activatedAt")
+    deactivated = parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt") if status.get(
+        "deactivatedAt"
+    ) else None  # fmt: skip
+    pricing = (offering.get("spec") or {}).get("pricing") or {}
+    schedule = FeeSchedule(parse_fee(pricing["subscriptionFee"]), activated, deactivated) if pricing.get(
+        "subscriptionFee"
+    ) else None  # fmt: skip
+    sources = (sub.get("spec") or {}).get("usageSources") or []
+    meters = {
+        Meter(item["name"]): parse_margin(item.get("margins"), field=f"resourcePricing[{i}].margins")
+        for i, item in enumerate(pricing.get("resourcePricing") or [])
+        if item.get("name") != "subscription" and sources
+    }
+    watermarks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster, uid=uid)}
+    first = truncate_to_hour(activated)
+    last_end = pinned.end
+    if deactivated is not None:
+        end = schedule.snapped_end if schedule is not None and schedule.snapped_end else deactivated
+        last_end = min(last_end, truncate_to_hour(end - timedelta(microseconds=1)) + HOUR)
+    rows: list[tuple[Any, ...]] = []
+    offering_version, subscription_version = versions
+
+    def add(hour: datetime, source: str, unit: int | None, quantity: Decimal, amount: int, final: bool) -> None:
+        rows.append((cluster, uid, hour, source, namespace, name, offering_version, subscription_version, unit,
+                     quantity, amount, None, final, now))  # fmt: skip
+
+    def hours_from(source: str) -> list[datetime]:
+        start = watermarks[source] + HOUR if source in watermarks else first
+        out, hour = [], start
+        while hour < last_end:
+            out.append(hour)
+            hour += HOUR
+        return out
+
+    if schedule is not None:
+        for hour in hours_from("fee"):
+            add(
+                hour,
+                "fee",
+                schedule.fee.price_micros,
+                Decimal(0),
+                schedule.amount(hour, hour + HOUR),
+                hour < pinned.start,
+            )
+    if meters:
+        todo = {meter: hours_from(meter.value) for meter in meters}
+        earliest = min((h[0] for h in todo.values() if h), default=None)
+        by_hour: dict[datetime, list[UsageRow]] = {}
+        if earliest is not None:
+            fetched = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest,
+                                   end=last_end, namespaces=namespaces(sources, namespace))  # fmt: skip
+            for row in fetched:
+                if matches(row, sources, namespace):
+                    by_hour.setdefault(row["hour"], []).append(_usage_row(row))
+        active = ActiveInterval(activated, deactivated)
+        for meter, hours in todo.items():
+            for hour in hours:
+                charge = usage_charge(meter, by_hour.get(hour, []), meters[meter], active)
+                final = hour < pinned.start and hour + HOUR <= boundary
+                add(hour, meter.value, charge.unit_price_micros, charge.quantity, charge.amount_micros, final)
+    return Priced(rows, schedule, [m.value for m in meters])
+
+
+def collect_charges(
+    db: Database,
+    kube: Kube,
+    cluster: str,
+    aggregation: str,
+    opencost: OpenCostTarget | None,
+    *,
+    scheduled: datetime | None,
+    now: datetime,
+) -> ChargesResult:
+    pinned = pin_hour(scheduled, now)
+    result = ChargesResult(pinned_hour=pinned)
+    reconciled, subscriptions, offerings = reconcile_all(kube, db, cluster, opencost, now)
+    result.reconcile = reconciled.counts()
+    result.errors.update(reconciled.errors)
+    boundary = _allocation_boundary(db, cluster, aggregation, pinned)
+    priced: dict[str, tuple[dict[str, Any], Priced]] = {}
+    all_rows: list[tuple[Any, ...]] = []
+    for sub in subscriptions:
+        if not (sub.get("status") or {}).get("activatedAt"):
+            continue
+        key = "/".join(ref_of(sub))
+        try:
+            offering, versions = _offering_of(db, cluster, sub, offerings)
+            item = price_subscription(db, cluster, aggregation, sub, offering, versions, pinned, boundary, now)
+        except (FinOpsError, KeyError, ValueError) as exc:
+            result.errors[key] = exc.message if isinstance(exc, FinOpsError) else f"{type(exc).__name__}: {exc}"
+            log.warning("subscription not priced", extra={"fields": {"subscription": key, "error": result.errors[key]}})
+            continue
+        priced[key] = (sub, item)
+        all_rows.extend(item.rows)
+    with db.connection() as conn:
+        db.execute("create_charge_staging", conn)
+        db.copy_rows(conn, "charge_staging", COLUMNS, all_rows)
+        db.execute("merge_charge_staging", conn)
+    result.rows = len(all_rows)
+    result.subscriptions = len(priced)
+    for key, (sub, item) in priced.items():
+        _write_costs(db, kube, cluster, sub, item, pinned, now)
+        if _release_finalizer(db, kube, cluster, sub, item, now, error=result.errors.get(key)):
+            result.finalizers_released += 1
+    return result
+
+
+def _allocation_boundary(db: Database, cluster: str, aggregation: str, pinned: Hour) -> datetime:
+    open_hour = (db.fetch_one("allocation_boundary", cluster=cluster, aggregation=aggregation) or {}).get("hour")
+    if open_hour is not None:
+        return open_hour  # type: ignore[no-any-return]  # psycopg rows are Any
+    final = (db.fetch_one("latest_final_allocation_hour", cluster=cluster, aggregation=aggregation) or {}).get("hour")
+    return final + HOUR if final is not None else pinned.start
+
+
+def _offering_of(
+    db: Database, cluster: str, sub: Mapping[str, Any], offerings: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], tuple[int, int]]:
+    """The live Offering, or its last mirrored version when it was deleted meanwhile (so winding-
+    down Subscriptions still settle: the operator stranded their finalizers)."""
+    ref = reference((sub.get("spec") or {}).get("offeringRef"), ref_of(sub)[0])
+    if ref is None:
+        raise InvalidInput("spec.offeringRef is missing")
+    mirrored = db.fetch_one("latest_offering_version", cluster=cluster, namespace=ref[0], name=ref[1])
+    if mirrored is None:
+        raise InvalidInput(f"Offering {ref[0]}/{ref[1]} was never seen")
+    offering = offerings.get(ref) or {"metadata": {"namespace": ref[0], "name": ref[1]}, "spec": mirrored["spec"]}
+    sub_version = db.fetch_one("latest_subscription_version", cluster=cluster, uid=str(meta(sub).get("uid", "")))
+    if sub_version is None:
+        raise InvalidInput("the Subscription has no mirrored version yet")
+    return offering, (int(mirrored["id"]), int(sub_version["id"]))
+
+
+def _buckets(pinned: Hour) -> list[tuple[str, datetime, datetime]]:
+    day = pinned.start.replace(hour=0)
+    month = day.replace(day=1)
+    next_month = (month + timedelta(days=32)).replace(day=1)
+    return [("hour", pinned.start, pinned.end), ("day", day, day + timedelta(days=1)), ("month", month, next_month)]
+
+
+def _write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, pinned: Hour,
+                 now: datetime) -> None:  # fmt: skip
+    uid = str(meta(sub).get("uid", ""))
+    costs = []
+    for granularity, start, end in _buckets(pinned):
+        totals = {r["source"]: int(r["micros"]) for r in db.fetch_all(
+            "subscription_charge_totals", cluster=cluster, uid=uid, start=start, end=pinned.end)}  # fmt: skip
+        elapsed = (pinned.end - start).total_seconds()
+        length = (end - start).total_seconds()
+        breakdown: list[dict[str, Any]] = []
+        for source in (["fee"] if item.schedule else []) + item.meters:
+            current = totals.get(source, 0)
+            if source == "fee" and item.schedule is not None:
+                projected = item.schedule.amount(start, end)
+            else:  # usage run-rate over the bucket
+                projected = round(Decimal(current) * Decimal(length) / Decimal(elapsed)) if elapsed else current
+            breakdown.append({"name": source, "current": current, "projected": projected})
+        costs.append({
+            "granularity": granularity, "start": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "endExclusive": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "current": sum(b["current"] for b in breakdown), "projected": sum(b["projected"] for b in breakdown),
+            "breakdown": breakdown,
+        })  # fmt: skip
+    status = dict(sub.get("status") or {})
+    conditions = set_condition(status.get("conditions"), "CostsResolved", True, "FromDB",
+                               "from the charge rows", now=now)  # fmt: skip
+    namespace, name = ref_of(sub)
+    patch = {"status": {"costs": costs, "conditions": conditions}}
+    try:
+        kube.patch_status(GROUP, VERSION, "subscriptions", namespace, name, patch)
+    except FinOpsError as exc:
+        log.warning("status.costs not written", extra={"fields": {"subscription": f"{namespace}/{name}",
+                                                                   "error": exc.message}})  # fmt: skip
+
+
+def _release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, now: datetime,
+                       *, error: str | None) -> bool:  # fmt: skip
+    status = sub.get("status") or {}
+    finalizers = list(meta(sub).get("finalizers") or [])
+    if not meta(sub).get("deletionTimestamp") or not status.get("deactivatedAt") or FINALIZER not in finalizers:
+        return False
+    where = {"subscription": "/".join(ref_of(sub))}
+    if error:
+        log.info("Charges errored this run, keeping finalizer", extra={"fields": {**where, "error": error}})
+        return False
+    if item.schedule is not None and not item.schedule.min_periods_satisfied(now):
+        log.info("MinPeriods not yet satisfied, keeping finalizer", extra={"fields": where})
+        return False
+    deactivated = truncate_to_hour(parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt"))
+    marks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster,
+                                                           uid=str(meta(sub).get("uid", "")))}  # fmt: skip
+    sources = (["fee"] if item.schedule else []) + item.meters
+    if any(marks.get(source) is None or marks[source] < deactivated for source in sources):
+        log.info("Charges not finalized through deactivation hour, keeping finalizer", extra={"fields": where})
+        return False
+    namespace, name = ref_of(sub)
+    fresh = kube.get_object(GROUP, VERSION, "subscriptions", namespace, name)  # statuses moved its resourceVersion
+    remaining = [f for f in meta(fresh).get("finalizers") or [] if f != FINALIZER]
+    precondition = {"finalizers": remaining, "resourceVersion": meta(fresh).get("resourceVersion")}
+    try:
+        kube.patch_object(GROUP, VERSION, "subscriptions", namespace, name, {"metadata": precondition})
+    except Conflict:
+        log.info("Subscription changed meanwhile, keeping finalizer until the next run", extra={"fields": where})
+        return False
+    log.info("Removed finalizer for deleted subscription", extra={"fields": where})
+    return True
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,261 @@
+"""Reconciling PriceBooks, Offerings and Subscriptions (and the FinOpsProvider singleton).
+
+The ``reconcile`` target runs this on every change an ``ApiServerSource`` delivers, and
+``collect_charges`` runs it at the start of every hourly run, so a missed event costs at most an
+hour. It is level-based: it reads every object and writes only what differs, so running it twice,
+or concurrently, is harmless (status writes carry the object's ``resourceVersion``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from finops.conditions import get_condition, rfc3339, set_condition
+from finops.errors import Conflict, FinOpsError, InvalidInput, NotFound
+from finops.offerings import needs_resolution, resolve
+from finops.pricebooks import PriceBook, elect_active, opencost_pricing, parse_pricebook
+from finops.subscriptions import FINALIZER, World, deactivation_cause, gates, meta, ref_of
+from infra.postgres import Database
+
+log = logging.getLogger(__name__)
+
+GROUP, VERSION = "finops.stakater.com", "v1alpha1"
+RESTART_ANNOTATION = "finops.stakater.com/restartedAt"
+
+
+class Kube(Protocol):
+    def list_objects(
+        self, group: str, version: str, plural: str, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]: ...
+    def get_object(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]: ...
+    def create_object(
+        self, group: str, version: str, plural: str, namespace: str | None, body: dict[str, Any]
+    ) -> Any: ...
+    def patch_object(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        content_type: str = ...,
+    ) -> dict[str, Any]: ...
+    def patch_status(
+        self, group: str, version: str, plural: str, namespace: str | None, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class OpenCostTarget:
+    namespace: str
+    deployment: str
+    configmap: str
+
+
+@dataclass
+class ReconcileResult:
+    pricebook: PriceBook | None = None
+    pricing_changed: bool = False
+    statuses_written: int = 0
+    errors: dict[str, str] = field(default_factory=dict)  # object -> error
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "active_pricebook": f"{self.pricebook.namespace}/{self.pricebook.name}" if self.pricebook else None,
+            "opencost_pricing_changed": self.pricing_changed,
+            "statuses_written": self.statuses_written,
+            "reconcile_errors": len(self.errors),
+        }
+
+
+def _status_changed(obj: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    current = obj.get("status") or {}
+    return any(current.get(key) != value for key, value in status.items())
+
+
+def _write_status(
+    kube: Kube, plural: str, obj: Mapping[str, Any], status: dict[str, Any], result: ReconcileResult
+) -> None:
+    if not _status_changed(obj, status):
+        return
+    namespace, name = ref_of(obj)
+    patch = {"metadata": {"resourceVersion": meta(obj).get("resourceVersion")}, "status": status}
+    try:
+        kube.patch_status(GROUP, VERSION, plural, namespace or None, name, patch)
+        result.statuses_written += 1
+    except Conflict:
+        log.info("status not written: the object changed; the next event reconciles it",
+                 extra={"fields": {"object": f"{plural}/{namespace}/{name}"}})  # fmt: skip
+
+
+def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult) -> None:
+    books = kube.list_objects(GROUP, VERSION, "pricebooks")
+    parsed: dict[tuple[str, str], PriceBook | InvalidInput] = {}
+    for book in books:
+        try:
+            parsed[ref_of(book)] = parse_pricebook(book)
+        except InvalidInput as exc:
+            parsed[ref_of(book)] = exc
+    winner = elect_active(books)
+    winner_ref = ref_of(winner) if winner is not None else None
+    for book in books:
+        ref = ref_of(book)
+        outcome = parsed[ref]
+        ready = isinstance(outcome, PriceBook)
+        active = ref == winner_ref
+        conditions = set_condition(
+            (book.get("status") or {}).get("conditions"), "Ready", ready,
+            "ValidationSucceeded" if ready else "PricebookParseFailed",
+            "rates parsed" if ready else outcome.message,  # type: ignore[union-attr]
+            now=now, generation=meta(book).get("generation"),
+        )  # fmt: skip
+        was_active = (book.get("status") or {}).get("active") is True
+        if active or was_active:
+            conditions = set_condition(conditions, "Active", active, "Activated" if active else "Demoted",
+                                       "the cluster's active PriceBook" if active else "another PriceBook is active",
+                                       now=now)  # fmt: skip
+        status: dict[str, Any] = {"ready": ready, "active": active, "conditions": conditions}
+        status["activePricing"] = opencost_pricing(book) if active and ready else None
+        _write_status(kube, "pricebooks", book, status, result)
+        if active and ready:
+            result.pricebook = outcome  # type: ignore[assignment]
+            if opencost is not None:
+                result.pricing_changed = _render_pricing(kube, opencost, opencost_pricing(book), now)
+
+
+def _render_pricing(kube: Kube, target: OpenCostTarget, document: dict[str, str], now: datetime) -> bool:
+    """Write OpenCost's pricing ConfigMap; restart OpenCost only when the document changed."""
+    body = json.dumps(document, indent=2, sort_keys=True)
+    try:
+        current = kube.get_object("", "v1", "configmaps", target.namespace, target.configmap)
+    except NotFound:
+        kube.create_object("", "v1", "configmaps", target.namespace, {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": target.configmap, "namespace": target.namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "finops"}},
+            "data": {"default.json": body},
+        })  # fmt: skip
+    else:
+        if (current.get("data") or {}).get("default.json") == body:
+            return False
+        kube.patch_object("", "v1", "configmaps", target.namespace, target.configmap, {"data": {"default.json": body}})
+    # OpenCost reads the file at start only (a subPath mount never refreshes): roll it.
+    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+    patch = {"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: f"{rfc3339(now)}-{digest}"}}}}}
+    kube.patch_object("apps", "v1", "deployments", target.namespace, target.deployment, patch)
+    log.info("OpenCost pricing updated; OpenCost restarts", extra={"fields": {"configmap": target.configmap}})
+    return True
+
+
+def _fingerprint(document: Any) -> str:
+    return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def reconcile_offerings(
+    kube: Kube, db: Database, cluster: str, now: datetime, result: ReconcileResult
+) -> dict[tuple[str, str], dict[str, Any]]:
+    offerings = {ref_of(o): o for o in kube.list_objects(GROUP, VERSION, "offerings")}
+    for ref, offering in offerings.items():
+        spec = offering.get("spec") or {}
+        db.fetch_one("upsert_offering_version", cluster=cluster, uid=meta(offering).get("uid", ""),
+                     namespace=ref[0], name=ref[1], generation=meta(offering).get("generation") or 0,
+                     fingerprint=_fingerprint(spec), spec=spec)  # fmt: skip
+        resolution = resolve(offering, result.pricebook, offerings, now=now)
+        conditions = (offering.get("status") or {}).get("conditions")
+        for kind in ("Ready", "PricingResolved"):
+            conditions = set_condition(conditions, kind, resolution.ready, resolution.reason, resolution.message,
+                                       now=now, generation=meta(offering).get("generation"))  # fmt: skip
+        status: dict[str, Any] = {"ready": resolution.ready, "conditions": conditions}
+        if resolution.ready and needs_resolution(offering, result.pricebook):
+            status["resolvedPricing"] = resolution.pricing
+        _write_status(kube, "offerings", offering, status, result)
+        offering.setdefault("status", {}).update(status)  # subscriptions below see the new readiness
+    return offerings
+
+
+def reconcile_subscriptions(
+    kube: Kube, db: Database, cluster: str, offerings: dict[tuple[str, str], dict[str, Any]], now: datetime,
+    result: ReconcileResult,
+) -> list[dict[str, Any]]:  # fmt: skip
+    subscriptions = kube.list_objects(GROUP, VERSION, "subscriptions")
+    world = World(offerings=offerings, subscriptions={ref_of(s): s for s in subscriptions},
+                  target_exists=lambda ref: _exists(kube, ref))  # fmt: skip
+    for sub in subscriptions:
+        namespace, name = ref_of(sub)
+        finalizers = list(meta(sub).get("finalizers") or [])
+        if FINALIZER not in finalizers and not meta(sub).get("deletionTimestamp"):
+            try:
+                added = {"finalizers": [*finalizers, FINALIZER], "resourceVersion": meta(sub).get("resourceVersion")}
+                sub = kube.patch_object(GROUP, VERSION, "subscriptions", namespace, name, {"metadata": added})
+            except FinOpsError as exc:
+                result.errors[f"{namespace}/{name}"] = exc.message
+                continue
+        status = dict(sub.get("status") or {})
+        gate = gates(sub, world)
+        conditions = status.get("conditions")
+        if not status.get("activatedAt"):
+            if gate.ok and not meta(sub).get("deletionTimestamp"):
+                status["activatedAt"] = rfc3339(now)
+                status["compatibilityRoot"] = world.root_uid(sub)
+                conditions = set_condition(conditions, "Ready", True, gate.reason, gate.message, now=now)
+                conditions = set_condition(conditions, "Active", True, "ActivationSucceeded", "billing", now=now)
+            else:
+                conditions = set_condition(conditions, "Ready", False, gate.reason, gate.message, now=now)
+        elif not status.get("deactivatedAt"):
+            cause = deactivation_cause(sub, gate, world)
+            if cause is not None:
+                status["deactivatedAt"] = rfc3339(now)
+                conditions = set_condition(conditions, "Ready", False, "ValidationSucceeded", "deactivated", now=now)
+                conditions = set_condition(conditions, "Active", False, cause, f"deactivated: {cause}", now=now)
+        if meta(sub).get("deletionTimestamp") and FINALIZER in (meta(sub).get("finalizers") or []):
+            existing = get_condition({"status": {"conditions": conditions}}, "Deleting")
+            if existing is None or existing.get("reason") != "WaitingForCollectionJob":
+                conditions = set_condition(conditions, "Deleting", False, "WaitingForCollectionJob",
+                                           "charges are settled by the next collect_charges run", now=now)  # fmt: skip
+        status["ready"] = bool(status.get("activatedAt")) and not status.get("deactivatedAt")
+        status["conditions"] = conditions
+        _write_status(kube, "subscriptions", sub, status, result)
+        sub["status"] = status
+        lifecycle = [sub.get("spec"), status.get("activatedAt"), status.get("deactivatedAt")]
+        db.fetch_one(
+            "upsert_subscription_version",
+            cluster=cluster,
+            uid=meta(sub).get("uid", ""),
+            namespace=namespace,
+            name=name,
+            generation=meta(sub).get("generation") or 0,
+            fingerprint=_fingerprint(lifecycle),
+            spec=sub.get("spec") or {},
+            activated_at=status.get("activatedAt"),
+            deactivated_at=status.get("deactivatedAt"),
+        )
+    return subscriptions
+
+
+def _exists(kube: Kube, ref: Mapping[str, Any]) -> bool:
+    group, _, version = str(ref.get("apiVersion", "")).rpartition("/")
+    plural = str(ref.get("kind", "")).lower() + "s"
+    try:
+        kube.get_object(group, version, plural, str(ref.get("namespace")) or None, str(ref.get("name", "")))
+    except NotFound:
+        return False
+    return True
+
+
+def reconcile_all(
+    kube: Kube, db: Database, cluster: str, opencost: OpenCostTarget | None, now: datetime
+) -> tuple[ReconcileResult, list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+    """Everything, in dependency order: PriceBooks, then Offerings, then Subscriptions."""
+    result = ReconcileResult()
+    reconcile_pricebooks(kube, opencost, now, result)
+    offerings = reconcile_offerings(kube, db, cluster, now, result)
+    subscriptions = reconcile_subscriptions(kube, db, cluster, offerings, now, result)
+    return result, subscriptions, offerings
