@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from bench import chargeback, ingest, webhook
+from bench import chargeback, charges, ingest, webhook
 
 
 def main() -> int:
     ingest.main()
     webhook.main()
     chargeback.main()
+    charges.main()
     return 0
 
 

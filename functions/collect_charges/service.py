@@ -16,7 +16,7 @@ finalizer release of settled, deleted Subscriptions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -73,6 +73,41 @@ class ChargesResult:
 
 
 @dataclass
+class Prefetched:
+    """What pricing reads, fetched once per run instead of once per Subscription."""
+
+    watermarks: dict[str, dict[str, datetime]] = field(default_factory=dict)  # uid -> source -> last final hour
+    usage: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # namespace -> allocation rows
+
+
+def prefetch(
+    db: Database, cluster: str, aggregation: str, subscriptions: Sequence[Mapping[str, Any]], pinned: Hour
+) -> Prefetched:
+    found = Prefetched()
+    for row in db.fetch_all("all_charge_watermarks", cluster=cluster):
+        found.watermarks.setdefault(row["uid"], {})[row["source"]] = row["hour"]
+    wanted: set[str] = set()
+    earliest = pinned.start
+    for sub in subscriptions:
+        sources = (sub.get("spec") or {}).get("usageSources") or []
+        activated = (sub.get("status") or {}).get("activatedAt")
+        if not sources or not activated:
+            continue
+        wanted.update(namespaces(sources, ref_of(sub)[0]))
+        marks = found.watermarks.get(str(meta(sub).get("uid", "")), {})
+        start = (
+            min(marks.values()) + HOUR if marks else truncate_to_hour(parse_timestamp(activated, field="activatedAt"))
+        )
+        earliest = min(earliest, start)
+    if wanted:
+        rows = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest, end=pinned.end,
+                            namespaces=sorted(wanted))  # fmt: skip
+        for row in rows:
+            found.usage.setdefault(row["namespace"], []).append(row)
+    return found
+
+
+@dataclass
 class Priced:
     rows: list[tuple[Any, ...]]
     schedule: FeeSchedule | None
@@ -101,6 +136,7 @@ def price_subscription(
     pinned: Hour,
     boundary: datetime,
     now: datetime,
+    data: Prefetched,
 ) -> Priced:
     """The rows one Subscription needs this run (hours after each source's watermark)."""
     uid = str(meta(sub).get("uid", ""))
@@ -120,7 +156,7 @@ def price_subscription(
         for i, item in enumerate(pricing.get("resourcePricing") or [])
         if item.get("name") != "subscription" and sources
     }
-    watermarks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster, uid=uid)}
+    watermarks = data.watermarks.get(uid, {})
     first = truncate_to_hour(activated)
     last_end = pinned.end
     if deactivated is not None:
@@ -156,11 +192,10 @@ def price_subscription(
         earliest = min((h[0] for h in todo.values() if h), default=None)
         by_hour: dict[datetime, list[UsageRow]] = {}
         if earliest is not None:
-            fetched = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest,
-                                   end=last_end, namespaces=namespaces(sources, namespace))  # fmt: skip
-            for row in fetched:
-                if matches(row, sources, namespace):
-                    by_hour.setdefault(row["hour"], []).append(_usage_row(row))
+            for ns in namespaces(sources, namespace):
+                for row in data.usage.get(ns, []):
+                    if earliest <= row["hour"] < last_end and matches(row, sources, namespace):
+                        by_hour.setdefault(row["hour"], []).append(_usage_row(row))
         active = ActiveInterval(activated, deactivated)
         for meter, hours in todo.items():
             for hour in hours:
@@ -186,6 +221,7 @@ def collect_charges(
     result.reconcile = reconciled.counts()
     result.errors.update(reconciled.errors)
     boundary = _allocation_boundary(db, cluster, aggregation, pinned)
+    data = prefetch(db, cluster, aggregation, subscriptions, pinned)
     priced: dict[str, tuple[dict[str, Any], Priced]] = {}
     all_rows: list[tuple[Any, ...]] = []
     for sub in subscriptions:
@@ -194,7 +230,7 @@ def collect_charges(
         key = "/".join(ref_of(sub))
         try:
             offering, versions = _offering_of(db, cluster, sub, offerings)
-            item = price_subscription(db, cluster, aggregation, sub, offering, versions, pinned, boundary, now)
+            item = price_subscription(db, cluster, aggregation, sub, offering, versions, pinned, boundary, now, data)
         except (FinOpsError, KeyError, ValueError) as exc:
             result.errors[key] = exc.message if isinstance(exc, FinOpsError) else f"{type(exc).__name__}: {exc}"
             log.warning("subscription not priced", extra={"fields": {"subscription": key, "error": result.errors[key]}})

@@ -380,3 +380,8 @@ WHERE NOT c.is_finalized;
 
 -- name: latest_subscription_version
 SELECT id FROM subscription_versions WHERE cluster = %(cluster)s AND uid = %(uid)s ORDER BY id DESC LIMIT 1;
+
+-- name: all_charge_watermarks
+SELECT subscription_uid AS uid, source, max(hour) AS hour FROM subscription_charges
+WHERE cluster = %(cluster)s AND is_finalized
+GROUP BY subscription_uid, source;
