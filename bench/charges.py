@@ -43,8 +43,10 @@ def main() -> None:
     with database() as db:
         offering_version = db.fetch_one("upsert_offering_version", cluster="bench", uid="o", namespace="finops",
                                         name="gold", generation=1, fingerprint="f", spec=OFFERING["spec"])  # fmt: skip
-        sub_version = db.fetch_one("upsert_subscription_version", cluster="bench", uid="s", namespace="x", name="x",
-                                   generation=1, fingerprint="f", spec={}, activated_at=None, deactivated_at=None)  # fmt: skip
+        sub_version = db.fetch_one(
+            "upsert_subscription_version", cluster="bench", uid="s", namespace="x", name="x", generation=1,
+            fingerprint="f", spec={}, activated_at=None, deactivated_at=None,
+        )  # fmt: skip
         assert offering_version and sub_version
         versions = (int(offering_version["id"]), int(sub_version["id"]))
         subs = [_subscription(n) for n in range(SUBSCRIPTIONS)]
@@ -73,7 +75,8 @@ def main() -> None:
             )
         floor = time.perf_counter() - start
 
-    print(f"charges: {SUBSCRIPTIONS:,} Subscriptions, {HOURS} hours + the activation hour, fee + cpuHour = {len(rows):,} rows")
+    print(f"charges: {SUBSCRIPTIONS:,} Subscriptions, {HOURS} hours + the activation hour, fee + cpuHour: "
+          f"{len(rows):,} rows")  # fmt: skip
     print(f"  ours  price + stage + merge (one transaction)   {ours * 1000:8.0f} ms")
     print(f"  floor one INSERT ... SELECT of as many rows     {floor * 1000:8.0f} ms")
     print(f"  ratio ours/floor: {ours / floor:.2f}  (target <= 3)")
