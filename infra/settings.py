@@ -218,6 +218,19 @@ class BillingSettings(BaseSettings):
     RENDER_OPENCOST_PRICING: bool = True
     """Write the active PriceBook into OpenCost's pricing ConfigMap; false leaves OpenCost alone."""
 
+    MTO_ENABLED: str = "false"
+    """Exactly ``true`` applies the FinOpsProvider to the Multi Tenant Operator's OpenCost resource."""
+
+    MTO_OPENCOST: str = "dependencies.tenantoperator.stakater.com/v1alpha1/opencosts/multi-tenant-operator/opencost"
+    """That resource as ``group/version/plural/namespace/name``."""
+
+    @field_validator("MTO_OPENCOST")
+    @classmethod
+    def _five_parts(cls, value: str) -> str:
+        if len(value.split("/")) != 5 or not all(value.split("/")):
+            raise ValueError(f"{value!r} is not group/version/plural/namespace/name")
+        return value
+
 
 class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings):
     """``reconcile``: PriceBooks, Offerings and Subscriptions on every change (ApiServerSource)."""

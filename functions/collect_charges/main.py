@@ -25,6 +25,7 @@ from functions.edge import (
     respond,
     settings_for,
 )
+from functions.reconcile.main import mto_target
 from functions.reconcile.service import OpenCostTarget
 from functions.runs import Run, recorded_run
 from infra.settings import CollectChargesSettings
@@ -61,7 +62,7 @@ def collect_charges(request: flask.Request) -> flask.Response:
                 require_costjob(kube_from(s), ping.costJob)
             result = run_charges(
                 run.db, kube_from(s), s.CLUSTER_ID, s.OPENCOST_AGGREGATE, opencost_target(s),
-                scheduled=scheduled, now=datetime.now(UTC),
+                scheduled=scheduled, now=datetime.now(UTC), mto=mto_target(s),
             )  # fmt: skip
             run.counts = result.counts()
             run.outcome = result.outcome

@@ -29,7 +29,7 @@ from finops.hours import HOUR, Hour, parse_timestamp, pin_hour, truncate_to_hour
 from finops.sources import matches, namespaces
 from finops.subscriptions import FINALIZER, meta, ref_of, reference
 from finops.usage import ActiveInterval, Meter, UsageRow, parse_margin, usage_charge
-from functions.reconcile.service import GROUP, VERSION, Kube, OpenCostTarget, reconcile_all
+from functions.reconcile.service import GROUP, VERSION, Kube, MtoTarget, OpenCostTarget, reconcile_all
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
@@ -214,10 +214,11 @@ def collect_charges(
     *,
     scheduled: datetime | None,
     now: datetime,
+    mto: MtoTarget | None = None,
 ) -> ChargesResult:
     pinned = pin_hour(scheduled, now)
     result = ChargesResult(pinned_hour=pinned)
-    reconciled, subscriptions, offerings = reconcile_all(kube, db, cluster, opencost, now)
+    reconciled, subscriptions, offerings = reconcile_all(kube, db, cluster, opencost, now, mto)
     result.reconcile = reconciled.counts()
     result.errors.update(reconciled.errors)
     boundary = _allocation_boundary(db, cluster, aggregation, pinned)

@@ -60,6 +60,17 @@ class OpenCostTarget:
     configmap: str
 
 
+@dataclass(frozen=True)
+class MtoTarget:
+    """The Multi Tenant Operator's OpenCost resource (only with ``MTO_ENABLED=true``)."""
+
+    group: str
+    version: str
+    plural: str
+    namespace: str
+    name: str
+
+
 @dataclass
 class ReconcileResult:
     pricebook: PriceBook | None = None
@@ -148,9 +159,7 @@ def _render_pricing(kube: Kube, target: OpenCostTarget, document: dict[str, str]
             return False
         kube.patch_object("", "v1", "configmaps", target.namespace, target.configmap, {"data": {"default.json": body}})
     # OpenCost reads the file at start only (a subPath mount never refreshes): roll it.
-    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
-    patch = {"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: f"{rfc3339(now)}-{digest}"}}}}}
-    kube.patch_object("apps", "v1", "deployments", target.namespace, target.deployment, patch)
+    _restart(kube, target, now, hashlib.sha256(body.encode()).hexdigest()[:12])
     log.info("OpenCost pricing updated; OpenCost restarts", extra={"fields": {"configmap": target.configmap}})
     return True
 
@@ -250,12 +259,75 @@ def _exists(kube: Kube, ref: Mapping[str, Any]) -> bool:
     return True
 
 
+PROVIDER_BLOCKS = ("awsoptions", "gcpoptions", "azureoptions", "onpremoptions")
+
+
+def reconcile_provider(
+    kube: Kube, mto: MtoTarget | None, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult
+) -> None:
+    """The ``default`` FinOpsProvider. With MTO, patch its OpenCost resource on a real diff and
+    restart OpenCost (unless this run already did); without, OpenCost follows the PriceBook path.
+    Unlike the operator, its status says what happened, and why nothing was applied."""
+    try:
+        provider = kube.get_object(GROUP, VERSION, "finopsproviders", None, "default")
+    except NotFound:
+        return
+    spec = provider.get("spec") or {}
+    blocks = [name for name in PROVIDER_BLOCKS if spec.get(name)]
+    ready, reason, message = True, "Synced", "nothing to apply: MTO_ENABLED is not true (PriceBooks drive OpenCost)"
+    if len(blocks) != 1:
+        ready, reason, message = False, "ValidationError", "exactly one provider block must be set"
+    elif mto is not None:
+        block = spec[blocks[0]] or {}
+        secret = block.get("cloudIntegrationSecret")
+        if blocks[0] != "onpremoptions" and not secret:
+            ready, reason = False, "MissingCloudIntegrationSecret"
+            message = f"{blocks[0]} has no cloudIntegrationSecret: nothing applied"
+        else:
+            desired = {
+                "cloudIntegrationSecret": secret or "",
+                "cloudCost": {"enabled": bool(secret)},
+                "customPricing": {"enabled": block.get("pricingModelSource") == "Pricebook"},
+            }
+            try:
+                current = kube.get_object(mto.group, mto.version, mto.plural, mto.namespace, mto.name)
+            except NotFound:
+                ready, reason, message = False, "OpenCostResourceNotFound", f"{mto.plural} {mto.namespace}/{mto.name}"
+            else:
+                have = (current.get("spec") or {}).get("opencost") or {}
+                if any(have.get(key) != value for key, value in desired.items()):
+                    kube.patch_object(mto.group, mto.version, mto.plural, mto.namespace, mto.name,
+                                      {"spec": {"opencost": desired}})  # fmt: skip
+                    if opencost is not None and not result.pricing_changed:  # one restart per change
+                        _restart(kube, opencost, now, "provider")
+                    message = "applied to the MTO OpenCost resource; OpenCost restarted"
+                else:
+                    message = "the MTO OpenCost resource is up to date"
+    conditions = set_condition((provider.get("status") or {}).get("conditions"), "Ready", ready, reason, message,
+                               now=now, generation=meta(provider).get("generation"))  # fmt: skip
+    status = {"observedGeneration": meta(provider).get("generation"), "lastSyncTime": rfc3339(now),
+              "conditions": conditions}  # fmt: skip
+    if _status_changed(provider, {k: v for k, v in status.items() if k != "lastSyncTime"}):
+        _write_status(kube, "finopsproviders", provider, status, result)
+
+
+def _restart(kube: Kube, target: OpenCostTarget, now: datetime, why: str) -> None:
+    patch = {"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: f"{rfc3339(now)}-{why}"}}}}}
+    kube.patch_object("apps", "v1", "deployments", target.namespace, target.deployment, patch)
+
+
 def reconcile_all(
-    kube: Kube, db: Database, cluster: str, opencost: OpenCostTarget | None, now: datetime
+    kube: Kube,
+    db: Database,
+    cluster: str,
+    opencost: OpenCostTarget | None,
+    now: datetime,
+    mto: MtoTarget | None = None,
 ) -> tuple[ReconcileResult, list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
-    """Everything, in dependency order: PriceBooks, then Offerings, then Subscriptions."""
+    """Everything, in dependency order: PriceBooks, the provider, Offerings, Subscriptions."""
     result = ReconcileResult()
     reconcile_pricebooks(kube, opencost, now, result)
+    reconcile_provider(kube, mto, opencost, now, result)
     offerings = reconcile_offerings(kube, db, cluster, now, result)
     subscriptions = reconcile_subscriptions(kube, db, cluster, offerings, now, result)
     return result, subscriptions, offerings

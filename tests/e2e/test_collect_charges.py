@@ -160,3 +160,37 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     settled = ping(charge, later)
     assert settled["finalizers_released"] == 1, settled
     assert store.get(FB, "subscriptions", "shop", "gold-web") is None
+
+
+def test_the_finops_provider_through_reconcile(
+    stack: Stack, billing_kube: sandbox_kube.KubeServer, db: Database
+) -> None:
+    store = billing_kube.store
+    store.apply_manifests([
+        {"apiVersion": FB, "kind": "FinOpsProvider", "metadata": {"name": "default"},
+         "spec": {"awsoptions": {"pricingModelSource": "Pricebook"}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "multi-tenant-operator"}},
+        {"apiVersion": "dependencies.tenantoperator.stakater.com/v1alpha1", "kind": "OpenCost",
+         "metadata": {"name": "opencost", "namespace": "multi-tenant-operator"}, "spec": {"opencost": {}}},
+    ])  # fmt: skip
+    world = replace(stack, kube_url=billing_kube.url)
+    with serve_function(world, "reconcile", MTO_ENABLED="true") as url:
+        event = {"ce-type": "dev.knative.apiserver.resource.update", "ce-id": "1", "ce-source": "test",
+                 "ce-specversion": "1.0"}  # fmt: skip
+        assert httpx.post(url, json={}, headers=event).status_code == 200
+        provider = store.get(FB, "finopsproviders", None, "default")
+        assert provider is not None
+        (ready,) = provider["status"]["conditions"]
+        assert (ready["status"], ready["reason"]) == ("False", "MissingCloudIntegrationSecret")
+        store.patch(FB, "finopsproviders", None, "default",
+                    {"spec": {"awsoptions": {"cloudIntegrationSecret": "aws-cur", "pricingModelSource": "Pricebook"}}})  # fmt: skip
+        assert httpx.post(url, json={}, headers=event).status_code == 200
+    mto = store.get(
+        "dependencies.tenantoperator.stakater.com/v1alpha1", "opencosts", "multi-tenant-operator", "opencost"
+    )
+    assert mto is not None and mto["spec"]["opencost"] == {
+        "cloudIntegrationSecret": "aws-cur", "cloudCost": {"enabled": True}, "customPricing": {"enabled": True},
+    }  # fmt: skip
+    provider = store.get(FB, "finopsproviders", None, "default")
+    assert provider is not None and provider["status"]["conditions"][0]["status"] == "True"
+    assert provider["status"]["lastSyncTime"] and provider["status"]["observedGeneration"]
