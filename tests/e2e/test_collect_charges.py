@@ -182,8 +182,8 @@ def test_the_finops_provider_through_reconcile(
         assert provider is not None
         (ready,) = provider["status"]["conditions"]
         assert (ready["status"], ready["reason"]) == ("False", "MissingCloudIntegrationSecret")
-        store.patch(FB, "finopsproviders", None, "default",
-                    {"spec": {"awsoptions": {"cloudIntegrationSecret": "aws-cur", "pricingModelSource": "Pricebook"}}})  # fmt: skip
+        aws = {"cloudIntegrationSecret": "aws-cur", "pricingModelSource": "Pricebook"}
+        store.patch(FB, "finopsproviders", None, "default", {"spec": {"awsoptions": aws}})
         assert httpx.post(url, json={}, headers=event).status_code == 200
     mto = store.get(
         "dependencies.tenantoperator.stakater.com/v1alpha1", "opencosts", "multi-tenant-operator", "opencost"
