@@ -8,7 +8,8 @@ served by functions-framework, against the sandbox OpenCost and Kubernetes API a
   active interval (the activation hour is half);
 - replaying a run changes nothing; a PriceBook change reprices only open hours;
 - ``status.costs`` has hour, day and month buckets with a breakdown per meter;
-- deletion: the Subscription deactivates, settles, and its finalizer is released.
+- deletion: the Subscription deactivates, settles (from the Offering's mirrored version when the
+  Offering itself was deleted first), and its finalizer is released.
 """
 
 from __future__ import annotations
@@ -152,7 +153,11 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     assert after[(START + timedelta(hours=1), "cpuHour")]["unit_price_micros"] == 47_416
     assert after[(NOW, "cpuHour")]["unit_price_micros"] == 75_000  # 0.05 x 1.5
 
-    # Deletion: deactivated now, settled, finalizer released once the charges are final.
+    # The Offering is deleted while its Subscription winds down: it settles from the mirrored
+    # version (the operator stranded such finalizers). Then the Subscription is deleted:
+    # deactivated now, settled, finalizer released once the charges are final.
+    store.delete(FB, "offerings", "finops", "gold")
+    assert store.get(FB, "offerings", "finops", "gold") is None
     store.delete(FB, "subscriptions", "shop", "gold-web")
     assert store.get(FB, "subscriptions", "shop", "gold-web") is not None  # held by the finalizer
     later = NOW + timedelta(hours=3)
