@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench install clean
+.PHONY: run test lint bench install clean image
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+image:  ## the container image (Containerfile) with podman or docker; IMAGE=registry/name:tag
+	@engine=$$(command -v podman || command -v docker) || { \
+	  echo "make image: neither podman nor docker is installed; install one of them to build the Containerfile" >&2; exit 1; }; \
+	$$engine info >/dev/null 2>&1 || { echo "make image: $$engine is installed but cannot run (is its daemon or service up?)" >&2; exit 1; }; \
+	$$engine build --file Containerfile --tag $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) .local .pytest_cache .mypy_cache .ruff_cache

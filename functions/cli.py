@@ -307,6 +307,18 @@ def build_parser() -> argparse.ArgumentParser:
     chargeback_csv.add_argument("--cluster", help="one cluster (default: all)")
     chargeback_csv.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
     chargeback_csv.set_defaults(func=export_csv)
+
+    def render_costjobs(args: argparse.Namespace) -> int:
+        from functions.render import render_files
+
+        print(render_files(args.files), end="")
+        return 0
+
+    render_cmd = sub.add_parser("render", help="render manifests")
+    render_kinds = render_cmd.add_subparsers(dest="render", required=True)
+    costjob = render_kinds.add_parser("costjob", help="the operator's CostJobs as CronJobs pinging the functions")
+    costjob.add_argument("files", nargs="+", help="YAML files holding CostJob manifests")
+    costjob.set_defaults(func=render_costjobs)
     return parser
 
 
