@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
-from finops.errors import InvalidInput, OpenCostUnavailable
+from finops.errors import InvalidInput, NotFound, OpenCostUnavailable
 from finops.hours import Hour, lookback, pin_hour
 from finops.pricebooks import elect_active, parse_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
@@ -85,7 +85,10 @@ class ActivePricing:
 
 def resolve_pricebook(db: Database, kube: KubeReader, cluster: str) -> ActivePricing:
     """Elect the cluster's active PriceBook and store its rates as a versioned row."""
-    books = kube.list_objects(FINOPS_GROUP, FINOPS_VERSION, "pricebooks")
+    try:
+        books = kube.list_objects(FINOPS_GROUP, FINOPS_VERSION, "pricebooks")
+    except NotFound:
+        return ActivePricing(None, None, None, "the PriceBook CRD is not installed: rows are stored unpriced")
     active = elect_active(books)
     if active is None:
         return ActivePricing(None, None, None, "no PriceBook in the cluster: rows are stored unpriced")

@@ -108,7 +108,7 @@ def _write_status(
 
 
 def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult) -> None:
-    books = kube.list_objects(GROUP, VERSION, "pricebooks")
+    books = _list(kube, "pricebooks")
     parsed: dict[tuple[str, str], PriceBook | InvalidInput] = {}
     for book in books:
         try:
@@ -171,7 +171,7 @@ def _fingerprint(document: Any) -> str:
 def reconcile_offerings(
     kube: Kube, db: Database, cluster: str, now: datetime, result: ReconcileResult
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    offerings = {ref_of(o): o for o in kube.list_objects(GROUP, VERSION, "offerings")}
+    offerings = {ref_of(o): o for o in _list(kube, "offerings")}
     for ref, offering in offerings.items():
         spec = offering.get("spec") or {}
         db.fetch_one("upsert_offering_version", cluster=cluster, uid=meta(offering).get("uid", ""),
@@ -194,7 +194,7 @@ def reconcile_subscriptions(
     kube: Kube, db: Database, cluster: str, offerings: dict[tuple[str, str], dict[str, Any]], now: datetime,
     result: ReconcileResult,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    subscriptions = kube.list_objects(GROUP, VERSION, "subscriptions")
+    subscriptions = _list(kube, "subscriptions")
     world = World(offerings=offerings, subscriptions={ref_of(s): s for s in subscriptions},
                   target_exists=lambda ref: _exists(kube, ref))  # fmt: skip
     for sub in subscriptions:
@@ -208,7 +208,11 @@ def reconcile_subscriptions(
                 result.errors[f"{namespace}/{name}"] = exc.message
                 continue
         status = dict(sub.get("status") or {})
-        gate = gates(sub, world)
+        try:
+            gate = gates(sub, world)
+        except FinOpsError as exc:  # e.g. no permission to read its target's kind: this one waits
+            result.errors[f"{namespace}/{name}"] = exc.message
+            continue
         conditions = status.get("conditions")
         if not status.get("activatedAt"):
             if gate.ok and not meta(sub).get("deletionTimestamp"):
@@ -249,14 +253,31 @@ def reconcile_subscriptions(
     return subscriptions
 
 
+CLUSTER_SCOPED = frozenset(
+    {"Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "CustomResourceDefinition",
+     "FinOpsProvider", "PriorityClass", "IngressClass"}
+)  # fmt: skip
+
+
 def _exists(kube: Kube, ref: Mapping[str, Any]) -> bool:
     group, _, version = str(ref.get("apiVersion", "")).rpartition("/")
-    plural = str(ref.get("kind", "")).lower() + "s"
+    kind = str(ref.get("kind", ""))
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    namespace = None if kind in CLUSTER_SCOPED else str(ref.get("namespace") or "") or None
     try:
-        kube.get_object(group, version, plural, str(ref.get("namespace")) or None, str(ref.get("name", "")))
+        kube.get_object(group, version, plural, namespace, str(ref.get("name", "")))
     except NotFound:
         return False
     return True
+
+
+def _list(kube: Kube, plural: str) -> list[dict[str, Any]]:
+    """All objects of one of our kinds; none when its CRD is not installed (yet)."""
+    try:
+        return kube.list_objects(GROUP, VERSION, plural)
+    except NotFound:
+        log.warning("CRD not installed; nothing to reconcile", extra={"fields": {"resource": f"{plural}.{GROUP}"}})
+        return []
 
 
 PROVIDER_BLOCKS = ("awsoptions", "gcpoptions", "azureoptions", "onpremoptions")

@@ -53,6 +53,9 @@ DYNAMIC_CALLS: dict[tuple[str, str], list[tuple[str, str]]] = {
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions", "finopsproviders")
     ],
     ("functions.reconcile.service", "reconcile_provider"): [(MTO_GROUP, MTO_PLURAL)],
+    ("functions.reconcile.service", "_list"): [
+        (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")
+    ],
     # A Subscription's spec.lifecycle.targetRef names any kind. None is granted by default: a rule
     # per kind goes into ClusterRole finops-subscription-targets (knative/billing-rbac.yaml) and here.
     ("functions.reconcile.service", "_exists"): [],
