@@ -11,40 +11,26 @@ from datetime import UTC, datetime
 
 import flask
 import functions_framework
-from pydantic import BaseModel, ConfigDict, Field
 
 from finops.costjobs import parse_costjob
-from finops.hours import parse_timestamp
 from functions.appcost.syncs import redrive
 from functions.collect_allocations.service import CollectOptions, collect
-from functions.costjobs import CostJobRef, record_execution, require_costjob
+from functions.costjobs import record_execution, require_costjob
 from functions.edge import (
     database_from,
     error_response,
     health,
     kube_from,
     opencost_from,
-    parse_body,
-    require_bearer,
     respond,
     settings_for,
 )
+from functions.pings import Ping, accept_ping
 from functions.runs import Run, recorded_run
 from infra.settings import CollectAllocationsSettings
 
 FUNCTION = "collect_allocations"
 settings = settings_for(FUNCTION, CollectAllocationsSettings)
-
-
-class Ping(BaseModel):
-    """The ping body; every field optional. Unknown fields are refused so a typo is not a
-    silent "collect now"."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scheduledTime: str | None = Field(default=None, description="RFC 3339; pins the run's hour")
-    costJob: CostJobRef | None = Field(default=None, description="CostJob whose status records this run")
-    trigger: str = Field(default="cron", pattern=r"^[a-z][a-z0-9-]{0,31}$")
 
 
 @functions_framework.http
@@ -56,14 +42,7 @@ def collect_allocations(request: flask.Request) -> flask.Response:
     ping: Ping | None = None
     try:
         with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            require_bearer(request, s.PING_TOKEN.get_secret_value())
-            ping = parse_body(request, Ping)
-            run.trigger = ping.trigger
-            scheduled = (
-                parse_timestamp(ping.scheduledTime, field="scheduledTime")
-                if ping.scheduledTime
-                else s.SCHEDULED_TIMESTAMP
-            )
+            ping, scheduled = accept_ping(request, s, run)
             run.db = database_from(s)
             timeouts: dict[str, float] = {}
             if ping.costJob is not None:  # 404 before any work; then the CostJob's timeouts apply

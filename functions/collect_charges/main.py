@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 import flask
 import functions_framework
 
-from finops.hours import parse_timestamp
-from functions.collect_allocations.main import Ping
 from functions.collect_charges.service import collect_charges as run_charges
 from functions.costjobs import record_execution, require_costjob
 from functions.edge import (
@@ -20,11 +18,10 @@ from functions.edge import (
     error_response,
     health,
     kube_from,
-    parse_body,
-    require_bearer,
     respond,
     settings_for,
 )
+from functions.pings import Ping, accept_ping
 from functions.reconcile.main import mto_target
 from functions.reconcile.service import OpenCostTarget
 from functions.runs import Run, recorded_run
@@ -49,14 +46,7 @@ def collect_charges(request: flask.Request) -> flask.Response:
     ping: Ping | None = None
     try:
         with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            require_bearer(request, s.PING_TOKEN.get_secret_value())
-            ping = parse_body(request, Ping)
-            run.trigger = ping.trigger
-            scheduled = (
-                parse_timestamp(ping.scheduledTime, field="scheduledTime")
-                if ping.scheduledTime
-                else s.SCHEDULED_TIMESTAMP
-            )
+            ping, scheduled = accept_ping(request, s, run)
             run.db = database_from(s)
             if ping.costJob is not None:
                 require_costjob(kube_from(s), ping.costJob)

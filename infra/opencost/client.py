@@ -13,9 +13,10 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import httpx
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
@@ -102,21 +103,7 @@ class OpenCostClient:
     ) -> list[dict[str, Allocation]]:
         """``GET /allocation`` over ``[start, end)``: one map (key → Allocation) per step set."""
         params = self._params(start, end, aggregate, step, accumulate, include_idle, share_idle, namespaces)
-        body = self._get("/allocation", params)
-        try:
-            with paused_gc():
-                envelope = RESPONSE.validate_json(body)
-        except ValidationError as exc:
-            raise OpenCostUnavailable(
-                f"OpenCost at {self.base_url} answered /allocation with a body that is not its documented "
-                f"envelope: {_first_error(exc)}"
-            ) from exc
-        code, data = envelope.get("code"), envelope.get("data")
-        if code != 200 or data is None:
-            raise OpenCostUnavailable(
-                f"OpenCost at {self.base_url} answered /allocation with code {code}: "
-                f"{envelope.get('message') or 'no data'}"
-            )
+        data = self._envelope("/allocation", params, RESPONSE)
         return [step_set or {} for step_set in data]
 
     def allocation_summary(
@@ -130,21 +117,26 @@ class OpenCostClient:
     ) -> list[dict[str, SummaryAllocation]]:
         """``GET /allocation/summary``: condensed records (efficiency inputs), one map per set."""
         params = self._params(start, end, aggregate, None, accumulate, False, False, namespaces)
-        body = self._get("/allocation/summary", params)
+        data = self._envelope("/allocation/summary", params, SUMMARY_RESPONSE)
+        return [(item.get("allocations") or {}) for item in data.get("sets") or []]
+
+    def _envelope(self, path: str, params: dict[str, str], shape: TypeAdapter[Any]) -> Any:
+        """``data`` of OpenCost's documented envelope, validated; anything else is OpenCost's fault."""
+        body = self._get(path, params)
         try:
-            envelope = SUMMARY_RESPONSE.validate_json(body)
+            with paused_gc():
+                envelope = shape.validate_json(body)
         except ValidationError as exc:
             raise OpenCostUnavailable(
-                f"OpenCost at {self.base_url} answered /allocation/summary with a body that is not its "
-                f"documented envelope: {_first_error(exc)}"
+                f"OpenCost at {self.base_url} answered {path} with a body that is not its documented "
+                f"envelope: {_first_error(exc)}"
             ) from exc
         code, data = envelope.get("code"), envelope.get("data")
         if code != 200 or data is None:
             raise OpenCostUnavailable(
-                f"OpenCost at {self.base_url} answered /allocation/summary with code {code}: "
-                f"{envelope.get('message') or 'no data'}"
+                f"OpenCost at {self.base_url} answered {path} with code {code}: {envelope.get('message') or 'no data'}"
             )
-        return [(item.get("allocations") or {}) for item in data.get("sets") or []]
+        return data
 
     def _get(self, path: str, params: dict[str, str]) -> bytes:
         attempt = 0

@@ -82,10 +82,10 @@ def test_every_call_site_is_reached_by_some_target() -> None:
     assert not unreached, "calls no target reaches: is the analysis missing a path?"
 
 
-def test_a_model_imported_from_a_calling_module_does_not_grant_its_calls() -> None:
-    """collect_charges imports ``Ping`` from collect_allocations, not its pod listing."""
+def test_a_shared_helper_does_not_grant_its_neighbours_calls() -> None:
+    """collect_charges shares the ping helper with collect_allocations, not its pod listing."""
     reached = kube_calls.reached("collect_charges")
-    assert ("functions.collect_allocations.main", "Ping") in reached
+    assert ("functions.pings", "accept_ping") in reached
     assert ("functions.collect_allocations.main", "collect_allocations") not in reached
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from finops.hours import parse_timestamp
 from functions.backfill.main import Invocation
-from functions.collect_allocations.main import Ping
+from functions.pings import Ping
 from tests.deploy import manifests
 from tests.deploy.manifests import Obj
 

@@ -1,0 +1,36 @@
+"""The hourly ping the CronJobs send to ``collect_allocations`` and ``collect_charges``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import flask
+from pydantic import BaseModel, ConfigDict, Field
+
+from finops.hours import parse_timestamp
+from functions.costjobs import CostJobRef
+from functions.edge import parse_body, require_bearer
+from functions.runs import Run
+from infra.settings import PingSettings
+
+
+class Ping(BaseModel):
+    """The ping body; every field optional. Unknown fields are refused so a typo is not a
+    silent "collect now"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduledTime: str | None = Field(default=None, description="RFC 3339; pins the run's hour")
+    costJob: CostJobRef | None = Field(default=None, description="CostJob whose status records this run")
+    trigger: str = Field(default="cron", pattern=r"^[a-z][a-z0-9-]{0,31}$")
+
+
+def accept_ping(request: flask.Request, settings: PingSettings, run: Run) -> tuple[Ping, datetime | None]:
+    """Authenticate and parse a ping; returns it with the scheduled time that pins the run's hour
+    (the body's ``scheduledTime``, else ``SCHEDULED_TIMESTAMP``, else None: the current hour)."""
+    require_bearer(request, settings.PING_TOKEN.get_secret_value())
+    ping = parse_body(request, Ping)
+    run.trigger = ping.trigger
+    if ping.scheduledTime:
+        return ping, parse_timestamp(ping.scheduledTime, field="scheduledTime")
+    return ping, settings.SCHEDULED_TIMESTAMP
