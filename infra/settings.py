@@ -28,7 +28,7 @@ class ConfigError(PermanentError):
 class CommonSettings(BaseSettings):
     """Settings every function shares."""
 
-    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True)
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
 
     DATABASE_URL: SecretStr
     """PostgreSQL DSN (``postgresql://user:pass@host:5432/db``). Required; a secret."""
