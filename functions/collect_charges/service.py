@@ -78,6 +78,8 @@ class Prefetched:
 
     watermarks: dict[str, dict[str, datetime]] = field(default_factory=dict)  # uid -> source -> last final hour
     usage: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # namespace -> allocation rows
+    start: datetime | None = None  # the usage rows cover [start, pinned end)
+    namespaces: set[str] = field(default_factory=set)
 
 
 def prefetch(
@@ -94,11 +96,13 @@ def prefetch(
         if not sources or not activated:
             continue
         wanted.update(namespaces(sources, ref_of(sub)[0]))
-        marks = found.watermarks.get(str(meta(sub).get("uid", "")), {})
-        start = (
-            min(marks.values()) + HOUR if marks else truncate_to_hour(parse_timestamp(activated, field="activatedAt"))
-        )
-        earliest = min(earliest, start)
+        marks = {k: v for k, v in found.watermarks.get(str(meta(sub).get("uid", "")), {}).items() if k != "fee"}
+        try:
+            first = truncate_to_hour(parse_timestamp(activated, field="status.activatedAt"))
+        except InvalidInput:
+            continue  # reported when this Subscription is priced
+        earliest = min(earliest, min(marks.values()) + HOUR if marks else first)
+    found.start, found.namespaces = earliest, wanted
     if wanted:
         rows = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest, end=pinned.end,
                             namespaces=sorted(wanted))  # fmt: skip
@@ -192,10 +196,15 @@ def price_subscription(
         earliest = min((h[0] for h in todo.values() if h), default=None)
         by_hour: dict[datetime, list[UsageRow]] = {}
         if earliest is not None:
-            for ns in namespaces(sources, namespace):
-                for row in data.usage.get(ns, []):
-                    if earliest <= row["hour"] < last_end and matches(row, sources, namespace):
-                        by_hour.setdefault(row["hour"], []).append(_usage_row(row))
+            mine = namespaces(sources, namespace)
+            fetched: Sequence[Mapping[str, Any]] = [r for ns in mine for r in data.usage.get(ns, [])]
+            if data.start is None or earliest < data.start or not set(mine) <= data.namespaces:
+                # A meter newer than its siblings' watermarks: fetch what the prefetch did not cover.
+                fetched = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest,
+                                       end=last_end, namespaces=mine)  # fmt: skip
+            for row in fetched:
+                if earliest <= row["hour"] < last_end and matches(row, sources, namespace):
+                    by_hour.setdefault(row["hour"], []).append(_usage_row(row))
         active = ActiveInterval(activated, deactivated)
         for meter, hours in todo.items():
             for hour in hours:
@@ -335,8 +344,13 @@ def _release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str,
     deactivated = truncate_to_hour(parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt"))
     marks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster,
                                                            uid=str(meta(sub).get("uid", "")))}  # fmt: skip
-    sources = (["fee"] if item.schedule else []) + item.meters
-    if any(marks.get(source) is None or marks[source] < deactivated for source in sources):
+    # Usage must be final through the deactivation hour; the fee through the hour that ends on
+    # the snapped deactivation (its last tick is charged in full there, possibly weeks later).
+    through = {meter: deactivated for meter in item.meters}
+    if item.schedule is not None:
+        snapped = item.schedule.snapped_end or deactivated
+        through["fee"] = truncate_to_hour(snapped - timedelta(microseconds=1))
+    if any(marks.get(source) is None or marks[source] < hour for source, hour in through.items()):
         log.info("Charges not finalized through deactivation hour, keeping finalizer", extra={"fields": where})
         return False
     namespace, name = ref_of(sub)
