@@ -64,7 +64,8 @@ def record_execution(kube: KubeStatusWriter, ref: CostJobRef, run: Run) -> None:
         "duration": f"{run.duration_ms / 1000:.3f}s",
     }
     if run.error:
-        record["error"] = run.error
+        # A crash's details stay in the function's log and job_runs, not in a readable status.
+        record["error"] = f"internal error (run {run.run_id})" if run.http_status == 500 else run.error
     for _attempt in range(3):
         try:
             current = kube.get_object(GROUP, VERSION, PLURAL, ref.namespace, ref.name)

@@ -316,12 +316,14 @@ def _write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any],
             "current": sum(b["current"] for b in breakdown), "projected": sum(b["projected"] for b in breakdown),
             "breakdown": breakdown,
         })  # fmt: skip
-    status = dict(sub.get("status") or {})
-    conditions = set_condition(status.get("conditions"), "CostsResolved", True, "FromDB",
-                               "from the charge rows", now=now)  # fmt: skip
     namespace, name = ref_of(sub)
-    patch = {"status": {"costs": costs, "conditions": conditions}}
     try:
+        # Fresh, with its resourceVersion: never overwrite conditions reconcile wrote meanwhile.
+        fresh = kube.get_object(GROUP, VERSION, "subscriptions", namespace, name)
+        conditions = set_condition((fresh.get("status") or {}).get("conditions"), "CostsResolved", True, "FromDB",
+                                   "from the charge rows", now=now)  # fmt: skip
+        patch = {"metadata": {"resourceVersion": meta(fresh).get("resourceVersion")},
+                 "status": {"costs": costs, "conditions": conditions}}  # fmt: skip
         kube.patch_status(GROUP, VERSION, "subscriptions", namespace, name, patch)
     except FinOpsError as exc:
         log.warning("status.costs not written", extra={"fields": {"subscription": f"{namespace}/{name}",

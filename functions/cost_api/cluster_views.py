@@ -18,7 +18,7 @@ from infra.settings import CostApiSettings
 
 def _days(args: Mapping[str, str]) -> int:
     raw = args.get("days", "30")
-    if not raw.isdigit() or not 1 <= int(raw) <= 400:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 400:
         raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to 400")
     return int(raw)
 
@@ -73,7 +73,7 @@ def chargeback(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: s
 
 def idle_ranking(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str) -> Any:
     raw = args.get("limit", "20")
-    if not raw.isdigit() or not 1 <= int(raw) <= 500:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 500:
         raise InvalidInput(f"limit: {raw!r} must be a whole number from 1 to 500")
     rows = db.fetch_all("idle_ranking", cluster=s.CLUSTER_ID, limit=int(raw))
     return {

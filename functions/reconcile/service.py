@@ -94,17 +94,24 @@ def _status_changed(obj: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
 
 def _write_status(
     kube: Kube, plural: str, obj: Mapping[str, Any], status: dict[str, Any], result: ReconcileResult
-) -> None:
+) -> bool:
+    """Write ``status`` when it differs; False when it could not be (the next run retries). One
+    object's failure (a conflict, a rejected patch, a missing permission) never stops the others."""
     if not _status_changed(obj, status):
-        return
+        return True
     namespace, name = ref_of(obj)
     patch = {"metadata": {"resourceVersion": meta(obj).get("resourceVersion")}, "status": status}
     try:
         kube.patch_status(GROUP, VERSION, plural, namespace or None, name, patch)
-        result.statuses_written += 1
     except Conflict:
         log.info("status not written: the object changed; the next event reconciles it",
                  extra={"fields": {"object": f"{plural}/{namespace}/{name}"}})  # fmt: skip
+        return False
+    except FinOpsError as exc:
+        result.errors[f"{plural}/{namespace}/{name}"] = exc.message
+        return False
+    result.statuses_written += 1
+    return True
 
 
 def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult) -> None:
@@ -235,7 +242,10 @@ def reconcile_subscriptions(
                                            "charges are settled by the next collect_charges run", now=now)  # fmt: skip
         status["ready"] = bool(status.get("activatedAt")) and not status.get("deactivatedAt")
         status["conditions"] = conditions
-        _write_status(kube, "subscriptions", sub, status, result)
+        if not _write_status(kube, "subscriptions", sub, status, result):
+            # Never price from a status Kubernetes did not store; the next run retries.
+            result.errors.setdefault(f"{namespace}/{name}", "status not stored this run; priced next run")
+            continue
         sub["status"] = status
         lifecycle = [sub.get("spec"), status.get("activatedAt"), status.get("deactivatedAt")]
         db.fetch_one(

@@ -27,9 +27,9 @@ def month_period(month: str) -> Period:
     """``2026-10`` as the half-open period [2026-10-01, 2026-11-01) UTC."""
     try:
         start = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
-    except ValueError as exc:
+        end = (start + timedelta(days=32)).replace(day=1)
+    except (ValueError, OverflowError) as exc:
         raise InvalidInput(f"month: {month!r} is not a month such as 2026-10") from exc
-    end = (start + timedelta(days=32)).replace(day=1)
     return Period(start, end)
 
 

@@ -143,7 +143,7 @@ class OpenCostClient:
         while True:
             try:
                 response = self._http.get(path, params=params)
-            except httpx.TransportError as exc:  # connect errors and timeouts
+            except httpx.HTTPError as exc:  # connect errors, timeouts, broken encodings, redirect loops
                 problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
             else:
                 if response.status_code < 400:

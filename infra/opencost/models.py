@@ -3,8 +3,10 @@
 The shapes are ``TypedDict``s validated by pydantic: a 20,000-allocation hour parses at the speed
 of ``json.loads`` (model instances cost twice that), while every field is still type-checked.
 Parsing is lenient the way OpenCost's output requires: any field may be missing, extra fields are
-ignored, and numbers may be ``null`` (OpenCost turns NaN and Inf into null). Numbers are parsed
-from the JSON text straight into ``Decimal``, so no cost ever passes through a float.
+ignored, and numbers may be ``null`` (OpenCost turns NaN and Inf into null). Numbers become
+``Decimal`` as written: pydantic-core reads a JSON number and keeps its shortest decimal form, which
+is the text itself for up to 15 significant digits. OpenCost rounds every figure to 5 decimals, so
+any cost below 10^10 (ten billion a period) arrives exact; no arithmetic ever runs on a float.
 """
 
 from __future__ import annotations

@@ -99,10 +99,11 @@ WHERE id = %(id)s
 RETURNING *;
 
 -- name: release_sync_event
--- A measurement that failed: back to pending for the next delivery or re-drive; given up after
--- too many attempts.
+-- A measurement that failed: back to pending for the next delivery or re-drive; given up only
+-- after many attempts over a whole day (retries cannot exhaust an event in minutes).
 UPDATE sync_events
-SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'failed' ELSE 'pending' END,
+SET status = CASE WHEN attempts >= %(max_attempts)s AND received_at < now() - interval '24 hours'
+                  THEN 'failed' ELSE 'pending' END,
     claimed_at = NULL, last_error = %(error)s
 WHERE id = %(id)s AND status = 'measuring';
 
