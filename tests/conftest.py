@@ -47,3 +47,34 @@ def db(database_url: str) -> Iterator[Database]:
         conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
     yield database
     database.close()
+
+
+# Dummy credentials and no profile or endpoint from the machine: S3 tests can only reach moto.
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+AWS_UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[str]:
+    """moto's S3 server over HTTP on a free port (one per session); yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in AWS_ENV.items():
+            patch.setenv(key, value)
+        for key in AWS_UNSET:
+            patch.delenv(key, raising=False)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            server.stop()

@@ -18,7 +18,6 @@ import csv
 import io
 import json
 from collections import defaultdict
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -27,7 +26,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from finops.errors import InvalidInput
 from finops.focus import COLUMNS
@@ -48,14 +46,6 @@ POLICY = {
     "idle": "separate",
     "shared": {"namespaces": ["kube-system"], "fixed": [{"name": "control plane", "amount": "73.00"}]},
 }
-AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
-    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
 COLUMNS_DAILY = (
     "cluster", "aggregation", "day", "namespace", "entry_kind", "team", "cost_center", "currency", "hours",
     "cpu_cost_micros", "gpu_cost_micros", "ram_cost_micros", "pv_cost_micros", "lb_cost_micros",
@@ -65,27 +55,11 @@ COLUMNS_DAILY = (
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in AWS_ENV.items():
-            patch.setenv(key, value)
-        for key in (
-            "AWS_PROFILE",
-            "AWS_SESSION_TOKEN",
-            "AWS_SECURITY_TOKEN",
-            "AWS_ENDPOINT_URL",
-            "AWS_ENDPOINT_URL_S3",
-        ):
-            patch.delenv(key, raising=False)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        try:
-            boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-            yield endpoint
-        finally:
-            server.stop()
+def s3_endpoint(moto_s3: str) -> str:
+    """The session's moto S3 server, with this module's bucket."""
+    endpoint = moto_s3
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    return endpoint
 
 
 def daily_rows(currency: str = "EUR") -> list[tuple[Any, ...]]:

@@ -16,14 +16,12 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from finops.chargeback import CostRow, IdleRow, allocate
 from finops.errors import InvalidInput, NotFound
@@ -36,39 +34,14 @@ from infra.postgres import Database
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 BUCKET = "billing"
-AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
-    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 over HTTP on a free port, with dummy credentials and a bucket."""
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in AWS_ENV.items():
-            patch.setenv(key, value)
-        for key in (
-            "AWS_PROFILE",
-            "AWS_SESSION_TOKEN",
-            "AWS_SECURITY_TOKEN",
-            "AWS_ENDPOINT_URL",
-            "AWS_ENDPOINT_URL_S3",
-        ):
-            patch.delenv(key, raising=False)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        try:
-            s3(endpoint).create_bucket(Bucket=BUCKET)
-            yield endpoint
-        finally:
-            server.stop()
+def s3_endpoint(moto_s3: str) -> str:
+    """The session's moto S3 server, with this module's bucket."""
+    endpoint = moto_s3
+    s3(endpoint).create_bucket(Bucket=BUCKET)
+    return endpoint
 
 
 def s3(endpoint: str) -> Any:

@@ -16,46 +16,25 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
 
 from finops.errors import InvalidInput, NotFound, PermanentError, TemporaryError, Unauthorized
 from infra.objectstore import ObjectStore, ObjectStoreUnavailable, parse_s3_url, resolve_target
 
 BUCKET = "exports"
-AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
-    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
-UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in AWS_ENV.items():
-            patch.setenv(key, value)
-        for key in UNSET:
-            patch.delenv(key, raising=False)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        try:
-            boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-            yield endpoint
-        finally:
-            server.stop()
+def s3_endpoint(moto_s3: str) -> str:
+    """The session's moto S3 server, with this module's bucket."""
+    endpoint = moto_s3
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    return endpoint
 
 
 def test_local_files(tmp_path: Path) -> None:
