@@ -67,20 +67,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 
 from finops.allocations import UNALLOCATED
 from finops.errors import InvalidInput
+from finops.periods import ONE_MICROSECOND as _ONE_MICROSECOND
+from finops.periods import Period as Period  # re-exported: reports build their periods here
 from finops.policy import IdlePolicy, Policy, SharedSplit
 from finops.rounding import round_table
 
 SHARED = "__shared__"
 CLOUD = "__cloud__"  # the one line of direct costs in a report by namespace
 MICROS_PER_CENT = 10_000
-_ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 class LineKey(StrEnum):
@@ -145,37 +146,6 @@ class IdleRow:
 
 
 @dataclass(frozen=True)
-class Period:
-    """The report's period, ``[start, end)``, timezone-aware."""
-
-    start: datetime
-    end: datetime
-
-    def __post_init__(self) -> None:
-        for name, moment in (("start", self.start), ("end", self.end)):
-            if moment.tzinfo is None:
-                raise InvalidInput(f"period.{name}: {moment.isoformat()} has no UTC offset")
-        if self.start >= self.end:
-            raise InvalidInput(f"period: start {self.start.isoformat()} is not before end {self.end.isoformat()}")
-
-    def months(self) -> Fraction:
-        """How many calendar months (UTC) the period covers, exactly: the sum, over the months it
-        touches, of the part of each month inside the period."""
-        start, end = self.start.astimezone(UTC), self.end.astimezone(UTC)
-        month = start.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        total = Fraction(0)
-        while month < end:
-            following = month.replace(year=month.year + month.month // 12, month=month.month % 12 + 1)
-            inside = min(end, following) - max(start, month)
-            total += Fraction(inside // _ONE_MICROSECOND, (following - month) // _ONE_MICROSECOND)
-            month = following
-        return total
-
-    def as_document(self) -> dict[str, str]:
-        return {"start": _iso(self.start), "end": _iso(self.end)}
-
-
-@dataclass(frozen=True)
 class DirectCost:
     """Spend outside the cluster (a cloud bill's line), owned through its tags: added to its
     owner's line, receives no idle or shared cost, belongs to no cluster (module docstring).
@@ -220,10 +190,6 @@ class DirectCost:
         if self.start == self.end:
             return period.start <= self.start < period.end
         return self.start < period.end and period.start < self.end
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
