@@ -22,19 +22,12 @@ from functions.edge import (
     settings_for,
 )
 from functions.pings import Ping, accept_ping
-from functions.reconcile.main import mto_target
-from functions.reconcile.service import OpenCostTarget
+from functions.reconcile.targets import mto_target, opencost_target
 from functions.runs import Run, recorded_run
 from infra.settings import CollectChargesSettings
 
 FUNCTION = "collect_charges"
 settings = settings_for(FUNCTION, CollectChargesSettings)
-
-
-def opencost_target(s: CollectChargesSettings) -> OpenCostTarget | None:
-    if not s.RENDER_OPENCOST_PRICING:
-        return None
-    return OpenCostTarget(s.OPENCOST_NAMESPACE, s.OPENCOST_DEPLOYMENT, s.OPENCOST_PRICING_CONFIGMAP)
 
 
 @functions_framework.http

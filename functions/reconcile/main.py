@@ -14,20 +14,13 @@ import flask
 import functions_framework
 
 from functions.edge import database_from, error_response, health, kube_from, respond, settings_for
-from functions.reconcile.service import MtoTarget, OpenCostTarget, reconcile_all
+from functions.reconcile.service import reconcile_all
+from functions.reconcile.targets import mto_target, opencost_target
 from functions.runs import Run, recorded_run
-from infra.settings import BillingSettings, ReconcileSettings
+from infra.settings import ReconcileSettings
 
 FUNCTION = "reconcile"
 settings = settings_for(FUNCTION, ReconcileSettings)
-
-
-def mto_target(s: BillingSettings) -> MtoTarget | None:
-    """The MTO OpenCost resource when ``MTO_ENABLED`` is exactly ``true``."""
-    if s.MTO_ENABLED != "true":
-        return None
-    group, version, plural, namespace, name = s.MTO_OPENCOST.split("/")
-    return MtoTarget(group, version, plural, namespace, name)
 
 
 @functions_framework.http
@@ -40,12 +33,9 @@ def reconcile(request: flask.Request) -> flask.Response:
         with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
             run.trigger = "event" if request.headers.get("ce-type") else "manual"
             run.db = database_from(s)
-            target = (
-                OpenCostTarget(s.OPENCOST_NAMESPACE, s.OPENCOST_DEPLOYMENT, s.OPENCOST_PRICING_CONFIGMAP)
-                if s.RENDER_OPENCOST_PRICING
-                else None
+            result, _, _ = reconcile_all(
+                kube_from(s), run.db, s.CLUSTER_ID, opencost_target(s), datetime.now(UTC), mto_target(s)
             )
-            result, _, _ = reconcile_all(kube_from(s), run.db, s.CLUSTER_ID, target, datetime.now(UTC), mto_target(s))
             run.counts = {**result.counts(), "event_type": request.headers.get("ce-type")}
             if result.errors:
                 run.outcome = "partial"
