@@ -25,8 +25,9 @@ import httpx
 from bench.common import database, median, sandbox_opencost
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.hours import Hour
+from functions.collect_allocations.pricing import ActivePricing
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
-from functions.collect_allocations.service import ActivePricing, CollectOptions, _write_hour
+from functions.collect_allocations.service import CollectOptions, _write_hour
 from infra.opencost import OpenCostClient
 
 CONTAINERS = 20_000
