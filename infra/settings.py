@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Literal, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
@@ -107,8 +107,20 @@ class KubeSettings(BaseSettings):
 class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
     """``collect_allocations``: copies OpenCost allocations hour by hour."""
 
-    HOURS_LOOKBACK: int = Field(default=5, ge=0, le=168)
-    """Hours before the scheduled hour written finalized (already finalized ones are skipped)."""
+    HOURS_LOOKBACK: int = Field(default=5, ge=0, le=8784)
+    """Hours before the scheduled hour always considered (written final unless already settled);
+    the first run of a new cluster starts its ledger there. At most ``OPENCOST_HISTORY_HOURS``."""
+
+    OPENCOST_HISTORY_HOURS: int = Field(default=360, ge=1, le=8784)
+    """How far back OpenCost still answers (its Prometheus retention; 15 days by default): hours
+    older than this that are not final are given up as lost."""
+
+    EMPTY_HOUR_GRACE_HOURS: int = Field(default=6, ge=0, le=720)
+    """An hour OpenCost answers with no allocations stays open and is retried until this long after
+    it ended, then it is lost."""
+
+    COLLECT_BUDGET_SECONDS: float = Field(default=240, gt=0, le=590)
+    """Work one invocation does before answering (keep it under the Service's timeoutSeconds)."""
 
     OPENCOST_AGGREGATE: str = DEFAULT_AGGREGATION
     """OpenCost ``aggregate`` of the stored rows."""
@@ -121,6 +133,15 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
 
     ALLOCATION_RETENTION_MONTHS: int = Field(default=0, ge=0, le=120)
     """Monthly partitions of ``provider_allocations`` older than this are dropped; 0 keeps all."""
+
+    @model_validator(mode="after")
+    def _lookback_within_history(self) -> CollectAllocationsSettings:
+        if self.HOURS_LOOKBACK > self.OPENCOST_HISTORY_HOURS:
+            raise ValueError(
+                f"HOURS_LOOKBACK ({self.HOURS_LOOKBACK}) is beyond "
+                f"OPENCOST_HISTORY_HOURS ({self.OPENCOST_HISTORY_HOURS})"
+            )
+        return self
 
     @field_validator("OPENCOST_AGGREGATE")
     @classmethod

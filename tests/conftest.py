@@ -18,7 +18,7 @@ from sandbox.postgres import embedded_postgres, scratch_database
 TABLES = (
     "job_runs, provider_allocations, allocation_hours, pricebooks, cost_actuals, sync_events, "
     "backfill_progress, backfill_namespaces, allocation_daily, cloud_costs, subscription_charges, "
-    "subscription_versions, offering_versions"
+    "subscription_versions, offering_versions, allocation_dirty_days"
 )
 
 

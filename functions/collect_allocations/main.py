@@ -14,7 +14,7 @@ import functions_framework
 
 from finops.costjobs import parse_costjob
 from functions.appcost.syncs import redrive
-from functions.collect_allocations.service import CollectOptions, collect
+from functions.collect_allocations.service import CollectOptions, collect, collect_range
 from functions.costjobs import record_execution, require_costjob
 from functions.edge import (
     database_from,
@@ -25,7 +25,7 @@ from functions.edge import (
     respond,
     settings_for,
 )
-from functions.pings import Ping, accept_ping
+from functions.pings import RangePing, accept_ping
 from functions.runs import Run, recorded_run
 from infra.settings import CollectAllocationsSettings
 
@@ -39,10 +39,11 @@ def collect_allocations(request: flask.Request) -> flask.Response:
         return healthy
     s = settings()
     run: Run | None = None
-    ping: Ping | None = None
+    ping: RangePing | None = None
     try:
         with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            ping, scheduled = accept_ping(request, s, run)
+            ping, scheduled = accept_ping(request, s, run, RangePing)
+            history = ping.history_range()
             run.db = database_from(s)
             timeouts: dict[str, float] = {}
             if ping.costJob is not None:  # 404 before any work; then the CostJob's timeouts apply
@@ -56,13 +57,18 @@ def collect_allocations(request: flask.Request) -> flask.Response:
             opencost = opencost_from(s, timeouts.get("openCostFetchTimeout"))
             kube = kube_from(s, timeouts.get("kubernetesOperationTimeout"))
             options = replace(_options(s), insert_timeout_seconds=timeouts.get("databaseInsertTimeout"))
-            result = collect(
-                run.db, opencost, kube, options, scheduled=scheduled, now=datetime.now(UTC), run_id=run.run_id
-            )
-            # The safety net of on_sync: measure sync events accepted but never measured.
-            redriven = redrive(run.db, opencost, kube, s.CLUSTER_ID)
-            if redriven["redrive_failed"]:
-                result.warnings.append(f"{redriven['redrive_failed']} overdue sync event(s) could not be measured")
+            now = datetime.now(UTC)
+            redriven: dict[str, int] = {}
+            if history is not None:  # a history load: [from, to), within the time budget
+                result = collect_range(
+                    run.db, opencost, kube, options, start=history[0], end=history[1], now=now, run_id=run.run_id
+                )
+            else:
+                result = collect(run.db, opencost, kube, options, scheduled=scheduled, now=now, run_id=run.run_id)
+                # The safety net of on_sync: measure sync events accepted but never measured.
+                redriven = redrive(run.db, opencost, kube, s.CLUSTER_ID)
+                if redriven["redrive_failed"]:
+                    result.warnings.append(f"{redriven['redrive_failed']} overdue sync event(s) could not be measured")
             run.counts = {**run.counts, **result.counts(), **redriven}
             run.outcome = result.outcome
             run.error = "; ".join(result.warnings) or None
@@ -85,6 +91,9 @@ def _options(s: CollectAllocationsSettings) -> CollectOptions:
         owner_label=s.OWNER_LABEL,
         cost_center_label=s.COST_CENTER_LABEL,
         retention_months=s.ALLOCATION_RETENTION_MONTHS,
+        history_hours=s.OPENCOST_HISTORY_HOURS,
+        empty_grace_hours=s.EMPTY_HOUR_GRACE_HOURS,
+        budget_seconds=s.COLLECT_BUDGET_SECONDS,
     )
 
 

@@ -47,7 +47,7 @@ def resolve_pricebook(db: Database, kube: KubeReader, cluster: str) -> ActivePri
         "fingerprint": book.fingerprint,
         "currency": book.currency,
         "valuation_mode": book.valuation_mode,
-        **book.rates_micros,
+        **book.rates,  # exact Decimals, stored as numeric
     }
     row = db.fetch_one("upsert_pricebook", **version)
     assert row is not None

@@ -53,14 +53,15 @@ class RowBuilder:
         self.collected_at = collected_at
 
     def rows(self, allocations: Mapping[str, Allocation]) -> Iterator[tuple[Any, ...]]:
-        """One row per allocation. Ownership is the namespace's (pod labels drift, namespace
-        labels do not), so entries OpenCost sends without labels, such as a namespace's unmounted
-        volumes, take the labels its other entries carry in the same hour."""
+        """One row per allocation. Ownership comes from namespace labels only (OpenCost's
+        ``namespaceLabels``): pod labels never decide a team, since a pod can claim any owner.
+        Entries OpenCost sends without namespace labels, such as a namespace's unmounted volumes,
+        take the labels its other entries carry in the same hour."""
         owners: dict[str, tuple[str | None, str | None]] = {}
         for a in allocations.values():
             props = a.get("properties") or {}
             namespace = props.get("namespace")
-            labels = props.get("namespaceLabels") or props.get("labels")
+            labels = props.get("namespaceLabels")
             if namespace and labels and namespace not in owners:
                 owners[namespace] = (owner_label(labels, self.owner_key), owner_label(labels, self.cost_center_key))
         for key, a in allocations.items():

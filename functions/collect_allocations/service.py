@@ -1,24 +1,40 @@
 """One ``collect_allocations`` run: copy OpenCost's allocations into PostgreSQL hour by hour.
 
-The run's hour is pinned from its trigger. The ``HOURS_LOOKBACK`` hours before it are written
-finalized (hours already final are skipped), then the pinned hour itself is written unfinalized.
-Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock:
-an interrupted run keeps the hours it finished, overlapping runs serialise per hour, and a replay
-writes identical rows. Replacing the hour (delete, then ``COPY``) has the effect of an upsert on
-the natural key (cluster, aggregation, hour, namespace, name; the primary key, so nothing can
-duplicate even outside the lock) plus removal of rows OpenCost no longer reports, at the speed
-of a plain ``COPY``. A finalized hour is never rewritten.
+The hour ledger (``allocation_hours``, ``finops.ledger``) is the authority: every hour is missing,
+open, final or lost. The run's hour is pinned from its trigger and written open. Before it, the
+run fetches every hour that is not settled (missing or open) from the ``HOURS_LOOKBACK`` hours
+before the pinned one, or from the first hour the ledger knows of if that is earlier (so an outage
+of any length is caught up), back to the horizon of ``OPENCOST_HISTORY_HOURS``; unsettled hours
+beyond the horizon are given up as lost, with the reason. A history load (``collect_range``)
+fetches every unsettled hour of a range, lost ones included.
+
+Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock,
+together with its ledger state and a mark on its UTC day: an interrupted run keeps the hours it
+finished, overlapping runs serialise per hour, and a replay writes identical rows. Replacing the
+hour (delete, then ``COPY``) has the effect of an upsert on the natural key (the primary key) plus
+removal of rows OpenCost no longer reports, at the speed of a plain ``COPY``. A final hour is
+never rewritten. An hour OpenCost answers with no allocations keeps what it had and stays open
+until ``EMPTY_HOUR_GRACE_HOURS`` after it ended, then it is lost.
+
+The daily rollups follow the marks, not the run's memory: every marked day of the cluster
+(including those a killed run left) is rebuilt at the end of the run, even one that failed
+midway, each in the transaction that clears its mark. The work of one invocation is bounded by
+``COLLECT_BUDGET_SECONDS``; what is left is reported as ``remaining`` for the next run.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from finops.errors import OpenCostUnavailable
-from finops.hours import Hour, lookback, pin_hour
+from finops.errors import InvalidInput, OpenCostUnavailable
+from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
+from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
+from finops.ledger import horizon as history_horizon
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from infra.heap import paused_gc
@@ -26,6 +42,8 @@ from infra.opencost import OpenCostClient
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, Hour], None]  # (hours done, hours planned, the hour just done)
 
 
 @dataclass(frozen=True)
@@ -37,15 +55,22 @@ class CollectOptions:
     cost_center_label: str
     retention_months: int = 0
     insert_timeout_seconds: float | None = None  # a CostJob's databaseInsertTimeout, per hour written
+    history_hours: int = 360  # how far back OpenCost still answers (its Prometheus retention)
+    empty_grace_hours: int = 6  # an empty answer is retried this long after the hour ended
+    budget_seconds: float = 240  # work one invocation does before answering
 
 
 @dataclass
 class CollectResult:
     """What a run did; ``warnings`` make the outcome ``partial``."""
 
-    pinned_hour: Hour
+    pinned_hour: Hour | None  # None for a history load
     hours_written: list[Hour] = field(default_factory=list)
     hours_skipped: list[Hour] = field(default_factory=list)
+    hours_empty: list[Hour] = field(default_factory=list)  # answered empty, left open
+    hours_lost: dict[datetime, str] = field(default_factory=dict)  # given up by this run, with the reason
+    remaining: int = 0  # hours left for the next invocation (time budget spent)
+    days_rolled_up: int = 0
     rows: int = 0
     pricebook: str | None = None
     pricebook_id: int | None = None
@@ -58,13 +83,31 @@ class CollectResult:
 
     def counts(self) -> dict[str, Any]:
         return {
-            "hour": str(self.pinned_hour),
+            "hour": None if self.pinned_hour is None else str(self.pinned_hour),
             "hours_written": len(self.hours_written),
             "hours_skipped": len(self.hours_skipped),
+            "hours_empty": len(self.hours_empty),
+            "hours_lost": len(self.hours_lost),
+            "lost": ranges(self.hours_lost) or None,
+            "remaining": self.remaining,
+            "days_rolled_up": self.days_rolled_up,
             "rows_written": self.rows,
             "pricebook": self.pricebook,
             "partitions_dropped": len(self.partitions_dropped),
         }
+
+    def finish(self) -> None:
+        """Turn what needs attention into warnings (the outcome is then ``partial``)."""
+        for reason in sorted(set(self.hours_lost.values())):
+            lost = [hour for hour, why in self.hours_lost.items() if why == reason]
+            self.warnings.append(f"{len(lost)} hour(s) lost ({ranges(lost)}): {reason}")
+        if self.hours_empty:
+            self.warnings.append(
+                f"{len(self.hours_empty)} hour(s) answered empty by OpenCost, left open and retried: "
+                f"{ranges([h.start for h in self.hours_empty])}"
+            )
+        if self.remaining:
+            self.warnings.append(f"time budget spent: {self.remaining} hour(s) remain for the next run")
 
 
 def collect(
@@ -77,52 +120,127 @@ def collect(
     now: datetime,
     run_id: str,
 ) -> CollectResult:
+    """The hourly run: catch up every unsettled hour back to the horizon, then the pinned hour."""
     pinned = pin_hour(scheduled, now)
     result = CollectResult(pinned_hour=pinned)
+    key: dict[str, Any] = {"cluster": options.cluster, "aggregation": options.aggregation}
+    ledger_start = (db.fetch_one("ledger_start", **key) or {}).get("hour")
+    horizon = history_horizon(pinned, options.history_hours)
+    if ledger_start is not None and ledger_start < horizon:
+        reason = f"older than OPENCOST_HISTORY_HOURS ({options.history_hours} h): OpenCost no longer has it"
+        for row in db.fetch_all("unsettled_before", **key, start=ledger_start, horizon=horizon):
+            db.execute("give_up_hour", **key, hour=row["hour"], reason=reason)
+            result.hours_lost[row["hour"]] = reason
+    start = window_start(
+        pinned, lookback=options.hours_lookback, history_hours=options.history_hours, ledger_start=ledger_start
+    )
+    ledger = {
+        row["hour"]: HourState(row["state"])
+        for row in db.fetch_all("ledger_hours", **key, start=start, end=pinned.start)
+    }
+    result.hours_skipped = sorted(Hour(hour) for hour, state in ledger.items() if state.settled)
+    _collect_hours(db, opencost, kube, options, hours_to_collect(pinned, start, ledger), result, now, run_id)
+    return result
+
+
+def collect_range(
+    db: Database,
+    opencost: OpenCostClient,
+    kube: KubeReader,
+    options: CollectOptions,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    run_id: str,
+    progress: Progress | None = None,
+) -> CollectResult:
+    """A history load: every hour of ``[start, end)`` that is not final, lost ones included (a load
+    is the explicit way to try them again), oldest first; hours still running are written open.
+    Resumable and idempotent: final hours are skipped, so calling it again continues."""
+    first, current = truncate_to_hour(start), truncate_to_hour(now)
+    if end <= first:
+        raise InvalidInput(f"to: {end.isoformat()} is not after from: {start.isoformat()}")
+    if end > current + HOUR:
+        raise InvalidInput(f"to: {end.isoformat()} is in the future (the current hour ends {current + HOUR:%H:%M}Z)")
+    key: dict[str, Any] = {"cluster": options.cluster, "aggregation": options.aggregation}
+    ledger = {row["hour"]: HourState(row["state"]) for row in db.fetch_all("ledger_hours", **key, start=first, end=end)}
+    todo: list[tuple[Hour, bool]] = []
+    result = CollectResult(pinned_hour=None)
+    hour = first
+    while hour < end:
+        if ledger.get(hour) is HourState.FINAL:
+            result.hours_skipped.append(Hour(hour))
+        else:
+            todo.append((Hour(hour), hour < current))
+        hour += HOUR
+    _collect_hours(db, opencost, kube, options, todo, result, now, run_id, retry_lost=True, progress=progress)
+    return result
+
+
+def _collect_hours(
+    db: Database,
+    opencost: OpenCostClient,
+    kube: KubeReader,
+    options: CollectOptions,
+    todo: list[tuple[Hour, bool]],
+    result: CollectResult,
+    now: datetime,
+    run_id: str,
+    *,
+    retry_lost: bool = False,
+    progress: Progress | None = None,
+) -> None:
+    """Write ``todo`` within the time budget, then rebuild every marked day, even after a failure."""
     pricing = resolve_pricebook(db, kube, options.cluster)
     result.pricebook, result.pricebook_id = pricing.label, pricing.pricebook_id
     if pricing.warning:
         result.warnings.append(pricing.warning)
-
-    earlier = lookback(pinned, options.hours_lookback)
-    final = set()
-    if earlier:
-        final = {
-            row["hour"]
-            for row in db.fetch_all(
-                "finalized_hours",
-                cluster=options.cluster,
-                aggregation=options.aggregation,
-                start=earlier[0].start,
-                end=pinned.end,
-            )
-        }
-    for hour in [*earlier, pinned]:
-        finalized = hour != pinned
-        if hour.start in final:
-            result.hours_skipped.append(hour)
-            continue
-        written = _write_hour(db, opencost, options, pricing, hour, finalized=finalized, now=now, run_id=run_id)
-        if written is None:
-            result.hours_skipped.append(hour)
-        else:
-            result.hours_written.append(hour)
-            result.rows += written
-    days = sorted({hour.start.date() for hour in result.hours_written})
-    for day in days:
-        refresh_daily(db, options.cluster, options.aggregation, day)
+    deadline = time.monotonic() + options.budget_seconds
+    grace = timedelta(hours=options.empty_grace_hours)
+    try:
+        for done, (hour, finalize) in enumerate(todo):
+            if done and time.monotonic() >= deadline:
+                result.remaining = len(todo) - done
+                break
+            written = _write_hour(db, opencost, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
+            if written is None:
+                result.hours_skipped.append(hour)
+            elif written.state is HourState.LOST:
+                result.hours_lost[hour.start] = written.reason or "lost"
+            elif written.empty:
+                result.hours_empty.append(hour)
+            else:
+                result.hours_written.append(hour)
+                result.rows += written.rows
+            if progress is not None:
+                progress(done + 1, len(todo), hour)
+    finally:
+        # Rebuilt whatever happened above: a day whose hours were written never waits for a
+        # successful run to reach the reports.
+        result.days_rolled_up = refresh_dirty_days(db, options.cluster, options.aggregation)
     if options.retention_months:
         result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
-    return result
+    result.finish()
+
+
+def refresh_dirty_days(db: Database, cluster: str, aggregation: str) -> int:
+    """Rebuild the rollup of every marked day of the cluster; returns how many were rebuilt."""
+    days = [row["day"] for row in db.fetch_all("dirty_days", cluster=cluster, aggregation=aggregation)]
+    for day in days:
+        refresh_daily(db, cluster, aggregation, day)
+    return len(days)
 
 
 def refresh_daily(db: Database, cluster: str, aggregation: str, day: date) -> None:
-    """Recompute one day's rollup from its hours, in one transaction under the day's lock."""
+    """Recompute one day's rollup from its hours and clear its mark, in one transaction under the
+    day's lock (an hour write takes the same lock, so a mark set meanwhile is never cleared)."""
     key = {"cluster": cluster, "aggregation": aggregation, "day": day}
     with db.connection() as conn:
         db.execute("lock_allocation_day", conn, **key)
         db.execute("delete_allocation_day", conn, **key)
         db.execute("rollup_allocation_day", conn, **key)
+        db.execute("clear_dirty_day", conn, **key)
 
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
@@ -135,58 +253,81 @@ def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[st
     return dropped
 
 
+@dataclass(frozen=True)
+class Written:
+    state: HourState
+    rows: int = 0
+    empty: bool = False
+    reason: str | None = None
+
+
 def _write_hour(
     db: Database,
     opencost: OpenCostClient,
     options: CollectOptions,
     pricing: ActivePricing,
     hour: Hour,
-    *,
-    finalized: bool,
+    finalize: bool,
     now: datetime,
     run_id: str,
-) -> int | None:
-    """Replace one hour's rows; None when another run finalized it meanwhile."""
+    grace: timedelta,
+    retry_lost: bool,
+) -> Written | None:
+    """Replace one hour's rows and ledger state; None when it is settled (another run finalized
+    it meanwhile, or it is lost and this is not a history load)."""
     # Fetch outside the transaction: no lock is held while OpenCost answers.
     sets = opencost.allocation(hour.start, hour.end, aggregate=options.aggregation, accumulate=True, include_idle=True)
     if len(sets) > 1:
         raise OpenCostUnavailable(f"OpenCost answered {len(sets)} sets for one accumulated hour ({hour})")
     step_set = sets[0] if sets else {}
-    builder = RowBuilder(
-        cluster=options.cluster,
-        aggregation=options.aggregation,
-        hour=hour.start,
-        finalized=finalized,
-        pricebook_id=pricing.pricebook_id,
-        currency=pricing.currency,
-        owner_label_key=options.owner_label,
-        cost_center_label_key=options.cost_center_label,
-        collected_at=now,
-    )
     key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
     with db.connection() as conn:
         if options.insert_timeout_seconds:
             db.execute("set_statement_timeout", conn, milliseconds=int(options.insert_timeout_seconds * 1000))
         db.execute("lock_allocation_hour", conn, **key)
-        state = db.fetch_one("hour_is_finalized", conn, **key)
-        if state is not None and state["is_finalized"]:
+        before = db.fetch_one("hour_state", conn, **key)
+        state = HourState(before["state"]) if before else HourState.MISSING
+        if state is HourState.FINAL or (state is HourState.LOST and not retry_lost):
             return None
+        if not step_set:
+            empty_state, reason = empty_answer(hour, finalize=finalize, now=now, grace=grace)
+            if state is HourState.LOST:  # a retried lost hour stays lost
+                empty_state = HourState.LOST
+            db.execute("record_empty_hour", conn, **key, state=empty_state, reason=reason, empty_since=now,
+                       run_id=run_id)  # fmt: skip
+            log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
+            return Written(empty_state, empty=True, reason=reason)
         db.execute("ensure_allocation_partition", conn, hour=hour.start)
-        if state is not None:  # written before, unfinalized: replace it
+        if state is not HourState.MISSING:
             db.execute("delete_allocation_hour", conn, **key)
+        builder = RowBuilder(
+            cluster=options.cluster,
+            aggregation=options.aggregation,
+            hour=hour.start,
+            finalized=finalize,
+            pricebook_id=pricing.pricebook_id,
+            currency=pricing.currency,
+            owner_label_key=options.owner_label,
+            cost_center_label_key=options.cost_center_label,
+            collected_at=now,
+        )
         with paused_gc():
             count = db.copy_rows(conn, "provider_allocations", COLUMNS, builder.rows(step_set))
+        written = HourState.FINAL if finalize else HourState.OPEN
         db.execute(
             "record_allocation_hour",
             conn,
             **key,
-            is_finalized=finalized,
+            state=written,
             row_count=count,
             pricebook_id=pricing.pricebook_id,
+            currency=pricing.currency,
             run_id=run_id,
+            reason=None,
+            empty_since=None,
         )
-    log.info(
-        "hour stored",
-        extra={"fields": {"hour": str(hour), "rows": count, "finalized": finalized}},
-    )
-    return count
+        day = {"cluster": options.cluster, "aggregation": options.aggregation, "day": hour.start.date()}
+        db.execute("lock_allocation_day", conn, **day)
+        db.execute("mark_dirty_day", conn, **key)
+    log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
+    return Written(written, rows=count)

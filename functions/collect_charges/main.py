@@ -39,7 +39,7 @@ def collect_charges(request: flask.Request) -> flask.Response:
     ping: Ping | None = None
     try:
         with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            ping, scheduled = accept_ping(request, s, run)
+            ping, scheduled = accept_ping(request, s, run, Ping)
             run.db = database_from(s)
             if ping.costJob is not None:
                 require_costjob(kube_from(s), ping.costJob)

@@ -32,3 +32,29 @@ CREATE TABLE allocation_dirty_days (
 INSERT INTO allocation_dirty_days (cluster, aggregation, day)
 SELECT DISTINCT cluster, aggregation, (hour AT TIME ZONE 'UTC')::date FROM allocation_hours
 ON CONFLICT DO NOTHING;
+
+-- The daily rollup of [first_day, end_day) computed from the hourly rows: written by the
+-- collector (one day at a time) and compared with allocation_daily by `finops verify`, so the
+-- aggregation exists once.
+CREATE FUNCTION finops_allocation_rollup(p_cluster text, p_aggregation text, first_day date, end_day date)
+RETURNS SETOF allocation_daily
+LANGUAGE sql STABLE AS $$
+    SELECT cluster, aggregation, (hour AT TIME ZONE 'UTC')::date, namespace, entry_kind,
+           coalesce(team, ''), coalesce(cost_center, ''),
+           max(currency), count(DISTINCT hour)::integer,
+           coalesce(sum(cpu_cost_micros), 0)::bigint, coalesce(sum(gpu_cost_micros), 0)::bigint,
+           coalesce(sum(ram_cost_micros), 0)::bigint, coalesce(sum(pv_cost_micros), 0)::bigint,
+           coalesce(sum(lb_cost_micros), 0)::bigint, coalesce(sum(network_cost_micros), 0)::bigint,
+           coalesce(sum(total_cost_micros), 0)::bigint,
+           coalesce(sum(cpu_core_hours), 0),
+           coalesce(sum(cpu_core_request_avg * minutes / 60), 0),
+           coalesce(sum(cpu_core_usage_avg * minutes / 60), 0),
+           coalesce(sum(ram_byte_hours) / 1073741824, 0),
+           coalesce(sum(ram_byte_request_avg * minutes / 60) / 1073741824, 0),
+           coalesce(sum(ram_byte_usage_avg * minutes / 60) / 1073741824, 0)
+    FROM provider_allocations
+    WHERE cluster = p_cluster AND aggregation = p_aggregation
+      AND hour >= first_day::timestamp AT TIME ZONE 'UTC' AND hour < end_day::timestamp AT TIME ZONE 'UTC'
+    GROUP BY cluster, aggregation, (hour AT TIME ZONE 'UTC')::date, namespace, entry_kind,
+             coalesce(team, ''), coalesce(cost_center, '')
+$$;
