@@ -49,7 +49,7 @@ def collect_charges(request: flask.Request) -> flask.Response:
             )  # fmt: skip
             run.counts = result.counts()
             run.outcome = result.outcome
-            run.error = "; ".join(f"{k}: {v}" for k, v in result.errors.items()) or None
+            run.error = "; ".join(result.problems()) or None
         response = respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "errors": result.errors})
     except Exception as exc:  # classified and logged by recorded_run
         response = error_response(exc, run.run_id if run else None)

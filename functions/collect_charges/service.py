@@ -2,8 +2,10 @@
 
 From each Subscription's watermark (per source: the fee, each meter) to the pinned hour, one row
 per hour and source goes to ``subscription_charges``. Fee hours before the pinned hour are final;
-usage hours are final only before the *allocation boundary* (the earliest hour whose allocation
-rows are still open), so late allocation data is priced when it is final; the pinned hour is
+usage hours are final only before the *allocation boundary*: the first hour at or after the
+source's watermark that the hour ledger does not hold as settled (final or lost; a missing hour
+counts as not settled, see ``finops.ledger``), so late allocation data is priced when it is final
+and an hour that was never collected is never charged as zero; the pinned hour is
 rewritten open on every run. Finalized rows are never recomputed, so a PriceBook change reprices
 only open hours. All rows of a run are written in one transaction: a run killed midway writes
 nothing, and its rerun writes what an uninterrupted run would have.
@@ -16,7 +18,7 @@ finalizer release of settled, deleted Subscriptions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -26,6 +28,7 @@ from finops.conditions import set_condition
 from finops.errors import Conflict, FinOpsError, InvalidInput
 from finops.fees import FeeSchedule, parse_fee
 from finops.hours import HOUR, Hour, parse_timestamp, pin_hour, truncate_to_hour
+from finops.ledger import first_unsettled
 from finops.sources import matches, namespaces
 from finops.subscriptions import FINALIZER, meta, ref_of, reference
 from finops.usage import ActiveInterval, Meter, UsageRow, parse_margin, usage_charge
@@ -37,14 +40,14 @@ log = logging.getLogger(__name__)
 COLUMNS = (
     "cluster", "subscription_uid", "hour", "source", "namespace", "name", "offering_version_id",
     "subscription_version_id", "unit_price_micros", "quantity", "amount_micros", "currency", "is_finalized",
-    "computed_at",
+    "computed_at", "unpriced_rows",
 )  # fmt: skip
-RATE_COLUMNS = {
-    "cpuHour": "cpu_hour_micros",
-    "ramGbHour": "ram_gb_hour_micros",
-    "pvGbHour": "pv_gb_hour_micros",
-    "gpuHour": "gpu_hour_micros",
-    "networkGiB": "network_gib_micros",
+RATE_COLUMNS = {  # spec.rates key -> its exact pricebooks column (numeric, currency units)
+    "cpuHour": "cpu_hour",
+    "ramGbHour": "ram_gb_hour",
+    "pvGbHour": "pv_gb_hour",
+    "gpuHour": "gpu_hour",
+    "networkGiB": "network_gib",
 }
 
 
@@ -54,12 +57,20 @@ class ChargesResult:
     subscriptions: int = 0
     rows: int = 0
     finalizers_released: int = 0
+    unpriced_rows: int = 0  # usage rows in range that had no rate for their meter (not charged)
     errors: dict[str, str] = field(default_factory=dict)
     reconcile: dict[str, Any] = field(default_factory=dict)
 
     @property
     def outcome(self) -> str:
-        return "partial" if self.errors else "success"
+        return "partial" if self.problems() else "success"
+
+    def problems(self) -> list[str]:
+        """What needs the operator: Subscriptions not priced, usage that could not be charged."""
+        found = [f"{key}: {error}" for key, error in self.errors.items()]
+        if self.unpriced_rows:
+            found.append(f"{self.unpriced_rows} usage row(s) had no PriceBook rate and were not charged")
+        return found
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -67,6 +78,7 @@ class ChargesResult:
             "subscriptions_priced": self.subscriptions,
             "rows_written": self.rows,
             "finalizers_released": self.finalizers_released,
+            "usage_rows_unpriced": self.unpriced_rows,
             "errors": len(self.errors),
             **self.reconcile,
         }
@@ -116,6 +128,27 @@ class Priced:
     rows: list[tuple[Any, ...]]
     schedule: FeeSchedule | None
     meters: list[str]
+    unpriced_rows: int = 0
+
+
+class UsageBoundary:
+    """Where a source's usage stops being final: ``boundary(start)`` is the first hour at or after
+    ``start`` that the hour ledger does not hold as settled (``finops.ledger.first_unsettled``),
+    never after the pinned hour. Settled hours are read once per run, further back only on demand."""
+
+    def __init__(self, db: Database, cluster: str, aggregation: str, pinned: Hour) -> None:
+        self.db, self.end = db, pinned.start
+        self.key: dict[str, Any] = {"cluster": cluster, "aggregation": aggregation}
+        self.ledger_start: datetime | None = (db.fetch_one("ledger_start", **self.key) or {}).get("hour")
+        self.read_from = self.end
+        self.settled: set[datetime] = set()
+
+    def __call__(self, start: datetime) -> datetime:
+        if start < self.read_from:
+            rows = self.db.fetch_all("settled_hours", **self.key, start=start, end=self.read_from)
+            self.settled.update(row["hour"] for row in rows)
+            self.read_from = start
+        return first_unsettled(start, self.end, self.settled, self.ledger_start)
 
 
 def _usage_row(row: Mapping[str, Any]) -> UsageRow:
@@ -126,7 +159,7 @@ def _usage_row(row: Mapping[str, Any]) -> UsageRow:
         start=start, end=end, cpu_core_usage_avg=row["cpu_core_usage_avg"], gpu_usage_avg=None,
         ram_byte_usage_avg=row["ram_byte_usage_avg"], pv_byte_hours=row["pv_byte_hours"],
         network_transfer_bytes=row["network_transfer_bytes"], network_receive_bytes=row["network_receive_bytes"],
-        rates_micros=rates, key=f"{row['namespace']}/{row['pod']}",
+        rates=rates, key=f"{row['namespace']}/{row['pod']}",
     )  # fmt: skip
 
 
@@ -138,7 +171,7 @@ def price_subscription(
     offering: Mapping[str, Any],
     versions: tuple[int, int],
     pinned: Hour,
-    boundary: datetime,
+    boundary: Callable[[datetime], datetime],
     now: datetime,
     data: Prefetched,
 ) -> Priced:
@@ -167,11 +200,20 @@ def price_subscription(
         end = schedule.snapped_end if schedule is not None and schedule.snapped_end else deactivated
         last_end = min(last_end, truncate_to_hour(end - timedelta(microseconds=1)) + HOUR)
     rows: list[tuple[Any, ...]] = []
+    unpriced = 0
     offering_version, subscription_version = versions
 
-    def add(hour: datetime, source: str, unit: int | None, quantity: Decimal, amount: int, final: bool) -> None:
+    def add(
+        hour: datetime,
+        source: str,
+        unit: int | Decimal | None,
+        quantity: Decimal,
+        amount: int,
+        final: bool,
+        unpriced: int = 0,
+    ) -> None:
         rows.append((cluster, uid, hour, source, namespace, name, offering_version, subscription_version, unit,
-                     quantity, amount, None, final, now))  # fmt: skip
+                     quantity, amount, None, final, now, unpriced))  # fmt: skip
 
     def hours_from(source: str) -> list[datetime]:
         start = watermarks[source] + HOUR if source in watermarks else first
@@ -207,11 +249,14 @@ def price_subscription(
                     by_hour.setdefault(row["hour"], []).append(_usage_row(row))
         active = ActiveInterval(activated, deactivated)
         for meter, hours in todo.items():
+            until = boundary(hours[0]) if hours else pinned.start
             for hour in hours:
                 charge = usage_charge(meter, by_hour.get(hour, []), meters[meter], active)
-                final = hour < pinned.start and hour + HOUR <= boundary
-                add(hour, meter.value, charge.unit_price_micros, charge.quantity, charge.amount_micros, final)
-    return Priced(rows, schedule, [m.value for m in meters])
+                final = hour < pinned.start and hour < until
+                add(hour, meter.value, charge.unit_price_micros, charge.quantity, charge.amount_micros, final,
+                    charge.rows_dropped)  # fmt: skip
+                unpriced += charge.rows_dropped
+    return Priced(rows, schedule, [m.value for m in meters], unpriced)
 
 
 def collect_charges(
@@ -230,7 +275,7 @@ def collect_charges(
     reconciled, subscriptions, offerings = reconcile_all(kube, db, cluster, opencost, now, mto)
     result.reconcile = reconciled.counts()
     result.errors.update(reconciled.errors)
-    boundary = _allocation_boundary(db, cluster, aggregation, pinned)
+    boundary = UsageBoundary(db, cluster, aggregation, pinned)
     data = prefetch(db, cluster, aggregation, subscriptions, pinned)
     priced: dict[str, tuple[dict[str, Any], Priced]] = {}
     all_rows: list[tuple[Any, ...]] = []
@@ -247,6 +292,10 @@ def collect_charges(
             continue
         priced[key] = (sub, item)
         all_rows.extend(item.rows)
+        if item.unpriced_rows:
+            result.unpriced_rows += item.unpriced_rows
+            log.warning("usage rows without a rate were not charged", extra={"fields": {
+                "subscription": key, "rows": item.unpriced_rows}})  # fmt: skip
     with db.connection() as conn:
         db.execute("create_charge_staging", conn)
         db.copy_rows(conn, "charge_staging", COLUMNS, all_rows)
@@ -258,14 +307,6 @@ def collect_charges(
         if _release_finalizer(db, kube, cluster, sub, item, now, error=result.errors.get(key)):
             result.finalizers_released += 1
     return result
-
-
-def _allocation_boundary(db: Database, cluster: str, aggregation: str, pinned: Hour) -> datetime:
-    open_hour = (db.fetch_one("allocation_boundary", cluster=cluster, aggregation=aggregation) or {}).get("hour")
-    if open_hour is not None:
-        return open_hour  # type: ignore[no-any-return]  # psycopg rows are Any
-    final = (db.fetch_one("latest_final_allocation_hour", cluster=cluster, aggregation=aggregation) or {}).get("hour")
-    return final + HOUR if final is not None else pinned.start
 
 
 def _offering_of(
@@ -298,8 +339,9 @@ def _write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any],
     uid = str(meta(sub).get("uid", ""))
     costs = []
     for granularity, start, end in _buckets(pinned):
-        totals = {r["source"]: int(r["micros"]) for r in db.fetch_all(
-            "subscription_charge_totals", cluster=cluster, uid=uid, start=start, end=pinned.end)}  # fmt: skip
+        found = db.fetch_all("subscription_charge_totals", cluster=cluster, uid=uid, start=start, end=pinned.end)
+        totals = {r["source"]: int(r["micros"]) for r in found}
+        unpriced = {r["source"]: int(r["unpriced_rows"]) for r in found}
         elapsed = (pinned.end - start).total_seconds()
         length = (end - start).total_seconds()
         breakdown: list[dict[str, Any]] = []
@@ -309,7 +351,10 @@ def _write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any],
                 projected = item.schedule.amount(start, end)
             else:  # usage run-rate over the bucket
                 projected = round(Decimal(current) * Decimal(length) / Decimal(elapsed)) if elapsed else current
-            breakdown.append({"name": source, "current": current, "projected": projected})
+            entry = {"name": "subscription" if source == "fee" else source, "current": current, "projected": projected}
+            if unpriced.get(source):  # usage rows without a rate: not charged, and said so
+                entry["unpricedRows"] = unpriced[source]
+            breakdown.append(entry)
         costs.append({
             "granularity": granularity, "start": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "endExclusive": end.strftime("%Y-%m-%dT%H:%M:%SZ"),

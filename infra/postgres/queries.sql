@@ -16,18 +16,43 @@ LIMIT %(limit)s;
 
 -- name: upsert_pricebook
 INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode,
-                        cpu_hour_micros, spot_cpu_hour_micros, ram_gb_hour_micros,
-                        spot_ram_gb_hour_micros, pv_gb_hour_micros, gpu_hour_micros, network_gib_micros)
+                        cpu_hour, spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour,
+                        network_gib)
 VALUES (%(cluster)s, %(namespace)s, %(name)s, %(uid)s, %(fingerprint)s, %(currency)s, %(valuation_mode)s,
         %(cpuHour)s, %(spotCPUHour)s, %(ramGbHour)s, %(spotRAMGbHour)s, %(pvGbHour)s, %(gpuHour)s,
         %(networkGiB)s)
 ON CONFLICT (cluster, namespace, name, fingerprint) DO UPDATE SET uid = EXCLUDED.uid
 RETURNING id;
 
--- name: finalized_hours
-SELECT hour FROM allocation_hours
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND is_finalized
-  AND hour >= %(start)s AND hour < %(end)s;
+-- name: ledger_hours
+-- The ledger from ``start`` on (an hour without a row is missing).
+SELECT hour, state, empty_since FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s;
+
+-- name: ledger_start
+-- The first hour the collector ever stored or gave up (hours before it were never asked for).
+SELECT min(hour) AS hour FROM allocation_hours WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s;
+
+-- name: unsettled_before
+-- Hours in [start, horizon) that are neither final nor lost: missing (no row) or still open. The
+-- collector gives them up, since OpenCost no longer answers for them.
+SELECT h AS hour FROM generate_series(%(start)s::timestamptz, %(horizon)s::timestamptz - interval '1 hour',
+                                      interval '1 hour') h
+LEFT JOIN allocation_hours l ON l.cluster = %(cluster)s AND l.aggregation = %(aggregation)s AND l.hour = h
+WHERE l.state IS NULL OR l.state = 'open'
+ORDER BY h;
+
+-- name: give_up_hour
+-- An hour given up: lost, with the reason. Rows stored before (an open hour) are kept as they are.
+INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, reason)
+VALUES (%(cluster)s, %(aggregation)s, %(hour)s, 'lost', 0, %(reason)s)
+ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET state = 'lost', reason = EXCLUDED.reason, collected_at = now()
+WHERE allocation_hours.state = 'open';
+
+-- name: mark_dirty_day
+INSERT INTO allocation_dirty_days (cluster, aggregation, day)
+VALUES (%(cluster)s, %(aggregation)s, (%(hour)s::timestamptz AT TIME ZONE 'UTC')::date)
+ON CONFLICT (cluster, aggregation, day) DO UPDATE SET marked_at = now();
 
 -- name: set_statement_timeout
 -- For the rest of the current transaction only.
@@ -39,8 +64,8 @@ SELECT finops_ensure_allocation_partition(%(hour)s);
 -- name: lock_allocation_hour
 SELECT pg_advisory_xact_lock(hashtext('provider_allocations'), hashtext(%(cluster)s || '|' || %(aggregation)s || '|' || %(hour)s::text));
 
--- name: hour_is_finalized
-SELECT is_finalized FROM allocation_hours
+-- name: hour_state
+SELECT state, empty_since, row_count FROM allocation_hours
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
 
 -- name: delete_allocation_hour
@@ -49,11 +74,23 @@ DELETE FROM provider_allocations
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
 
 -- name: record_allocation_hour
-INSERT INTO allocation_hours (cluster, aggregation, hour, is_finalized, row_count, pricebook_id, run_id)
-VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(is_finalized)s, %(row_count)s, %(pricebook_id)s, %(run_id)s)
+INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, pricebook_id, currency, run_id, reason,
+                              empty_since)
+VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(state)s, %(row_count)s, %(pricebook_id)s, %(currency)s, %(run_id)s,
+        %(reason)s, %(empty_since)s)
 ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
-    is_finalized = EXCLUDED.is_finalized, row_count = EXCLUDED.row_count,
-    pricebook_id = EXCLUDED.pricebook_id, run_id = EXCLUDED.run_id, collected_at = now();
+    state = EXCLUDED.state, row_count = EXCLUDED.row_count, pricebook_id = EXCLUDED.pricebook_id,
+    currency = EXCLUDED.currency, run_id = EXCLUDED.run_id, reason = EXCLUDED.reason,
+    empty_since = EXCLUDED.empty_since, collected_at = now();
+
+-- name: record_empty_hour
+-- OpenCost answered the hour with no allocations: its rows (if any) are kept, it stays open (or
+-- is given up) with the reason, and the first empty answer is remembered.
+INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, run_id, reason, empty_since)
+VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(state)s, 0, %(run_id)s, %(reason)s, %(empty_since)s)
+ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
+    state = EXCLUDED.state, run_id = EXCLUDED.run_id, reason = EXCLUDED.reason,
+    empty_since = coalesce(allocation_hours.empty_since, EXCLUDED.empty_since), collected_at = now();
 
 -- name: drop_allocation_partitions
 SELECT finops_drop_allocation_partitions(%(cutoff)s) AS partition;
@@ -198,24 +235,15 @@ SELECT pg_advisory_xact_lock(hashtext('allocation_daily'), hashtext(%(cluster)s 
 DELETE FROM allocation_daily WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day = %(day)s;
 
 -- name: rollup_allocation_day
--- Recompute one UTC day from its hourly rows (finalized or not: the day's rollup follows them).
+-- Recompute one UTC day from its hourly rows (open, final or lost: the rollup follows the rows).
 INSERT INTO allocation_daily
-SELECT cluster, aggregation, %(day)s::date, namespace, entry_kind, coalesce(team, ''), coalesce(cost_center, ''),
-       max(currency), count(DISTINCT hour),
-       coalesce(sum(cpu_cost_micros), 0), coalesce(sum(gpu_cost_micros), 0), coalesce(sum(ram_cost_micros), 0),
-       coalesce(sum(pv_cost_micros), 0), coalesce(sum(lb_cost_micros), 0), coalesce(sum(network_cost_micros), 0),
-       coalesce(sum(total_cost_micros), 0),
-       coalesce(sum(cpu_core_hours), 0),
-       coalesce(sum(cpu_core_request_avg * minutes / 60), 0),
-       coalesce(sum(cpu_core_usage_avg * minutes / 60), 0),
-       coalesce(sum(ram_byte_hours) / 1073741824, 0),
-       coalesce(sum(ram_byte_request_avg * minutes / 60) / 1073741824, 0),
-       coalesce(sum(ram_byte_usage_avg * minutes / 60) / 1073741824, 0)
-FROM provider_allocations
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
-  AND hour >= %(day)s::date::timestamp AT TIME ZONE 'UTC'
-  AND hour < (%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC'
-GROUP BY cluster, aggregation, namespace, entry_kind, coalesce(team, ''), coalesce(cost_center, '');
+SELECT * FROM finops_allocation_rollup(%(cluster)s, %(aggregation)s, %(day)s::date, %(day)s::date + 1);
+
+-- name: clear_dirty_day
+DELETE FROM allocation_dirty_days WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day = %(day)s;
+
+-- name: dirty_days
+SELECT day FROM allocation_dirty_days WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s ORDER BY day;
 
 -- name: chargeback_rows
 -- A period's cost per cluster, namespace and owner, from the daily rollups (one SQL aggregation).
@@ -247,6 +275,37 @@ WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
   AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
 GROUP BY day, team, entry_kind
 ORDER BY day, owner;
+
+-- name: report_hour_ledger
+-- A report's coverage (finops.coverage): the hour ledger over [start, end) as runs of consecutive
+-- hours of one cluster alike in state, reason, currency and pricing (unpriced: rows, no currency).
+SELECT cluster, state, reason, currency, unpriced, min(hour) AS first, max(hour) AS last,
+       sum(row_count)::bigint AS row_count
+FROM (
+    SELECT cluster, state, reason, btrim(currency) AS currency, row_count, hour,
+           (row_count > 0 AND currency IS NULL) AS unpriced,
+           hour - interval '1 hour' * row_number() OVER (
+               PARTITION BY cluster, state, reason, currency, (row_count > 0 AND currency IS NULL) ORDER BY hour
+           ) AS run
+    FROM allocation_hours
+    WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+      AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+) ledger
+GROUP BY cluster, state, reason, currency, unpriced, run
+ORDER BY cluster, first;
+
+-- name: report_rollup_clusters
+-- The clusters with daily rollups over [start, end) (days), the currencies their rows are priced
+-- in, and the days holding cost in no currency (collected while no PriceBook was active).
+SELECT cluster,
+       coalesce(array_agg(DISTINCT btrim(currency)) FILTER (WHERE currency IS NOT NULL), '{}') AS currencies,
+       coalesce(array_agg(DISTINCT day) FILTER (WHERE currency IS NULL AND total_cost_micros <> 0), '{}')
+           AS unpriced_days
+FROM allocation_daily
+WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY cluster
+ORDER BY cluster;
 
 -- name: namespace_costs
 -- Namespaces with their owner and cost over [start, end), from the daily rollups.
@@ -336,22 +395,19 @@ SELECT source, max(hour) AS hour FROM subscription_charges
 WHERE cluster = %(cluster)s AND subscription_uid = %(uid)s AND is_finalized
 GROUP BY source;
 
--- name: allocation_boundary
--- The earliest hour whose allocation rows are not final yet (usage at or after it stays open).
-SELECT min(hour) AS hour FROM allocation_hours
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND NOT is_finalized;
-
--- name: latest_final_allocation_hour
-SELECT max(hour) AS hour FROM allocation_hours
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND is_finalized;
+-- name: settled_hours
+-- Hours in [start, end) whose allocation rows will not change any more (final or lost).
+SELECT hour FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+  AND state IN ('final', 'lost');
 
 -- name: usage_rows
--- Allocation rows of some namespaces over [start, end), with the rates of the PriceBook version
--- each row was stamped with.
+-- Allocation rows of some namespaces over [start, end), with the exact rates (currency units) of
+-- the PriceBook version each row was stamped with.
 SELECT a.hour, a.namespace, a.controller_kind, a.controller, a.pod, a.data_start, a.data_end,
        a.cpu_core_usage_avg, a.ram_byte_usage_avg, a.pv_byte_hours, a.network_transfer_bytes,
        a.network_receive_bytes, a.gpu_hours, a.minutes, a.currency, a.pricebook_id,
-       p.cpu_hour_micros, p.ram_gb_hour_micros, p.pv_gb_hour_micros, p.gpu_hour_micros, p.network_gib_micros
+       p.cpu_hour, p.ram_gb_hour, p.pv_gb_hour, p.gpu_hour, p.network_gib
 FROM provider_allocations a LEFT JOIN pricebooks p ON p.id = a.pricebook_id
 WHERE a.cluster = %(cluster)s AND a.aggregation = %(aggregation)s
   AND a.hour >= %(start)s AND a.hour < %(end)s AND a.namespace = ANY(%(namespaces)s)
@@ -362,7 +418,8 @@ SELECT pg_advisory_xact_lock(hashtext('subscription_charges'), hashtext(%(cluste
 
 -- name: subscription_charge_totals
 -- Charges of a Subscription over [start, end), per source (for status.costs).
-SELECT source, sum(amount_micros)::bigint AS micros FROM subscription_charges
+SELECT source, sum(amount_micros)::bigint AS micros, sum(unpriced_rows)::bigint AS unpriced_rows
+FROM subscription_charges
 WHERE cluster = %(cluster)s AND subscription_uid = %(uid)s AND hour >= %(start)s AND hour < %(end)s
 GROUP BY source;
 
@@ -376,7 +433,7 @@ ON CONFLICT (cluster, subscription_uid, hour, source) DO UPDATE SET
     namespace = EXCLUDED.namespace, name = EXCLUDED.name, offering_version_id = EXCLUDED.offering_version_id,
     subscription_version_id = EXCLUDED.subscription_version_id, unit_price_micros = EXCLUDED.unit_price_micros,
     quantity = EXCLUDED.quantity, amount_micros = EXCLUDED.amount_micros, currency = EXCLUDED.currency,
-    is_finalized = EXCLUDED.is_finalized, computed_at = EXCLUDED.computed_at
+    is_finalized = EXCLUDED.is_finalized, computed_at = EXCLUDED.computed_at, unpriced_rows = EXCLUDED.unpriced_rows
 WHERE NOT c.is_finalized;
 
 -- name: latest_subscription_version

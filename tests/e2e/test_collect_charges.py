@@ -5,7 +5,8 @@ served by functions-framework, against the sandbox OpenCost and Kubernetes API a
   OpenCost restarted once), the Offering's pricing resolved, the Subscription given its finalizer;
 - a Subscription's hourly charges: the fee ticks and metered CPU usage priced from each
   allocation row's own PriceBook with the Offering's margin, half-even per row, clamped to the
-  active interval (the activation hour is half);
+  active interval (the activation hour is half); the unit price stored is exact (0.031611 x 1.5
+  is 47,416.5 micros), only ``status.resolvedPricing`` (an integer in the CRD) shows it rounded;
 - replaying a run changes nothing; a PriceBook change reprices only open hours;
 - ``status.costs`` has hour, day and month buckets with a breakdown per meter;
 - deletion: the Subscription deactivates, settles (from the Offering's mirrored version when the
@@ -36,6 +37,7 @@ START = NOW - timedelta(hours=4)  # the first collected hour
 ACTIVATED = START + timedelta(minutes=30)
 FB = "finops.stakater.com/v1alpha1"
 FEE = 1_000_000  # per hour, ActivatedAt alignment
+UNIT = Decimal("47416.5")  # cpuHour 0.031611 x factorMilli 1500, in micros: exact, never rounded
 
 
 def iso(moment: datetime) -> str:
@@ -90,7 +92,7 @@ def charges(db: Database) -> list[dict[str, Any]]:
         ).fetchall()
 
 
-def expected_usage(db: Database, hour: datetime, unit: int, fraction: Decimal = Decimal(1)) -> int:
+def expected_usage(db: Database, hour: datetime, unit: Decimal, fraction: Decimal = Decimal(1)) -> int:
     """Σ per row of round_half_even(cores used x hours x fraction x unit price), from the rows."""
     with db.connection() as conn:
         rows = conn.execute(
@@ -121,6 +123,7 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     assert "finops.stakater.com/restartedAt" in restarts
     offering = store.get(FB, "offerings", "finops", "gold")
     assert offering is not None and offering["status"]["ready"] is True
+    # The CRD's unitPriceMicros is an integer: displayed rounded half-even; charges use UNIT.
     assert offering["status"]["resolvedPricing"]["meters"] == [{"name": "cpuHour", "unitPriceMicros": 47_416}]
     sub = store.get(FB, "subscriptions", "shop", "gold-web")
     assert sub is not None and "subscriptions.finops.stakater.com/finalizer" in sub["metadata"]["finalizers"]
@@ -129,8 +132,8 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     fee = {r["hour"]: r["amount_micros"] for r in rows if r["source"] == "fee"}
     assert fee == {START + timedelta(hours=n): (0 if n == 0 else FEE) for n in range(5)}  # ticks at :30 after the first
     usage = {r["hour"]: r for r in rows if r["source"] == "cpuHour"}
-    assert usage[START]["amount_micros"] == expected_usage(db, START, 47_416, Decimal("0.5"))  # active half the hour
-    assert usage[START + timedelta(hours=1)]["amount_micros"] == expected_usage(db, START + timedelta(hours=1), 47_416)
+    assert usage[START]["amount_micros"] == expected_usage(db, START, UNIT, Decimal("0.5"))  # active half the hour
+    assert usage[START + timedelta(hours=1)]["amount_micros"] == expected_usage(db, START + timedelta(hours=1), UNIT)
     assert {h for h, r in usage.items() if not r["is_finalized"]} == {NOW}
 
     # Replaying the run changes nothing.
@@ -142,7 +145,7 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     # status.costs: hour, day and month buckets, each with its breakdown.
     costs = store.get(FB, "subscriptions", "shop", "gold-web")["status"]["costs"]  # type: ignore[index]
     assert [c["granularity"] for c in costs] == ["hour", "day", "month"]
-    assert {b["name"] for b in costs[2]["breakdown"]} == {"fee", "cpuHour"}
+    assert {b["name"] for b in costs[2]["breakdown"]} == {"subscription", "cpuHour"}  # the CRD's enum
     assert costs[2]["projected"] >= costs[2]["current"] > 0
 
     # A PriceBook change: finalized hours keep their price; the open hour is repriced.
@@ -150,7 +153,7 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     ping(allocations, NOW + timedelta(hours=1))
     ping(charge, NOW + timedelta(hours=1))
     after = {(r["hour"], r["source"]): r for r in charges(db)}
-    assert after[(START + timedelta(hours=1), "cpuHour")]["unit_price_micros"] == 47_416
+    assert after[(START + timedelta(hours=1), "cpuHour")]["unit_price_micros"] == UNIT
     assert after[(NOW, "cpuHour")]["unit_price_micros"] == 75_000  # 0.05 x 1.5
 
     # The Offering is deleted while its Subscription winds down: it settles from the mirrored
