@@ -14,6 +14,7 @@ from typing import Any
 
 from finops.conditions import rfc3339
 from finops.errors import InvalidInput
+from finops.money import from_micros
 from finops.pricebooks import PriceBook
 from finops.subscriptions import Obj, Ref, is_ready, ref_of, reference
 from finops.usage import Meter, parse_margin, price
@@ -53,12 +54,14 @@ def resolve(offering: Obj, book: PriceBook | None, offerings: Mapping[Ref, Obj],
             margin = parse_margin(item.get("margins"), field=f"spec.pricing.resourcePricing[{index}].margins")
             if name == "subscription":
                 fee = (pricing.get("subscriptionFee") or {}).get("priceMicros", 0)
-                meters.append({"name": name, "unitPriceMicros": price(int(fee), margin)})
+                meters.append({"name": name, "unitPriceMicros": round(price(from_micros(int(fee)), margin))})
                 continue
             if book is None:
                 return Resolution(False, "NoActivePricebook", "no active, valid PriceBook to price metered usage")
             meter = Meter(name)
-            meters.append({"name": name, "unitPriceMicros": price(book.rates_micros[meter.rate_field], margin)})
+            # The CRD's unitPriceMicros is an integer: the published price is rounded half-even, for
+            # display only. Charges use each row's exact price (finops.usage), never this one.
+            meters.append({"name": name, "unitPriceMicros": round(price(book.rates[meter.rate_field], margin))})
     except (InvalidInput, ValueError) as exc:
         return Resolution(False, "ValidationError", str(exc))
     resolved: dict[str, Any] = {"resolvedAt": rfc3339(now), "meters": meters}

@@ -1,4 +1,4 @@
-"""PriceBooks: parsing rates into micros and electing the cluster's active book.
+"""PriceBooks: parsing rates (exact decimals, never rounded) and electing the cluster's active book.
 
 The operator this replaces priced usage with "the first PriceBook in the collector's namespace"
 and honoured only an annotation, while its own chart set a label. Here the active book is elected
@@ -17,10 +17,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from finops.errors import InvalidInput
-from finops.money import parse_rate
+from finops.money import parse_rate, rate_text
 
 ACTIVE_MARKER = "finops.stakater.com/active"
 
@@ -38,19 +39,23 @@ RATE_FIELDS = (
 
 @dataclass(frozen=True)
 class PriceBook:
-    """A validated PriceBook: its identity, currency and rates in integer micros."""
+    """A validated PriceBook: its identity, currency and exact rates (currency units per unit)."""
 
     namespace: str
     name: str
     uid: str
     currency: str
     valuation_mode: str
-    rates_micros: Mapping[str, int]
+    rates: Mapping[str, Decimal]
 
     @property
     def fingerprint(self) -> str:
-        """A digest of everything that prices usage: a new one means a new version."""
-        document = {"currency": self.currency, "mode": self.valuation_mode, **self.rates_micros}
+        """A digest of everything that prices usage: a new one means a new version.
+
+        Built from the canonical rate strings, so "0.10" and "0.1" are the same version.
+        """
+        rates = {field: rate_text(rate) for field, rate in self.rates.items()}
+        document = {"currency": self.currency, "mode": self.valuation_mode, **rates}
         return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -104,14 +109,14 @@ def parse_pricebook(obj: Mapping[str, Any]) -> PriceBook:
     unknown = sorted(set(rates) - set(RATE_FIELDS))
     if unknown:
         raise InvalidInput(f"{where}: spec.rates.{unknown[0]} is not a known rate ({', '.join(RATE_FIELDS)})")
-    micros = {field: parse_rate(f"{where}: spec.rates.{field}", rates.get(field)) for field in RATE_FIELDS}
+    exact = {field: parse_rate(f"{where}: spec.rates.{field}", rates.get(field)) for field in RATE_FIELDS}
     return PriceBook(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         currency=currency,
         valuation_mode=mode,
-        rates_micros=micros,
+        rates=exact,
     )
 
 

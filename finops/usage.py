@@ -9,7 +9,7 @@ its ``usageSources`` select. Each row is priced on its own:
    over it, so the quantity is the row's whole quantity times ``overlap / span``:
 
    ============ ========================================================= ====================
-   meter        quantity of the whole row                                 PriceBook rate
+   meter        quantity of the whole row                                 exact PriceBook rate
    ============ ========================================================= ====================
    cpuHour      average cores *used* x hours (usage, not requests: the     ``cpuHour``
                 operator's behaviour, kept)
@@ -24,23 +24,28 @@ its ``usageSources`` select. Each row is priced on its own:
    when its instant is in the active interval, none of it otherwise.
 
 2. **Unit price**, from the row's *own* stamped PriceBook rate (the book the collector priced the
-   row with, not the Offering's ``resolvedPricing``) and the meter's margin:
-   ``rate + absoluteMicros``, or ``rate x factorMilli / 1000`` rounded half-even to whole micros.
+   row with, not the Offering's ``resolvedPricing``) and the meter's margin. The rate is the
+   book's exact decimal in currency units (0.00005479452 per GiB-hour stays that, as OpenCost
+   prices it), and the unit price is **exact, in micros, never rounded**: ``rate x 10^6 +
+   absoluteMicros``, or ``rate x 10^6 x factorMilli / 1000`` (fractional micros are kept).
    A negative result is clamped to 0. A row without a rate for the meter (no PriceBook stamped,
    the operator's id 0) is **dropped**: it is reported in ``UsageCharge.rows_dropped`` and
    ``dropped_quantity``, never charged at the margin alone. A rate of 0 *is* a rate.
 
-3. **Amount: the rounding rule.** ``quantity x unit price`` is computed exactly (quantities are
-   exact rationals: the inputs are decimals and time overlaps are fractions of a span) and
-   rounded **half-even to whole micros, per row**. The charge for the hour is the sum of the
-   rounded rows. Nothing is rounded twice: the reported ``quantity`` (a Decimal rounded half-even
-   to ``QUANTITY_PLACES`` places) is for display and storage only and never re-enters a price.
+3. **Amount: the rounding rule, the only one.** ``quantity x unit price`` is computed exactly
+   (quantities are exact rationals: the inputs are decimals and time overlaps are fractions of a
+   span; rates and margins are exact too) and rounded **half-even to whole micros, per row**. The
+   charge for the hour is the sum of the rounded rows. Nothing else is rounded before it, and
+   nothing is rounded twice: the reported ``quantity`` (a Decimal rounded half-even to
+   ``QUANTITY_PLACES`` places) and ``unit_price_micros`` are for display and storage only and
+   never re-enter a price.
 
-Several rows in one hour may carry different stamped rates (a PriceBook changed mid-hour, or rows
-from different books). ``UsageCharge.unit_price_micros`` is then the quantity-weighted mean of
-the rows' unit prices, rounded half-even (the plain mean when every quantity is 0); when all
-priced rows share one unit price it is exactly that price. ``unit_prices`` lists the distinct
-prices, so a caller can tell a mixed hour from a single-rate one.
+``UsageCharge.unit_price_micros`` is the exact unit price (a Decimal: a rate and a margin are
+finite decimals, so is their price) when all priced rows share one. Several rows in one hour may
+carry different stamped rates (a PriceBook changed mid-hour, or rows from different books); it is
+then the quantity-weighted mean of the rows' unit prices (the plain mean when every quantity is
+0), rounded half-even to ``PRICE_PLACES`` decimals of a micro, for display only. ``unit_prices``
+lists the distinct exact prices, so a caller can tell a mixed hour from a single-rate one.
 """
 
 from __future__ import annotations
@@ -54,9 +59,11 @@ from fractions import Fraction
 from typing import Any
 
 from finops.errors import InvalidInput
+from finops.money import MICROS_PER_UNIT
 
 GIB = 2**30
 QUANTITY_PLACES = 12
+PRICE_PLACES = 6  # decimals of a micro kept in the displayed mean price of a mixed-rate hour
 _MICROSECOND = timedelta(microseconds=1)
 _HOUR_MICROSECONDS = 3_600_000_000
 
@@ -112,15 +119,15 @@ def parse_margin(spec: Mapping[str, Any] | None, *, field: str = "margins") -> M
         raise InvalidInput(f"{field}: {exc.message}") from exc
 
 
-def price(rate_micros: int, margin: Margin = NO_MARGIN) -> int:
-    """The unit price in micros: the rate with the margin applied, never below 0."""
+def price(rate: Decimal | int, margin: Margin = NO_MARGIN) -> Fraction:
+    """The exact unit price in micros of a rate in currency units, with the margin applied, never
+    below 0. Not rounded: fractional micros are kept until the per-row amount is rounded."""
+    unit = _exact(rate, "rate") * MICROS_PER_UNIT
     if margin.absolute_micros is not None:
-        unit = rate_micros + margin.absolute_micros
+        unit += margin.absolute_micros
     elif margin.factor_milli is not None:
-        unit = round(Fraction(rate_micros * margin.factor_milli, 1000))  # half-even
-    else:
-        unit = rate_micros
-    return max(0, unit)
+        unit *= Fraction(margin.factor_milli, 1000)
+    return max(Fraction(0), unit)
 
 
 @dataclass(frozen=True)
@@ -139,8 +146,9 @@ class ActiveInterval:
 class UsageRow:
     """What pricing needs from one allocation row: its window, its usage, its stamped rates.
 
-    ``rates_micros`` is the stamped PriceBook's rates keyed by ``spec.rates`` name (``cpuHour`` ...
-    ``networkGiB``), or None when the row was collected without a PriceBook.
+    ``rates`` is the stamped PriceBook's exact rates (currency units, never rounded) keyed by
+    ``spec.rates`` name (``cpuHour`` ... ``networkGiB``), or None when the row was collected
+    without a PriceBook.
     """
 
     start: datetime
@@ -151,7 +159,7 @@ class UsageRow:
     pv_byte_hours: Decimal | int | None = None
     network_transfer_bytes: Decimal | int | None = None
     network_receive_bytes: Decimal | int | None = None
-    rates_micros: Mapping[str, int] | None = None
+    rates: Mapping[str, Decimal] | None = None
     key: str = ""
 
     def __post_init__(self) -> None:
@@ -160,9 +168,9 @@ class UsageRow:
         if self.end < self.start:
             raise ValueError(f"UsageRow {self.key!r} ends before it starts")
 
-    def rate(self, meter: Meter) -> int | None:
-        """The stamped rate for ``meter`` in micros, or None when the row has none."""
-        return None if self.rates_micros is None else self.rates_micros.get(meter.rate_field)
+    def rate(self, meter: Meter) -> Decimal | None:
+        """The stamped rate for ``meter`` in currency units, or None when the row has none."""
+        return None if self.rates is None else self.rates.get(meter.rate_field)
 
 
 @dataclass(frozen=True)
@@ -172,8 +180,8 @@ class UsageCharge:
     meter: Meter
     quantity: Decimal  # of the priced rows, rounded half-even to QUANTITY_PLACES
     amount_micros: int
-    unit_price_micros: int | None  # None when no row was priced
-    unit_prices: tuple[int, ...]  # the distinct unit prices of the priced rows, ascending
+    unit_price_micros: Decimal | None  # exact for one price, else the rounded mean; None when none priced
+    unit_prices: tuple[Decimal, ...]  # the distinct exact unit prices of the priced rows, ascending
     rows_priced: int
     rows_dropped: int  # rows in the active interval without a rate for the meter
     dropped_quantity: Decimal
@@ -235,7 +243,7 @@ def usage_charge(meter: Meter, rows: Iterable[UsageRow], margin: Margin, active:
     quantity = dropped = Fraction(0)
     amount = priced = skipped = 0
     weighted = Fraction(0)
-    prices: list[int] = []
+    prices: list[Fraction] = []
     for row in rows:
         if _overlap(row, active.start, active.end)[0] == 0:
             continue
@@ -256,18 +264,32 @@ def usage_charge(meter: Meter, rows: Iterable[UsageRow], margin: Margin, active:
         quantity=to_quantity(quantity),
         amount_micros=amount,
         unit_price_micros=_unit_price(prices, weighted, quantity),
-        unit_prices=tuple(sorted(set(prices))),
+        unit_prices=tuple(_decimal(p) for p in sorted(set(prices))),
         rows_priced=priced,
         rows_dropped=skipped,
         dropped_quantity=to_quantity(dropped),
     )
 
 
-def _unit_price(prices: list[int], weighted: Fraction, quantity: Fraction) -> int | None:
+def _decimal(value: Fraction) -> Decimal:
+    """A finite decimal (a denominator of 2s and 5s only, as every unit price has) as an exact
+    Decimal; ``ValueError`` for any other fraction, which would need rounding."""
+    twos = fives = 0
+    rest = value.denominator
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        raise ValueError(f"{value} is not a finite decimal")
+    places = max(twos, fives)
+    return Decimal(f"{value.numerator * 10**places // value.denominator}E-{places}")  # exact, from text
+
+
+def _unit_price(prices: list[Fraction], weighted: Fraction, quantity: Fraction) -> Decimal | None:
     if not prices:
         return None
     if len(set(prices)) == 1:
-        return prices[0]
-    if quantity:
-        return round(weighted / quantity)
-    return round(Fraction(sum(prices), len(prices)))
+        return _decimal(prices[0])  # exact
+    mean = weighted / quantity if quantity else Fraction(sum(prices), len(prices))
+    return Decimal(f"{round(mean * 10**PRICE_PLACES)}E-{PRICE_PLACES}")  # half-even; display only

@@ -4,18 +4,23 @@
 - replicas starting at once serialise on the advisory lock and apply each migration once;
 - an edited, already-applied migration is refused by name;
 - the month partitions of provider_allocations are created on demand, once, even under a race;
-- retention drops only the partitions of months that ended before the cutoff.
+- retention drops only the partitions of months that ended before the cutoff;
+- PriceBook rates: 008 turns the old micros into exact numeric currency units (and charge unit
+  prices into numeric), and rates are stored and read back exactly, however many decimals.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
 
 import psycopg
 import pytest
 
 from finops.errors import FinOpsError
+from finops.pricebooks import parse_pricebook
 from infra.postgres import Database, apply_migrations, connect
 from infra.postgres.migrations import available
 from sandbox.postgres import scratch_database
@@ -73,3 +78,56 @@ def test_retention_drops_only_months_that_ended_before_the_cutoff(db: Database) 
         }
     assert {"provider_allocations_202609", "provider_allocations_202610", "provider_allocations_202611"} <= left
     assert "provider_allocations_202608" not in left
+
+
+def test_exact_rates_are_backfilled_from_micros(pg_server: str) -> None:
+    with scratch_database(pg_server, prefix="finops_mig") as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        for migration in available():
+            if migration.version < 8:
+                conn.execute(migration.sql)
+        conn.execute(
+            "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode,"
+            " cpu_hour_micros, spot_cpu_hour_micros, ram_gb_hour_micros, spot_ram_gb_hour_micros,"
+            " pv_gb_hour_micros, gpu_hour_micros, network_gib_micros)"
+            " VALUES ('c', 'finops', 'standard', 'u', 'old', 'USD', 'currency', 31611, 0, 4000, 1, 55, 1800000, 90000)"
+        )
+        (exact_rates,) = [m for m in available() if m.version == 8]
+        conn.execute(exact_rates.sql)
+        rates = conn.execute(
+            "SELECT cpu_hour, spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib"
+            " FROM pricebooks"
+        ).fetchone()
+        assert rates is not None
+        assert [str(rate) for rate in rates] == ["0.031611", "0.000000", "0.004000", "0.000001", "0.000055",
+                                                 "1.800000", "0.090000"]  # fmt: skip
+        types: dict[str, str] = dict(
+            conn.execute(
+                "SELECT table_name || '.' || column_name, data_type FROM information_schema.columns"
+                " WHERE table_name IN ('pricebooks', 'subscription_charges')"
+            ).fetchall()
+        )
+        assert not [column for column in types if column.endswith("_hour_micros") or column.endswith("_gib_micros")]
+        assert types["pricebooks.ram_gb_hour"] == types["subscription_charges.unit_price_micros"] == "numeric"
+
+
+def test_pricebook_rates_are_stored_and_read_back_exactly(db: Database) -> None:
+    rates = {"cpuHour": "0.0000004", "ramGbHour": "0.00005479452", "gpuHour": "999999999999.999999999999999",
+             "pvGbHour": "0.000000000000001", "networkGiB": "0.10"}  # fmt: skip
+    book = parse_pricebook({"metadata": {"namespace": "finops", "name": "exact", "uid": "u"},
+                            "spec": {"currency": "USD", "rates": rates}})  # fmt: skip
+    version: dict[str, Any] = {"cluster": "c", "namespace": book.namespace, "name": book.name, "uid": book.uid,
+                               "fingerprint": book.fingerprint, "currency": book.currency,
+                               "valuation_mode": book.valuation_mode, **book.rates}  # fmt: skip
+    row = db.fetch_one("upsert_pricebook", **version)
+    assert row is not None
+    with db.connection() as conn:
+        stored = conn.execute(
+            "SELECT cpu_hour, ram_gb_hour, gpu_hour, pv_gb_hour, network_gib, spot_cpu_hour FROM pricebooks"
+            " WHERE id = %s",
+            (row["id"],),
+        ).fetchone()
+    assert stored is not None
+    assert [f"{stored[column]:f}" for column in ("cpu_hour", "ram_gb_hour", "gpu_hour", "pv_gb_hour")] == [
+        "0.0000004", "0.00005479452", "999999999999.999999999999999", "0.000000000000001"
+    ]  # fmt: skip
+    assert (stored["network_gib"], stored["spot_cpu_hour"]) == (Decimal("0.1"), 0)

@@ -1,6 +1,7 @@
 """We test these aspects of the domain's money and time:
 
-- rates parse from decimal strings into exact micros, and bad values name the field;
+- rates parse from decimal strings into exact Decimals (never rounded to micros), up to 12 integer
+  digits and 15 decimal places; anything else is refused naming the field;
 - micros round half-even once, and never go through float;
 - the run's hour is pinned from the trigger and lookback hours are the ones before it.
 """
@@ -14,22 +15,80 @@ import pytest
 
 from finops.errors import InvalidInput
 from finops.hours import Hour, lookback, parse_timestamp, pin_hour, truncate_to_hour
-from finops.money import format_amount, from_micros, parse_rate, to_micros
+from finops.money import format_amount, from_micros, parse_rate, rate_text, to_micros
 
 
 @pytest.mark.parametrize(
-    ("text", "micros"),
-    [("0.031611", 31_611), ("1", 1_000_000), ("", 0), (None, 0), ("0.00005479452", 55), ("12.5", 12_500_000)],
-    ids=["cpu-rate", "integer", "empty-is-unset", "missing-is-unset", "storage-rounds-half-even", "decimal"],
+    ("text", "rate"),
+    [
+        ("0.031611", "0.031611"),
+        ("1", "1"),
+        (5, "5"),
+        ("", "0"),
+        (None, "0"),
+        ("0.00005479452", "0.00005479452"),
+        ("0.0000004", "0.0000004"),
+        ("12.5", "12.5"),
+        (" 0.10 ", "0.1"),
+        ("999999999999.999999999999999", "999999999999.999999999999999"),
+        ("0001.500000000000000000", "1.5"),
+    ],
+    ids=[
+        "cpu-rate",
+        "integer",
+        "int-value",
+        "empty-is-unset",
+        "missing-is-unset",
+        "storage-kept-exactly",
+        "sub-micro-is-not-free",
+        "decimal",
+        "padded",
+        "largest",
+        "zeros-that-change-nothing-do-not-count",
+    ],
 )
-def test_parse_rate(text: str | None, micros: int) -> None:
-    assert parse_rate("spec.rates.cpuHour", text) == micros
+def test_parse_rate_is_exact(text: str | int | None, rate: str) -> None:
+    parsed = parse_rate("spec.rates.cpuHour", text)
+    assert isinstance(parsed, Decimal) and parsed == Decimal(rate)
+    assert rate_text(parsed) == rate
 
 
-@pytest.mark.parametrize("bad", ["-1", "1e3", "abc", "0.1.2", 0.1, True, "9" * 20])
-def test_parse_rate_rejects_and_names_the_field(bad: object) -> None:
-    with pytest.raises(InvalidInput, match=r"spec\.rates\.ramGbHour"):
-        parse_rate("spec.rates.ramGbHour", bad)
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("-1", "not a non-negative decimal"),
+        ("1e3", "not a non-negative decimal"),
+        ("1E-7", "not a non-negative decimal"),
+        ("abc", "not a non-negative decimal"),
+        ("0.1.2", "not a non-negative decimal"),
+        (".5", "not a non-negative decimal"),
+        (" ", "not a non-negative decimal"),
+        (0.1, "must be a decimal string"),
+        (True, "must be a decimal string"),
+        (-1, "not a non-negative decimal"),
+        ("9" * 13, "more than 12 integer digits"),
+        (10**12, "more than 12 integer digits"),
+        ("0." + "0" * 15 + "1", "more than 15 decimal places"),
+    ],
+    ids=[
+        "negative",
+        "exponent",
+        "small-exponent",
+        "text",
+        "two-points",
+        "no-integer-part",
+        "blank",
+        "float",
+        "bool",
+        "negative-int",
+        "13-integer-digits",
+        "int-too-large",
+        "16-places",
+    ],
+)
+def test_parse_rate_refuses_and_names_the_field(bad: object, why: str) -> None:
+    with pytest.raises(InvalidInput, match=rf"^PriceBook ns/name: spec\.rates\.ramGbHour: .*{why}"):
+        parse_rate("PriceBook ns/name: spec.rates.ramGbHour", bad)
 
 
 def test_micros_round_half_even_and_round_trip() -> None:

@@ -4,11 +4,15 @@
   2^30 x hours, PV byte-hours / 2^30, network (transfer + receive) / 2^30 with no time factor;
 - clamping to the Subscription's active interval: the first and last hour trimmed, network too,
   rows wholly outside ignored, rows measured over part of the hour prorated over their own span;
-- the unit price: the row's own stamped rate with an absolute or factor margin (a factor below
-  1000 is a discount), rounded half-even to micros, a negative price clamped to 0;
+- the unit price: the row's own stamped rate (an exact decimal in currency units) with an
+  absolute or factor margin (a factor below 1000 is a discount), exact in micros and never
+  rounded (fractional micros are kept), a negative price clamped to 0;
+- no rate is ever rounded to micros: a storage rate with 11 decimals, a sub-micro rate and a factor
+  margin on it are priced exactly, from the PriceBook's text to the per-row rounding;
 - rows without a rate are dropped and reported, never charged at the margin alone;
 - the rounding rule: exact quantity x unit price, rounded half-even per row, rows summed;
-- the unit price reported for an hour whose rows carry different rates.
+- the unit price reported: exact for one rate, and for an hour whose rows carry different rates
+  the quantity-weighted mean rounded to 6 decimals of a micro (display only).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import pytest
 
 from finops.errors import InvalidInput
+from finops.pricebooks import parse_pricebook
 from finops.usage import (
     NO_MARGIN,
     ActiveInterval,
@@ -36,14 +41,14 @@ from finops.usage import (
 
 GIB = 2**30
 HOUR_START = datetime(2026, 8, 12, 10, tzinfo=UTC)
-RATES = {
-    "cpuHour": 31_000,
-    "spotCPUHour": 0,
-    "ramGbHour": 4_000,
-    "spotRAMGbHour": 0,
-    "pvGbHour": 120,
-    "gpuHour": 1_800_000,
-    "networkGiB": 90_000,
+RATES = {  # currency units per unit, as a PriceBook states them
+    "cpuHour": Decimal("0.031"),
+    "spotCPUHour": Decimal(0),
+    "ramGbHour": Decimal("0.004"),
+    "spotRAMGbHour": Decimal(0),
+    "pvGbHour": Decimal("0.00012"),
+    "gpuHour": Decimal("1.8"),
+    "networkGiB": Decimal("0.09"),
 }
 ALWAYS = ActiveInterval(datetime(2026, 1, 1, tzinfo=UTC))
 CPU, GPU, RAM, PV, NET = Meter.CPU_HOUR, Meter.GPU_HOUR, Meter.RAM_GB_HOUR, Meter.PV_GB_HOUR, Meter.NETWORK_GB
@@ -73,7 +78,7 @@ def row(
         pv_byte_hours=pv,
         network_transfer_bytes=tx,
         network_receive_bytes=rx,
-        rates_micros=rates,
+        rates=rates,
         **values,
     )
 
@@ -129,7 +134,7 @@ CASES = {
     "margin/factor-980-discount": Case(CPU, (row(cpu=2),), 60_760, "2", factor(980)),
     "margin/factor-0-free": Case(GPU, (row(gpu=2),), 0, "2", factor(0)),
     "margin/negative-price-clamped-to-0": Case(CPU, (row(cpu=2),), 0, "2", absolute(-50_000)),
-    "margin/rate-0-is-a-rate": Case(CPU, (row(cpu=2, rates={"cpuHour": 0}),), 400, "2", absolute(200)),
+    "margin/rate-0-is-a-rate": Case(CPU, (row(cpu=2, rates={"cpuHour": Decimal(0)}),), 400, "2", absolute(200)),
     # Clamping to the active interval [activatedAt, deactivatedAt).
     "clamp/first-hour-from-10:15": Case(CPU, (row(cpu=2),), 46_500, "1.5", active=since(15)),
     "clamp/last-hour-to-10:40-thirds": Case(CPU, (row(cpu=2),), 41_333, "1.333333333333", active=until(40)),
@@ -142,12 +147,14 @@ CASES = {
     "clamp/row-wholly-after-deactivation-ignored": Case(NET, (row(tx=GIB),), 0, "0", active=until(0)),
     # Rows without a rate are dropped, not charged at the margin alone.
     "drop/no-pricebook": Case(CPU, (row(cpu=2, rates=None),), 0, "0", absolute(200)),
-    "drop/book-without-the-meter": Case(GPU, (row(gpu=1, rates={"cpuHour": 31_000}),), 0, "0"),
+    "drop/book-without-the-meter": Case(GPU, (row(gpu=1, rates={"cpuHour": Decimal("0.031")}),), 0, "0"),
     "drop/only-the-unrated-row": Case(CPU, (row(cpu=1), row(cpu=5, rates=None)), 31_000, "1"),
     # The rounding rule: exact product, half-even per row, rows summed.
-    "round/2.5-micros-to-2": Case(NET, (row(tx=GIB // 2, rates={"networkGiB": 5}),), 2, "0.5"),
-    "round/3.5-micros-to-4": Case(NET, (row(tx=GIB // 2, rates={"networkGiB": 7}),), 4, "0.5"),
-    "round/per-row-then-summed-2+2-not-5": Case(NET, (row(tx=GIB // 2, rates={"networkGiB": 5}),) * 2, 4, "1"),
+    "round/2.5-micros-to-2": Case(NET, (row(tx=GIB // 2, rates={"networkGiB": Decimal("0.000005")}),), 2, "0.5"),
+    "round/3.5-micros-to-4": Case(NET, (row(tx=GIB // 2, rates={"networkGiB": Decimal("0.000007")}),), 4, "0.5"),
+    "round/per-row-then-summed-2+2-not-5": Case(
+        NET, (row(tx=GIB // 2, rates={"networkGiB": Decimal("0.000005")}),) * 2, 4, "1"
+    ),
     "round/below-half-down": Case(CPU, (row(cpu=Decimal("0.0000161")),), 0, "0.0000161"),
     "round/above-half-up": Case(CPU, (row(cpu=Decimal("0.0000162")),), 1, "0.0000162"),
 }
@@ -184,7 +191,8 @@ def test_dropped_rows_are_reported() -> None:
     charge = usage_charge(Meter.CPU_HOUR, rows, NO_MARGIN, ActiveInterval(minute(30)))
     assert (charge.rows_priced, charge.rows_dropped) == (1, 2)
     assert charge.dropped_quantity == Decimal("2.5")
-    assert (charge.quantity, charge.amount_micros, charge.unit_price_micros) == (Decimal("0.5"), 15_500, 31_000)
+    assert (charge.quantity, charge.amount_micros) == (Decimal("0.5"), 15_500)
+    assert charge.unit_price_micros == Decimal(31_000)
     nothing = usage_charge(Meter.CPU_HOUR, rows[1:], NO_MARGIN, ALWAYS)
     assert (nothing.amount_micros, nothing.unit_price_micros, nothing.unit_prices) == (0, None, ())
 
@@ -195,50 +203,115 @@ def test_dropped_rows_are_reported() -> None:
 @pytest.mark.parametrize(
     ("rate", "margin", "unit"),
     [
-        (31_000, NO_MARGIN, 31_000),
-        (31_000, Margin(absolute_micros=200), 31_200),
-        (31_000, Margin(factor_milli=1150), 35_650),
-        (1_800_000, Margin(factor_milli=1200), 2_160_000),
-        (31_611, Margin(factor_milli=980), 30_979),
-        (31_611, Margin(factor_milli=1000), 31_611),
-        (1, Margin(factor_milli=1500), 2),
-        (1, Margin(factor_milli=2500), 2),
-        (3, Margin(factor_milli=500), 2),
-        (0, Margin(absolute_micros=200), 200),
-        (100, Margin(absolute_micros=-101), 0),
+        ("0.031", NO_MARGIN, "31000"),
+        ("0.031", Margin(absolute_micros=200), "31200"),
+        ("0.031", Margin(factor_milli=1150), "35650"),
+        ("1.8", Margin(factor_milli=1200), "2160000"),
+        ("0.031611", Margin(factor_milli=980), "30978.78"),
+        ("0.031611", Margin(factor_milli=1000), "31611"),
+        ("0.000001", Margin(factor_milli=1500), "1.5"),
+        ("0.000001", Margin(factor_milli=2500), "2.5"),
+        ("0.000003", Margin(factor_milli=500), "1.5"),
+        ("0.00005479452", NO_MARGIN, "54.79452"),
+        ("0.0000004", NO_MARGIN, "0.4"),
+        ("0.0000004", Margin(factor_milli=1150), "0.46"),
+        ("0.0000004", Margin(absolute_micros=1), "1.4"),
+        ("0.000000000000001", NO_MARGIN, "0.000000001"),
+        ("0", Margin(absolute_micros=200), "200"),
+        ("0.0001", Margin(absolute_micros=-101), "0"),
     ],
     ids=[
         "no-margin",
         "absolute",
         "factor-markup",
         "factor-gpu",
-        "factor-discount-rounds-half-even",
+        "factor-discount-keeps-fractional-micros",
         "factor-1000-is-identity",
-        "factor-1.5-ties-to-2",
-        "factor-2.5-ties-to-2",
-        "factor-half-of-3-ties-to-2",
+        "factor-1.5-micros-not-rounded",
+        "factor-2.5-micros-not-rounded",
+        "factor-half-of-3-not-rounded",
+        "storage-rate-with-11-decimals",
+        "sub-micro-rate-is-not-free",
+        "factor-on-a-sub-micro-rate",
+        "absolute-on-a-sub-micro-rate",
+        "smallest-rate",
         "zero-rate-plus-absolute",
         "negative-clamps-to-0",
     ],
 )
-def test_price(rate: int, margin: Margin, unit: int) -> None:
-    assert price(rate, margin) == unit
+def test_price_is_exact(rate: str, margin: Margin, unit: str) -> None:
+    priced = price(Decimal(rate), margin)
+    assert isinstance(priced, Fraction) and priced == Fraction(Decimal(unit))
 
 
 def test_unit_price_of_an_hour_with_one_rate_is_that_rate() -> None:
     charge = usage_charge(Meter.CPU_HOUR, [row(cpu=1)] * 3, Margin(factor_milli=1150), ALWAYS)
-    assert (charge.unit_price_micros, charge.unit_prices, charge.rows_priced) == (35_650, (35_650,), 3)
+    assert (charge.unit_price_micros, charge.unit_prices) == (Decimal(35_650), (Decimal(35_650),))
+    assert charge.rows_priced == 3
+    fractional = usage_charge(CPU, [row(cpu=1, rates={"cpuHour": Decimal("0.031611")})], factor(980), ALWAYS)
+    assert fractional.unit_price_micros == Decimal("30978.78") and fractional.amount_micros == 30_979
 
 
 def test_unit_price_of_an_hour_with_mixed_rates_is_the_quantity_weighted_mean() -> None:
-    old_book = row(tx=GIB, rates={"networkGiB": 90_000})
-    new_book = row(tx=3 * GIB, rates={"networkGiB": 100_000})
+    old_book = row(tx=GIB, rates={"networkGiB": Decimal("0.09")})
+    new_book = row(tx=3 * GIB, rates={"networkGiB": Decimal("0.1")})
     charge = usage_charge(Meter.NETWORK_GB, [new_book, old_book], NO_MARGIN, ALWAYS)
     assert charge.amount_micros == 390_000
-    assert (charge.unit_price_micros, charge.unit_prices) == (97_500, (90_000, 100_000))
+    assert (charge.unit_price_micros, charge.unit_prices) == (Decimal(97_500), (Decimal(90_000), Decimal(100_000)))
     no_traffic = [replace(old_book, network_transfer_bytes=0), replace(new_book, network_transfer_bytes=0)]
     idle = usage_charge(Meter.NETWORK_GB, no_traffic, NO_MARGIN, ALWAYS)
-    assert (idle.amount_micros, idle.unit_price_micros) == (0, 95_000)
+    assert (idle.amount_micros, idle.unit_price_micros) == (0, Decimal(95_000))
+
+
+def test_the_mean_price_of_a_mixed_hour_is_rounded_for_display_only() -> None:
+    one = row(tx=GIB, rates={"networkGiB": Decimal("0.0000011")})  # 1.1 micros
+    two = row(tx=2 * GIB, rates={"networkGiB": Decimal("0.0000021")})  # 2.1 micros
+    charge = usage_charge(NET, [one, two], NO_MARGIN, ALWAYS)
+    # (1 x 1.1 + 2 x 2.1) / 3 = 1.7666...: six decimals of a micro, half-even.
+    assert charge.unit_price_micros == Decimal("1.766667")
+    assert charge.unit_prices == (Decimal("1.1"), Decimal("2.1"))
+    assert charge.amount_micros == round(Fraction(11, 10)) + round(Fraction(42, 10)) == 5  # per row, not the mean
+
+
+# -- no rate is ever rounded to micros -----------------------------------------------------------
+
+
+def book_rates(**rates: str) -> dict[str, Decimal]:
+    """The rates of a PriceBook stating ``rates``, parsed as the collector parses them."""
+    obj = {"metadata": {"namespace": "finops", "name": "exact"},
+           "spec": {"currency": "USD", "rates": rates}}  # fmt: skip
+    return dict(parse_pricebook(obj).rates)
+
+
+def test_a_storage_rate_with_11_decimals_is_priced_exactly() -> None:
+    # 0.00005479452 per GiB-hour x 10^9 GiB-hours = 54,794.52 exactly; at 55 micros it was
+    # 55,000.00 (+0.38%). x 10^6 GiB-hours = 54.79452 (not 55.00).
+    rates = book_rates(ramGbHour="0.00005479452")
+    charge = usage_charge(RAM, [row(ram=Decimal(10**9 * GIB), rates=rates)], NO_MARGIN, ALWAYS)
+    assert charge.quantity == Decimal(10**9)
+    assert charge.amount_micros == 54_794_520_000
+    assert charge.unit_price_micros == Decimal("54.79452")
+    million = usage_charge(RAM, [row(ram=Decimal(10**6 * GIB), rates=rates)], NO_MARGIN, ALWAYS)
+    assert million.amount_micros == 54_794_520
+
+
+def test_a_sub_micro_rate_is_not_free() -> None:
+    rates = book_rates(cpuHour="0.0000004")  # 0.4 micros per core-hour
+    charge = usage_charge(CPU, [row(cpu=Decimal(10), rates=rates)], NO_MARGIN, ALWAYS)
+    assert (charge.amount_micros, charge.unit_price_micros) == (4, Decimal("0.4"))
+    many = usage_charge(CPU, [row(cpu=Decimal(1_000_000), rates=rates)], NO_MARGIN, ALWAYS)
+    assert many.amount_micros == 400_000
+
+
+def test_a_factor_margin_on_a_sub_micro_rate_stays_exact_until_the_row_is_rounded() -> None:
+    rates = book_rates(cpuHour="0.0000015", gpuHour="0.0000004")
+    # 1.5 micros x 1.5 = 2.25 micros, x 10 cores = 22.5 -> 22 (half-even, once, on the row). A rate
+    # rounded to 2 micros would give 30, a unit price rounded to 2 micros 20.
+    charge = usage_charge(CPU, [row(cpu=Decimal(10), rates=rates)], factor(1500), ALWAYS)
+    assert (charge.amount_micros, charge.unit_price_micros) == (22, Decimal("2.25"))
+    # 0.4 micros x 1.15 = 0.46 micros, x 100 GPUs = 46: a rounded rate or price would be free.
+    gpus = usage_charge(GPU, [row(gpu=Decimal(100), rates=rates)], factor(1150), ALWAYS)
+    assert (gpus.amount_micros, gpus.unit_price_micros) == (46, Decimal("0.46"))
 
 
 def test_meters_map_to_pricebook_rates() -> None:
