@@ -5,6 +5,10 @@ finops serve TARGET [--port 8080]    one function under functions-framework, as 
 finops invoke TARGET --url URL       ping a function the way its CronJob does
 finops migrate                       apply pending migrations to DATABASE_URL
 finops runs [--function F] [--limit N]   recent run outcomes, newest first
+finops collect --from D --to D       load allocation history hour by hour (resumable)
+finops verify [--cluster C]          check that the hour ledger, rows and rollups agree
+finops report ... / finops export ...   exit 1 when the period is refused (unpriced hours, or
+                                     incomplete under --require-complete), 2 for bad input or policy
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Any
 
 import httpx
 
-from finops.errors import FinOpsError
+from finops.errors import FinOpsError, IncompleteData
 from finops.hours import truncate_to_hour
 from finops.money import format_amount
+from functions.cli_ledger import add_commands as add_ledger_commands
 from functions.report_table import render
 from functions.targets import TARGETS
 
@@ -183,6 +188,13 @@ def _report_db() -> Any:
     return connect(_database_url())
 
 
+def _default_cluster() -> str:
+    """The cluster a report covers when nothing names one: ``CLUSTER_ID``, as the functions use it."""
+    from functions.reports.service import DEFAULT_CLUSTER
+
+    return os.environ.get("CLUSTER_ID") or DEFAULT_CLUSTER
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from datetime import date
 
@@ -190,31 +202,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     from functions.reports import service
 
     db = _report_db()
+    options: Any = {"require_complete": args.require_complete, "default_cluster": _default_cluster()}
     try:
         if args.report == "daily":
-            query = service.ReportQuery(service.last_days(args.days, date.today()), args.cluster)
-            document: Any = service.daily_view(db, query)
-            print(out.as_json(document))
+            query = service.ReportQuery(service.last_days(args.days, date.today()), args.cluster, **options)
+            _print_document(service.daily_view(db, query))
             return 0
-        query = service.ReportQuery(service.month_period(args.month), args.cluster)
+        query = service.ReportQuery(service.month_period(args.month), args.cluster, **options)
         if args.report == "unlabelled":
-            rows = service.unlabelled(db, query)
+            listing = service.unlabelled(db, query)
             if args.format == "json":
-                print(out.as_json(rows))
-            else:
-                table = [(r["cluster"], r["namespace"], r["cost"]) for r in rows]
-                print(render(["cluster", "namespace", "cost"], table, right=(2,)))
+                _print_document(listing)
+            else:  # the warning travels with the table, on stdout
+                warned = out.warning(listing.coverages)
+                table = [(r["cluster"], r["namespace"], r["cost"]) for r in listing.body["namespaces"]]
+                print((f"{warned}\n" if warned else "") + render(["cluster", "namespace", "cost"], table, right=(2,)))
             return 0
         policy = out.load_policy(args.policy)
         if args.report == "team":
-            print(out.as_json(service.team_report(db, policy, query, args.team)))
+            _print_document(service.team_report(db, policy, query, args.team))
             return 0
         report = service.chargeback(db, policy, query, args.by)
+        if args.format != "table" and (warned := out.warning([report.coverage])):
+            print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
         print({"json": lambda: out.as_json(report.to_document()), "csv": lambda: out.chargeback_csv(report),
                "table": lambda: out.chargeback_table(report)}[args.format]().rstrip("\n"))  # fmt: skip
         return 0
     finally:
         db.close()
+
+
+def _print_document(document: Any) -> None:
+    """A JSON report (``service.ReportDocument``) on stdout, its warning (if any) on stderr."""
+    from functions.reports import render as out
+
+    if warned := out.warning(document.coverages):
+        print(warned, file=sys.stderr)
+    print(out.as_json(document.body))
+
+
+REQUIRE_COMPLETE = "refuse (exit 1) unless every hour of the period is final and priced in every cluster"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -250,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         kind = kinds.add_parser(name, help=text)
         kind.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
+        kind.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
         if name == "daily":
             kind.add_argument("--days", type=int, default=30)
             continue
@@ -272,8 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
         from functions.reports.exports import export_focus_command
 
         return export_focus_command(
-            _report_db(), args.policy, args.month, args.to, cluster=args.cluster, s3_endpoint=args.s3_endpoint
-        )
+            _report_db(), args.policy, args.month, args.to, cluster=args.cluster, s3_endpoint=args.s3_endpoint,
+            require_complete=args.require_complete, default_cluster=_default_cluster(),
+        )  # fmt: skip
 
     imports = sub.add_parser("import", help="import cost data into DATABASE_URL")
     import_kinds = imports.add_subparsers(dest="kind", required=True)
@@ -289,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     focus.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help="a file, or a folder (ending /)")
     focus.add_argument("--cluster", help="one cluster (default: all, with the month's cloud spend)")
     focus.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
+    focus.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
     focus.set_defaults(func=export_focus)
 
     def export_csv(args: argparse.Namespace) -> int:
@@ -296,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 
         return export_chargeback_csv_command(
             _report_db(), args.policy, args.month, args.to, cluster=args.cluster, by=args.by,
-            s3_endpoint=args.s3_endpoint,
+            s3_endpoint=args.s3_endpoint, require_complete=args.require_complete, default_cluster=_default_cluster(),
         )  # fmt: skip
 
     chargeback_csv = export_kinds.add_parser("chargeback-csv", help="the chargeback report as CSV")
@@ -306,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     chargeback_csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
     chargeback_csv.add_argument("--cluster", help="one cluster (default: all)")
     chargeback_csv.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
+    chargeback_csv.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
     chargeback_csv.set_defaults(func=export_csv)
 
     def render_costjobs(args: argparse.Namespace) -> int:
@@ -319,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     costjob = render_kinds.add_parser("costjob", help="the operator's CostJobs as CronJobs pinging the functions")
     costjob.add_argument("files", nargs="+", help="YAML files holding CostJob manifests")
     costjob.set_defaults(func=render_costjobs)
+    add_ledger_commands(sub)
     return parser
 
 
@@ -326,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except IncompleteData as exc:  # the data cannot make the report: 1, like a failed check
+        print(f"finops: {exc.message}", file=sys.stderr)
+        return 1
     except FinOpsError as exc:
         print(f"finops: {exc.message}", file=sys.stderr)
         return 2

@@ -443,3 +443,47 @@ SELECT id FROM subscription_versions WHERE cluster = %(cluster)s AND uid = %(uid
 SELECT subscription_uid AS uid, source, max(hour) AS hour FROM subscription_charges
 WHERE cluster = %(cluster)s AND is_finalized
 GROUP BY subscription_uid, source;
+
+-- name: ledger_scopes
+-- Every (cluster, aggregation) with allocation data, with the days it spans.
+SELECT cluster, aggregation, min(day) AS first_day, max(day) AS last_day FROM (
+    SELECT cluster, aggregation, (hour AT TIME ZONE 'UTC')::date AS day FROM allocation_hours
+    UNION ALL SELECT cluster, aggregation, (hour AT TIME ZONE 'UTC')::date FROM provider_allocations
+    UNION ALL SELECT cluster, aggregation, day FROM allocation_daily
+) days
+WHERE %(cluster)s::text IS NULL OR cluster = %(cluster)s
+GROUP BY cluster, aggregation
+ORDER BY cluster, aggregation;
+
+-- name: verify_ledger
+-- Hours where the ledger and the rows disagree: rows without a ledger hour, a row count that
+-- differs, rows whose finality is not the hour's.
+SELECT coalesce(l.hour, r.hour) AS hour, l.state, l.row_count, coalesce(r.rows, 0) AS rows,
+       coalesce(r.final_rows, 0) AS final_rows
+FROM (SELECT hour, state, row_count FROM allocation_hours
+      WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s) l
+FULL JOIN (SELECT hour, count(*) AS rows, count(*) FILTER (WHERE is_finalized) AS final_rows
+           FROM provider_allocations WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
+           GROUP BY hour) r ON r.hour = l.hour
+WHERE l.hour IS NULL
+   OR l.row_count <> coalesce(r.rows, 0)
+   OR (l.state = 'final' AND coalesce(r.final_rows, 0) <> coalesce(r.rows, 0))
+   OR (l.state <> 'final' AND coalesce(r.final_rows, 0) > 0)
+ORDER BY 1;
+
+-- name: verify_rollups
+-- Rollup rows that differ from the rollup of the hourly rows (both ways), per day.
+SELECT problem, day, namespace, entry_kind, team, total_cost_micros FROM (
+    (SELECT 'missing or wrong in allocation_daily' AS problem, * FROM (
+        SELECT * FROM finops_allocation_rollup(%(cluster)s, %(aggregation)s, %(first_day)s, %(end_day)s)
+        EXCEPT SELECT * FROM allocation_daily
+        WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(first_day)s AND day < %(end_day)s
+    ) a)
+    UNION ALL
+    (SELECT 'stale in allocation_daily', * FROM (
+        SELECT * FROM allocation_daily
+        WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(first_day)s AND day < %(end_day)s
+        EXCEPT SELECT * FROM finops_allocation_rollup(%(cluster)s, %(aggregation)s, %(first_day)s, %(end_day)s)
+    ) b)
+) found
+ORDER BY day, namespace, problem;
