@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.common import database
 from finops.hours import Hour
-from functions.collect_charges.service import COLUMNS, prefetch, price_subscription
+from functions.collect_charges.service import COLUMNS, UsageBoundary, prefetch, price_subscription
 
 SUBSCRIPTIONS = 5_000
 HOURS = 24
@@ -55,8 +55,9 @@ def main() -> None:
         start = time.perf_counter()
         rows: list[tuple[Any, ...]] = []
         data = prefetch(db, "bench", "agg", subs, PINNED)
+        boundary = UsageBoundary(db, "bench", "agg", PINNED)
         for sub in subs:
-            item = price_subscription(db, "bench", "agg", sub, OFFERING, versions, PINNED, PINNED.start, now, data)
+            item = price_subscription(db, "bench", "agg", sub, OFFERING, versions, PINNED, boundary, now, data)
             rows.extend(item.rows)
         with db.connection() as conn:
             db.execute("create_charge_staging", conn)

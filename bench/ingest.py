@@ -57,10 +57,10 @@ def main(containers: int = CONTAINERS) -> None:
         def ours(n: int) -> tuple[float, int]:
             warm(n)
             start = time.perf_counter()
-            rows = _write_hour(
-                db, client, options, pricing, _hour(n), finalized=True, now=BASE, run_id=str(uuid.uuid4())
+            written = _write_hour(
+                db, client, options, pricing, _hour(n), True, BASE, str(uuid.uuid4()), timedelta(hours=6), False
             )
-            return time.perf_counter() - start, rows or 0
+            return time.perf_counter() - start, written.rows if written else 0
 
         def floor(n: int) -> float:
             h = _hour(n)
