@@ -57,7 +57,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         while True:  # each invocation is bounded by the time budget; call again while it progresses
             counts = _collect_once(args, start, end, bar)
             for key in totals:
-                totals[key] += int(counts.get(key) or 0)
+                if key != "hours_skipped" or remaining_after is None:  # skipped: final before the load
+                    totals[key] += int(counts.get(key) or 0)
             warnings = list(counts.get("warnings") or [])
             if not counts["remaining"] or counts["remaining"] == remaining_after:
                 remaining_after = counts["remaining"]

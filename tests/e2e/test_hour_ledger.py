@@ -180,12 +180,12 @@ def test_finops_collect_loads_a_range_resumably(
     assert failed.returncode != 0 and "500" in failed.stderr
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert "written=28" in done.stdout and "skipped=20" in done.stdout  # resumed where it stopped
+    assert done.stdout.strip() == "written=28, skipped=20, empty=0, lost=0"  # resumed where it stopped
     states = {h: s for h, (s, _) in ledger_states(db).items()}
     assert len(states) == 48 and set(states.values()) == {"final"}
     before = snapshot(db, "history")
     again = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-    assert "written=0" in again.stdout and "skipped=48" in again.stdout
+    assert again.stdout.strip() == "written=0, skipped=48, empty=0, lost=0"
     assert snapshot(db, "history") == before and not before["dirty"]
     assert verify(db, "history") == []
 
@@ -231,3 +231,30 @@ def grace_url(stack: Any) -> Any:
 @pytest.fixture
 def grace_ping(grace_url: str, db: Database) -> Pinger:
     return Pinger(grace_url)
+
+
+@pytest.fixture(scope="module")
+def budget_url(stack: Any) -> Any:
+    """A time budget so small that every invocation writes one hour and answers what remains."""
+    from functions.localstack import serve_function
+
+    with serve_function(stack, "collect_allocations", COLLECT_BUDGET_SECONDS="0.001") as url:
+        yield url
+
+
+def test_a_history_load_through_the_ping_is_bounded_and_resumed_until_nothing_remains(
+    budget_url: str, db: Database, database_url: str
+) -> None:
+    pinger = Pinger(budget_url)
+    bad = pinger({"from": "2026-11-02T00:00:00Z"})
+    assert bad.status_code == 400 and "to: required" in bad.json()["error"]
+    first = pinger({"from": "2026-11-02T00:00:00Z", "to": "2026-11-02T06:00:00Z"}).json()
+    assert (first["hours_written"], first["remaining"], first["outcome"]) == (1, 5, "partial")
+    assert "time budget spent" in first["warnings"][-1]
+    env = {**os.environ, "DATABASE_URL": database_url, "PING_TOKEN": "test-ping-token"}
+    argv = [FINOPS, "collect", "--url", budget_url, "--from", "2026-11-02", "--to", "2026-11-02T06:00:00Z"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "written=5, skipped=1, empty=0, lost=0"
+    assert [s for s, _ in ledger_states(db).values()] == ["final"] * 6
+    assert verify(db) == []
