@@ -1,0 +1,87 @@
+"""We test where metered usage stops being final, from the hour ledger, and that usage rows
+without a rate are counted rather than silently charged as zero (``collect_charges``' pricing
+against a real PostgreSQL):
+
+- a missing hour before final ones (a gap) stops finality at the gap, even when later hours are
+  final; a lost hour counts as settled; the pinned hour is never final;
+- rows collected without a PriceBook are not charged and are counted on the charge rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from finops.hours import HOUR, Hour
+from functions.collect_charges.service import UsageBoundary, prefetch, price_subscription
+from infra.postgres import Database
+
+AGG = "namespace,controllerKind,controller,pod,container"
+PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
+ACTIVATED = PINNED.start - 6 * HOUR
+SUB: dict[str, Any] = {
+    "metadata": {"namespace": "shop", "name": "s", "uid": "u-1"},
+    "spec": {"offeringRef": {"name": "o"}, "usageSources": [{"resourceType": "Deployment", "name": "web"}]},
+    "status": {"activatedAt": ACTIVATED.isoformat()},
+}
+OFFERING = {"spec": {"pricing": {"resourcePricing": [{"name": "cpuHour"}]}}}
+
+
+def ledger(db: Database, states: dict[datetime, str], *, priced: bool = True) -> None:
+    """Ledger hours in the given states, each with one row of web using 2 cores (rate 0.5/h)."""
+    with db.connection() as conn:
+        book = conn.execute(
+            "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, cpu_hour,"
+            " spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib)"
+            " VALUES ('c', 'finops', 'b', 'u', 'f', 'USD', 'currency', 0.5, 0, 0, 0, 0, 0, 0) RETURNING id"
+        ).fetchone()
+        assert book is not None
+        conn.execute("SELECT finops_ensure_allocation_partition(%s)", (PINNED.start,))
+        for hour, state in states.items():
+            conn.execute(
+                "INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count)"
+                " VALUES ('c', %s, %s, %s, 1)",
+                (AGG, hour, state),
+            )
+            conn.execute(
+                "INSERT INTO provider_allocations (cluster, namespace, name, aggregation, hour, entry_kind,"
+                " controller_kind, controller, pod, cpu_core_usage_avg, minutes, pricebook_id, is_finalized)"
+                " VALUES ('c', 'shop', %s, %s, %s, 'workload', 'deployment', 'web', 'web-1', 2, 60, %s, %s)",
+                (f"web-{hour:%H}", AGG, hour, book["id"] if priced else None, state == "final"),
+            )
+
+
+def price(db: Database) -> Any:
+    data = prefetch(db, "c", AGG, [SUB], PINNED)
+    boundary = UsageBoundary(db, "c", AGG, PINNED)
+    item = price_subscription(db, "c", AGG, SUB, OFFERING, (1, 1), PINNED, boundary, PINNED.start, data)
+    return item, {row[2]: row for row in item.rows}
+
+
+def h(n: int) -> datetime:
+    return PINNED.start - n * HOUR
+
+
+def test_a_gap_stops_finality_even_before_final_hours(db: Database) -> None:
+    ledger(db, {h(6): "final", h(5): "final", h(3): "final", h(2): "lost", h(1): "final"})  # h(4) missing
+    _, rows = price(db)
+    final = {hour for hour, row in rows.items() if row[12]}
+    assert final == {h(6), h(5)}
+    assert rows[h(5)][10] == 1_000_000  # 2 cores x 1 h x 0.5 = 1.00
+    assert rows[h(4)][10] == 0 and not rows[h(4)][12]  # the gap: open, never a final zero
+
+
+def test_lost_hours_are_settled_and_the_pinned_hour_stays_open(db: Database) -> None:
+    ledger(db, {h(6): "final", h(5): "lost", h(4): "final", h(3): "final", h(2): "final", h(1): "final",
+                PINNED.start: "final"})  # fmt: skip
+    _, rows = price(db)
+    assert {hour for hour, row in rows.items() if row[12]} == {h(n) for n in range(1, 7)}
+    assert not rows[PINNED.start][12]
+
+
+def test_usage_rows_without_a_rate_are_counted_not_silently_charged(db: Database) -> None:
+    ledger(db, {h(n): "final" for n in range(1, 7)}, priced=False)
+    item, rows = price(db)
+    assert item.unpriced_rows == 6
+    assert {row[10] for row in rows.values()} == {0}
+    assert rows[h(3)][14] == 1  # counted on the charge row (status.costs shows it)
