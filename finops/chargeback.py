@@ -73,6 +73,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from finops.allocations import UNALLOCATED
+from finops.coverage import Coverage
 from finops.errors import InvalidInput
 from finops.periods import ONE_MICROSECOND as _ONE_MICROSECOND
 from finops.periods import Period as Period  # re-exported: reports build their periods here
@@ -225,6 +226,7 @@ class Report:
     lines: tuple[Line, ...]
     total: Decimal
     clusters: tuple[str, ...] = ()  # the clusters the report covers
+    coverage: Coverage | None = None  # the hours the figures stand on; set by the reports that read data
 
     @property
     def currency(self) -> str:
@@ -250,6 +252,7 @@ class Report:
             "policy": self.policy.as_document(),
             "lines": [line.as_document() for line in self.lines],
             "total": str(self.total),
+            "coverage": self.coverage.as_document() if self.coverage else None,
         }
 
 

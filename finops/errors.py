@@ -4,7 +4,8 @@
     ├── PermanentError             bad input or configuration: HTTP 4xx, do not retry
     │   ├── InvalidInput           a request or document failed validation (400)
     │   ├── Unauthorized           missing or wrong credentials (401)
-    │   └── NotFound               the named object does not exist (404)
+    │   ├── NotFound               the named object does not exist (404)
+    │   └── IncompleteData         the period's data cannot make the report asked for (409)
     └── TemporaryError             a dependency is unavailable: HTTP 503, retry later
         ├── OpenCostUnavailable
         ├── KubernetesUnavailable
@@ -54,6 +55,16 @@ class NotFound(PermanentError):
     """The named object does not exist."""
 
     http_status = 404
+
+
+class IncompleteData(PermanentError):
+    """The period's allocation data is incomplete or unpriced; no report was made."""
+
+    http_status = 409
+
+    def __init__(self, message: str | None = None, *, coverage: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.coverage = coverage  # the refused period's coverage document, for the caller to show
 
 
 class TemporaryError(FinOpsError):

@@ -13,6 +13,7 @@ down before the first report, so it is a small document kept with the platform's
         - {name: control-plane, amount: "73.00", cluster: prod-eu}
       split: proportional          # proportional (to allocated cost) | even
     currency: EUR
+    require_complete: false        # true: refuse a period whose hours are not all final and priced
 
 The YAML is parsed at the edge; ``parse_policy`` validates the resulting plain dict. Every error is
 an ``InvalidInput`` whose message starts with the key path (``policy.shared.fixed[0].amount``).
@@ -26,7 +27,10 @@ Rules worth knowing:
   refused, as PriceBook rates are: a float may already have lost the amount's precision;
 - a fixed entry without ``cluster`` is charged once per cluster the report covers (a per-cluster
   fee written once); a cost to be paid once across all clusters names one cluster;
-- the same fixed ``name`` may appear once per cluster; a namespace may be listed once.
+- the same fixed ``name`` may appear once per cluster; a namespace may be listed once;
+- ``require_complete`` is a YAML boolean (``true``/``false``), default false: with true, every
+  report under this policy refuses a period its hour ledger does not cover completely
+  (``finops.coverage``), as ``--require-complete`` does.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _MAX_DECIMALS = 6
 
-_TOP_KEYS = ("owner_label", "cost_center_label", "idle", "idle_owner", "shared", "currency")
+_TOP_KEYS = ("owner_label", "cost_center_label", "idle", "idle_owner", "shared", "currency", "require_complete")
 _SHARED_KEYS = ("namespaces", "fixed", "split")
 _FIXED_KEYS = ("name", "amount", "cluster")
 
@@ -101,6 +105,7 @@ class Policy:
     idle: IdlePolicy = IdlePolicy.SEPARATE
     idle_owner: str = "platform"
     shared: SharedCosts = SharedCosts()
+    require_complete: bool = False  # refuse a period whose hours are not all final and priced
 
     def as_document(self) -> dict[str, object]:
         """The normalised policy as JSON-able data; ``parse_policy`` reads it back unchanged."""
@@ -117,6 +122,7 @@ class Policy:
             "idle_owner": self.idle_owner,
             "shared": {"namespaces": list(self.shared.namespaces), "fixed": fixed, "split": self.shared.split.value},
             "currency": self.currency,
+            "require_complete": self.require_complete,
         }
 
 
@@ -134,6 +140,9 @@ def parse_policy(doc: Mapping[str, object]) -> Policy:
     idle_owner = top.get("idle_owner", "platform")
     if not isinstance(idle_owner, str) or not _LABEL_VALUE.match(idle_owner):
         raise InvalidInput(f"policy.idle_owner: {_show(idle_owner)} is not a valid owner name (a label value)")
+    require_complete = top.get("require_complete", False)
+    if not isinstance(require_complete, bool):
+        raise InvalidInput(f"policy.require_complete: {_show(require_complete)} is not true or false")
     return Policy(
         currency=currency,
         owner_label=owner_label,
@@ -141,6 +150,7 @@ def parse_policy(doc: Mapping[str, object]) -> Policy:
         idle=idle,
         idle_owner=idle_owner,
         shared=_shared(top.get("shared")),
+        require_complete=require_complete,
     )
 
 

@@ -63,11 +63,21 @@ def namespace(db: Database, s: CostApiSettings, args: Mapping[str, str], namespa
     }
 
 
+def _require_complete(args: Mapping[str, str]) -> bool:
+    raw = args.get("require_complete", "false")
+    if raw not in ("true", "false"):
+        raise InvalidInput(f"require_complete: {raw!r} must be true or false")
+    return raw == "true"
+
+
 def chargeback(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str) -> Any:
+    """This cluster's chargeback with its ``coverage``; an incomplete month is refused (409, with
+    the coverage) under ``require_complete=true`` or the policy's ``require_complete``, and a
+    month holding unpriced cost always is."""
     if not s.POLICY_PATH:
         raise NotFound("chargeback is not configured: set POLICY_PATH to the policy file")
     month = args.get("month") or datetime.now(UTC).strftime("%Y-%m")
-    query = service.ReportQuery(service.month_period(month), s.CLUSTER_ID)
+    query = service.ReportQuery(service.month_period(month), s.CLUSTER_ID, require_complete=_require_complete(args))
     return service.chargeback(db, load_policy(s.POLICY_PATH), query, args.get("by", "team")).to_document()
 
 

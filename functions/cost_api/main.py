@@ -17,7 +17,7 @@ from typing import Any
 import flask
 import functions_framework
 
-from finops.errors import FinOpsError, NotFound, PermanentError
+from finops.errors import FinOpsError, IncompleteData, NotFound, PermanentError
 from functions.cost_api import cluster_views, routes, views
 from functions.edge import database_from, error_response, health, respond, settings_for
 from infra.postgres import Database
@@ -75,6 +75,8 @@ def cost_api(request: flask.Request) -> flask.Response:
             raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
         view = getattr(cluster_views, route.view)
         return respond(200, view(database_from(s), s, request.args, **params))
+    except IncompleteData as exc:  # a refused period: say which hours, as the report would have
+        return respond(exc.http_status, {"outcome": "failed", "error": exc.message, "coverage": exc.coverage})
     except FinOpsError as exc:
         return error_response(exc)
 

@@ -20,6 +20,7 @@ class Route:
     summary: str
     view: str  # the name of the view function in views_cluster / views
     query: dict[str, str] = field(default_factory=dict)  # query parameter -> description
+    responses: dict[str, str] = field(default_factory=dict)  # further status -> description
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -50,7 +51,12 @@ ROUTES = (
         "cluster",
         "The month's chargeback; lines add up to the bill",
         "chargeback",
-        {**MONTH, "by": "team | cost-center | namespace (chargeback by label)"},
+        {
+            **MONTH,
+            "by": "team | cost-center | namespace (chargeback by label)",
+            "require_complete": "true: refuse (409) a month whose hours are not all final and priced",
+        },
+        {"409": "Refused: unpriced hours, or an incomplete month with require_complete (`error`, `coverage`)"},
     ),
     Route(
         "/api/v1/idle-ranking",
@@ -100,6 +106,7 @@ def openapi() -> dict[str, Any]:
                     "400": {"description": "Bad parameter (named in `error`)"},
                     "403": {"description": "Not through Argo CD's proxy, or the header names another application"},
                     "404": {"description": "No data yet"},
+                    **{status: {"description": text} for status, text in route.responses.items()},
                 },
             }
         }

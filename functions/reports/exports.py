@@ -9,6 +9,12 @@ Without ``--cluster`` the export covers every cluster and the month's cloud spen
 (``cloud_costs``, see ``functions.reports.cloud``), so the sum of ``BilledCost`` is the month's
 chargeback total with its direct costs; with ``--cluster`` it covers that cluster only, and no
 cloud spend, which belongs to no cluster.
+
+Each CSV gets a sidecar, written just before it: the same name with ``.coverage.json`` for
+``.csv`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period", "currency", "total",
+"coverage"}`` (the report's ``"coverage"`` object). The CSV itself stays plain, one header and
+rows, as finance tools ingest it; a comment line would break most of them. An incomplete month
+is exported with a warning on stderr, or refused with ``require_complete`` (nothing is written).
 """
 
 from __future__ import annotations
@@ -16,17 +22,19 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import InvalidInput
+from finops.chargeback import Report
+from finops.coverage import Coverage
 from finops.focus import COLUMNS, DailyCost, FocusExport, build_focus
 from finops.policy import Policy
 from functions.reports.cloud import direct_costs
-from functions.reports.render import chargeback_csv, load_policy
-from functions.reports.service import ReportQuery, chargeback, month_period
+from functions.reports.render import chargeback_csv, load_policy, warning
+from functions.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
 
@@ -39,9 +47,32 @@ class ExportResult:
     rows: int
     total: Decimal
     currency: str
+    coverage: Coverage
+    coverage_url: str
 
     def as_document(self) -> dict[str, Any]:
-        return {"url": self.url, "rows": self.rows, "total": str(self.total), "currency": self.currency}
+        return {"url": self.url, "rows": self.rows, "total": str(self.total), "currency": self.currency,
+                "coverage_url": self.coverage_url, "coverage": self.coverage.as_document()}  # fmt: skip
+
+
+def coverage_target(url: str) -> str:
+    """The sidecar of the CSV at ``url``: ``.csv`` replaced by ``.coverage.json`` (else appended)."""
+    return (url.removesuffix(".csv") if url.endswith(".csv") else url) + ".coverage.json"
+
+
+def write_with_coverage(store: ObjectStore, url: str, data: bytes, content_type: str, report: Report) -> str:
+    """Write the report's coverage sidecar, then the CSV, so a CSV never appears without it;
+    returns the sidecar's URL."""
+    sidecar = {
+        "file": url,
+        "period": report.period.as_document(),
+        "currency": report.currency,
+        "total": str(report.total),
+        "coverage": report.coverage.as_document() if report.coverage else None,
+    }
+    written = store.write_bytes(coverage_target(url), json.dumps(sidecar, indent=2).encode(), "application/json")
+    store.write_bytes(url, data, content_type)
+    return written
 
 
 def focus_file_name(month: str, cluster: str | None) -> str:
@@ -55,24 +86,17 @@ def focus_export(
     *,
     cluster: str | None = None,
     aggregation: str = DEFAULT_AGGREGATION,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
 ) -> FocusExport:
     """The month's FOCUS rows from the daily rollups (and the month's cloud spend when the export
-    covers every cluster)."""
+    covers every cluster); its report carries the month's coverage, after the same refusals as
+    every report (``functions.reports.service.period_coverage``)."""
     period = month_period(month)
-    params: dict[str, Any] = {
-        "aggregation": aggregation,
-        "start": period.start.date(),
-        "end": period.end.date(),
-        "cluster": cluster,
-    }
+    query = ReportQuery(period, cluster, aggregation, require_complete, default_cluster)
+    coverage = period_coverage(db, query, policy)
     daily: list[DailyCost] = []
-    for row in db.fetch_all("focus_daily_rows", **params):
-        for currency in {row["currency"], row["min_currency"]} - {None}:
-            if currency.strip() != policy.currency:
-                raise InvalidInput(
-                    f"policy.currency is {policy.currency} but cluster {row['cluster']}'s allocations are priced "
-                    f"in {currency.strip()}; exports never convert currencies"
-                )
+    for row in db.fetch_all("focus_daily_rows", **query.params()):
         daily.append(
             DailyCost(
                 day=row["day"],
@@ -86,8 +110,8 @@ def focus_export(
             )
         )
     direct = [] if cluster is not None else direct_costs(db, period, policy.currency)
-    clusters = None if cluster is None else [cluster]
-    return build_focus(daily, policy, period=period, clusters=clusters, direct=direct)
+    export = build_focus(daily, policy, period=period, clusters=coverage.cluster_names, direct=direct)
+    return replace(export, report=replace(export.report, coverage=coverage))
 
 
 def focus_csv(export: FocusExport) -> bytes:
@@ -106,23 +130,42 @@ def export_focus(
     store: ObjectStore,
     *,
     cluster: str | None = None,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
 ) -> ExportResult:
-    """Write the month's FOCUS CSV to ``target`` (a path, ``s3://bucket/key`` or a folder)."""
-    export = focus_export(db, policy, month, cluster=cluster)
-    url = store.write_bytes(resolve_target(target, focus_file_name(month, cluster)), focus_csv(export), CONTENT_TYPE)
-    return ExportResult(url=url, rows=len(export.rows), total=export.report.total, currency=policy.currency)
+    """Write the month's FOCUS CSV, and its coverage sidecar, to ``target`` (a path,
+    ``s3://bucket/key`` or a folder)."""
+    export = focus_export(
+        db, policy, month, cluster=cluster, require_complete=require_complete, default_cluster=default_cluster
+    )
+    url = resolve_target(target, focus_file_name(month, cluster))
+    sidecar = write_with_coverage(store, url, focus_csv(export), CONTENT_TYPE, export.report)
+    assert export.report.coverage is not None  # focus_export always sets it
+    return ExportResult(url=url, rows=len(export.rows), total=export.report.total, currency=policy.currency,
+                        coverage=export.report.coverage, coverage_url=sidecar)  # fmt: skip
 
 
 def export_focus_command(
-    db: Database, policy_path: str, month: str, target: str, *, cluster: str | None, s3_endpoint: str | None
+    db: Database,
+    policy_path: str,
+    month: str,
+    target: str,
+    *,
+    cluster: str | None,
+    s3_endpoint: str | None,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
 ) -> int:
     """``finops export focus``: write the file, print where and what (JSON); closes ``db``."""
     try:
         result = export_focus(
-            db, load_policy(policy_path), month, target, ObjectStore(endpoint_url=s3_endpoint), cluster=cluster
-        )
+            db, load_policy(policy_path), month, target, ObjectStore(endpoint_url=s3_endpoint), cluster=cluster,
+            require_complete=require_complete, default_cluster=default_cluster,
+        )  # fmt: skip
     finally:
         db.close()
+    if warned := warning([result.coverage]):
+        print(warned, file=sys.stderr)
     print(json.dumps(result.as_document(), indent=2))
     return 0
 
@@ -136,16 +179,24 @@ def export_chargeback_csv_command(
     cluster: str | None,
     by: str,
     s3_endpoint: str | None,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
 ) -> int:
-    """``finops export chargeback-csv``: the chargeback report as CSV, to a path or S3."""
+    """``finops export chargeback-csv``: the chargeback report as CSV, and its coverage sidecar,
+    to a path or S3."""
     try:
         policy = load_policy(policy_path)
-        report = chargeback(db, policy, ReportQuery(month_period(month), cluster), by)
+        query = ReportQuery(month_period(month), cluster, require_complete=require_complete,
+                            default_cluster=default_cluster)  # fmt: skip
+        report = chargeback(db, policy, query, by)
     finally:
         db.close()
-    name = f"chargeback-{cluster or 'all'}-{month}.csv"
-    url = ObjectStore(endpoint_url=s3_endpoint).write_bytes(
-        resolve_target(target, name), chargeback_csv(report).encode(), "text/csv"
-    )
-    print(json.dumps({"url": url, "lines": len(report.lines), "total": str(report.total), "currency": report.currency}))
+    url = resolve_target(target, f"chargeback-{cluster or 'all'}-{month}.csv")
+    sidecar = write_with_coverage(ObjectStore(endpoint_url=s3_endpoint), url, chargeback_csv(report).encode(),
+                                  "text/csv", report)  # fmt: skip
+    if warned := warning([report.coverage]):
+        print(warned, file=sys.stderr)
+    coverage = report.coverage.as_document() if report.coverage else None
+    print(json.dumps({"url": url, "lines": len(report.lines), "total": str(report.total), "currency": report.currency,
+                      "coverage_url": sidecar, "coverage": coverage}))  # fmt: skip
     return 0

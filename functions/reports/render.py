@@ -1,16 +1,23 @@
-"""Loading a policy file and rendering reports as a table, JSON or CSV."""
+"""Loading a policy file and rendering reports as a table, JSON or CSV.
+
+An incomplete period is announced by one ``WARNING:`` line (``warning``): above the table, which
+is read by people and should carry it wherever it is pasted; on stderr for JSON and CSV, whose
+stdout stays parseable (JSON carries ``"coverage"`` itself).
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from finops.chargeback import Report
+from finops.coverage import Coverage
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
 from functions.report_table import render
@@ -29,6 +36,14 @@ def load_policy(path: str | Path) -> Policy:
     if not isinstance(document, dict):
         raise InvalidInput(f"policy file {path}: expected a mapping of policy keys")
     return parse_policy(document)
+
+
+def warning(coverages: Iterable[Coverage | None]) -> str | None:
+    """One line naming the gaps of every incomplete period, or None when all are complete."""
+    gaps = [coverage.summary() for coverage in coverages if coverage is not None and not coverage.complete]
+    if not gaps:
+        return None
+    return f"WARNING: {' | '.join(gaps)}; the figures cover the collected hours only"
 
 
 def chargeback_csv(report: Report) -> str:
@@ -53,9 +68,9 @@ def chargeback_table(report: Report) -> str:
     title = (
         f"Chargeback {period['start']} to {period['end']} ({report.currency}), clusters: {', '.join(report.clusters)}"
     )
-    return (
-        title + "\n" + render(["owner", "allocated", "idle", "shared", "total", "share"], rows, right=(1, 2, 3, 4, 5))
-    )
+    table = render(["owner", "allocated", "idle", "shared", "total", "share"], rows, right=(1, 2, 3, 4, 5))
+    warned = warning([report.coverage])
+    return (f"{warned}\n" if warned else "") + title + "\n" + table
 
 
 def as_json(document: Any) -> str:

@@ -7,7 +7,9 @@ over HTTP, against a real PostgreSQL holding daily rollups:
 - the team report (total, change against the previous month, top namespaces, requests against
   usage, share of idle and shared), the daily view and the unlabelled namespaces;
 - the cluster views of cost_api need the gate application and the proxy secret; the OpenAPI
-  document lists exactly the routes served.
+  document lists exactly the routes served;
+- every report carries its ``coverage`` (here no hour ledger is seeded, so every hour is missing;
+  ``test_report_coverage.py`` tests coverage itself).
 """
 
 from __future__ import annotations
@@ -112,6 +114,9 @@ def test_option_b_the_worked_example_to_the_cent(example: Database, database_url
     }
     assert document["total"] == "10000.00" and document["currency"] == "USD"
     assert document["period"] == {"start": "2026-10-01T00:00:00Z", "end": "2026-11-01T00:00:00Z"}
+    assert set(document) == {"period", "currency", "policy", "lines", "total", "coverage"}
+    assert document["coverage"]["complete"] is False and document["coverage"]["hours"] == 744
+    assert document["coverage"]["clusters"]["test"]["missing"] == 744  # rollups, but no hour ledger
     assert sum(Decimal(t) for t in lines(document).values()) == Decimal(document["total"])
     idle = [li for li in document["lines"] if li["idle"] != "0.00"]
     assert [(li["owner"], li["idle"]) for li in idle] == [("platform", "1000.00")]
@@ -164,8 +169,12 @@ def test_team_report_daily_view_and_unlabelled(example: Database, database_url: 
     cpu = team["requests_vs_usage"]["cpu"]
     assert (cpu["billed_core_hours"], cpu["used_core_hours"], cpu["used_of_billed"]) == ("2500.00", "1050.00", "0.42")
     assert team["idle_share"] == "0.00" and team["shared_share"] == "1142.86"
-    unlabelled = finops(database_url, "report", "unlabelled", "--month", "2026-10", "--format", "json").stdout
-    assert [r["namespace"] for r in json.loads(unlabelled)] == ["legacy"]
+    assert team["coverage"]["clusters"]["test"]["hours"] == 744
+    assert team["previous_coverage"]["clusters"]["test"]["hours"] == 720  # September
+    out = finops(database_url, "report", "unlabelled", "--month", "2026-10", "--format", "json")
+    unlabelled = json.loads(out.stdout)
+    assert [r["namespace"] for r in unlabelled["namespaces"]] == ["legacy"]
+    assert unlabelled["coverage"]["complete"] is False
 
 
 @pytest.fixture(scope="session")
@@ -227,11 +236,14 @@ def test_clusters_settle_their_own_overhead_and_cluster_narrows(
 def test_daily_view(example: Database, database_url: str) -> None:
     from datetime import UTC, date, datetime
 
-    from functions.reports.service import Period, ReportQuery, daily_view
+    from finops.periods import Period
+    from functions.reports.service import ReportQuery, daily_view
 
-    view = daily_view(
+    document = daily_view(
         example, ReportQuery(Period(datetime(2026, 10, 14, tzinfo=UTC), datetime(2026, 10, 17, tzinfo=UTC)))
     )
+    assert document.body["coverage"]["hours"] == 72 and document.coverages[0].clusters[0].missing == 72
+    view = document.body["days"]
     assert [d["day"] for d in view] == ["2026-10-15", "2026-10-16"]
     assert view[0]["owners"]["payments"] == "3000.00" and view[0]["owners"]["(idle)"] == "1000.00"
     assert view[1]["owners"] == {"payments": "1000.00"}

@@ -36,6 +36,7 @@ FULL = {
         "split": "proportional",
     },
     "currency": "EUR",
+    "require_complete": True,
 }
 
 
@@ -47,6 +48,7 @@ def test_only_the_currency_is_required() -> None:
         idle=IdlePolicy.SEPARATE,
         idle_owner="platform",
         shared=SharedCosts(namespaces=(), fixed=(), split=SharedSplit.PROPORTIONAL),
+        require_complete=False,
     )
 
 
@@ -54,6 +56,7 @@ def test_a_full_document() -> None:
     policy = parse_policy(FULL)
     assert policy.shared.namespaces == ("kube-system", "monitoring", "ingress-nginx")
     assert policy.shared.fixed == (FixedCost(name="control-plane", amount_micros=73_000_000, cluster="prod-eu"),)
+    assert policy.require_complete is True
     assert policy.as_document() == FULL
 
 
@@ -89,6 +92,8 @@ BAD = [
     ({"currency": "EUR", "colour": "red"}, r"^policy\.colour: unknown key"),
     ({"currency": "EUR", "idle": "both"}, r'^policy\.idle: "both" is not one of separate, distribute'),
     ({"currency": "EUR", "idle": True}, r"^policy\.idle: true is not one of"),
+    ({"currency": "EUR", "require_complete": "yes"}, r'^policy\.require_complete: "yes" is not true or false'),
+    ({"currency": "EUR", "require_complete": 1}, r"^policy\.require_complete: 1 is not true or false"),
     ({"currency": "EUR", "idle_owner": "Platform Team"}, r"^policy\.idle_owner: "),
     ({"currency": "EUR", "idle_owner": "__unallocated__"}, r"^policy\.idle_owner: "),
     ({"currency": "EUR", "owner_label": "team name"}, r"^policy\.owner_label: "),
@@ -166,6 +171,7 @@ policies = st.builds(
     cost_center_label=label_values,
     idle=st.sampled_from(IdlePolicy),
     idle_owner=label_values,
+    require_complete=st.booleans(),
     shared=st.builds(
         SharedCosts,
         namespaces=st.lists(label_values, unique=True, max_size=4).map(tuple),
