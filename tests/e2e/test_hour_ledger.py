@@ -13,9 +13,11 @@ and Kubernetes API and a real PostgreSQL):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,23 @@ FINOPS = str(Path(sys.executable).with_name("finops"))
 EARLIER = "2026-11-20T20:00:00Z"
 SCHEDULED = "2026-11-21T03:00:00Z"
 NEXT = "2026-11-21T04:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def collector(stack: Any) -> Iterator[Callable[..., Pinger]]:
+    """``collect_allocations`` served with extra settings, one process per distinct set."""
+    from functions.localstack import serve_function
+
+    served: dict[tuple[tuple[str, str], ...], str] = {}
+    with contextlib.ExitStack() as started:
+
+        def serve(**env: str) -> Pinger:
+            key = tuple(sorted(env.items()))
+            if key not in served:
+                served[key] = started.enter_context(serve_function(stack, "collect_allocations", **env))
+            return Pinger(served[key])
+
+        yield serve
 
 
 def driver(database_url: str, opencost: Any, kube: Any, cluster: str, scheduled: str, **flags: Any) -> Any:
@@ -109,9 +128,8 @@ def test_an_outage_longer_than_the_lookback_is_caught_up_and_older_hours_are_los
     assert verify(db) == []
 
 
-def test_hours_opencost_no_longer_has_are_lost_with_the_reason(
-    history_ping: Pinger, db: Database, database_url: str
-) -> None:
+def test_hours_opencost_no_longer_has_are_lost_with_the_reason(collector: Any, db: Database, database_url: str) -> None:
+    history_ping = collector(HOURS_LOOKBACK="3", OPENCOST_HISTORY_HOURS="12", OPENCOST_RETRIES="1")
     # OPENCOST_HISTORY_HOURS=12: a run 30 hours after the last one can only fetch 12 of them.
     assert history_ping({"scheduledTime": "2026-11-20T10:00:00Z"}).status_code == 200
     body = history_ping({"scheduledTime": "2026-11-21T16:00:00Z"}).json()
@@ -140,8 +158,9 @@ EMPTY = b'{"code": 200, "status": "success", "data": [{}]}'
 
 
 def test_an_empty_answer_stays_open_and_is_lost_only_after_the_grace(
-    grace_ping: Pinger, ping: Pinger, db: Database, opencost: sandbox_opencost.OpenCostServer
+    collector: Any, ping: Pinger, db: Database, opencost: sandbox_opencost.OpenCostServer
 ) -> None:
+    grace_ping = collector(HOURS_LOOKBACK="3", EMPTY_HOUR_GRACE_HOURS="720")
     # EMPTY_HOUR_GRACE_HOURS=720: an hour of 2026-11-20 is still within its grace today.
     opencost.malformed_next(body=EMPTY, times=1)  # the oldest hour (07:00) answers empty once
     first = grace_ping({"scheduledTime": "2026-11-20T10:00:00Z"}).json()
@@ -206,46 +225,11 @@ def test_finops_verify_finds_rollups_and_ledgers_that_disagree_with_the_rows(
     assert "'shop'" in bad.stdout and "stale in allocation_daily" in bad.stdout
 
 
-@pytest.fixture(scope="module")
-def history_url(stack: Any) -> Any:
-    from functions.localstack import serve_function
-
-    with serve_function(stack, "collect_allocations", HOURS_LOOKBACK="3", OPENCOST_HISTORY_HOURS="12",
-                        OPENCOST_RETRIES="1") as url:  # fmt: skip
-        yield url
-
-
-@pytest.fixture
-def history_ping(history_url: str, db: Database) -> Pinger:
-    return Pinger(history_url)
-
-
-@pytest.fixture(scope="module")
-def grace_url(stack: Any) -> Any:
-    from functions.localstack import serve_function
-
-    with serve_function(stack, "collect_allocations", HOURS_LOOKBACK="3", EMPTY_HOUR_GRACE_HOURS="720") as url:
-        yield url
-
-
-@pytest.fixture
-def grace_ping(grace_url: str, db: Database) -> Pinger:
-    return Pinger(grace_url)
-
-
-@pytest.fixture(scope="module")
-def budget_url(stack: Any) -> Any:
-    """A time budget so small that every invocation writes one hour and answers what remains."""
-    from functions.localstack import serve_function
-
-    with serve_function(stack, "collect_allocations", COLLECT_BUDGET_SECONDS="0.001") as url:
-        yield url
-
-
 def test_a_history_load_through_the_ping_is_bounded_and_resumed_until_nothing_remains(
-    budget_url: str, db: Database, database_url: str
+    collector: Any, db: Database, database_url: str
 ) -> None:
-    pinger = Pinger(budget_url)
+    pinger = collector(COLLECT_BUDGET_SECONDS="0.001")  # every invocation writes one hour
+    budget_url = pinger.url
     bad = pinger({"from": "2026-11-02T00:00:00Z"})
     assert bad.status_code == 400 and "to: required" in bad.json()["error"]
     first = pinger({"from": "2026-11-02T00:00:00Z", "to": "2026-11-02T06:00:00Z"}).json()
