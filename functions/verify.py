@@ -27,7 +27,7 @@ def verify(db: Database, cluster: str | None = None) -> list[str]:
                 f"{where} {Hour(row['hour'])}: ledger says {state} with {row['row_count']} row(s); "
                 f"stored {row['rows']} row(s), {row['final_rows']} final"
             )
-        for row in db.fetch_all("dirty_days", **key):
+        for row in db.fetch_all("marked_days", **key):
             problems.append(f"{where} {row['day']}: rollup not rebuilt yet (the next collect_allocations run does it)")
         span = {"first_day": scope["first_day"], "end_day": scope["last_day"] + timedelta(days=1)}
         for row in db.fetch_all("verify_rollups", **key, **span):

@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.errors import InvalidInput, OpenCostUnavailable
@@ -37,6 +37,7 @@ from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, win
 from finops.ledger import horizon as history_horizon
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
+from functions.rollups import rebuild_marked_days
 from infra.heap import paused_gc
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
@@ -218,29 +219,10 @@ def _collect_hours(
     finally:
         # Rebuilt whatever happened above: a day whose hours were written never waits for a
         # successful run to reach the reports.
-        result.days_rolled_up = refresh_dirty_days(db, options.cluster, options.aggregation)
+        result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
     if options.retention_months:
         result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
     result.finish()
-
-
-def refresh_dirty_days(db: Database, cluster: str, aggregation: str) -> int:
-    """Rebuild the rollup of every marked day of the cluster; returns how many were rebuilt."""
-    days = [row["day"] for row in db.fetch_all("dirty_days", cluster=cluster, aggregation=aggregation)]
-    for day in days:
-        refresh_daily(db, cluster, aggregation, day)
-    return len(days)
-
-
-def refresh_daily(db: Database, cluster: str, aggregation: str, day: date) -> None:
-    """Recompute one day's rollup from its hours and clear its mark, in one transaction under the
-    day's lock (an hour write takes the same lock, so a mark set meanwhile is never cleared)."""
-    key = {"cluster": cluster, "aggregation": aggregation, "day": day}
-    with db.connection() as conn:
-        db.execute("lock_allocation_day", conn, **key)
-        db.execute("delete_allocation_day", conn, **key)
-        db.execute("rollup_allocation_day", conn, **key)
-        db.execute("clear_dirty_day", conn, **key)
 
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:

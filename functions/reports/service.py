@@ -35,6 +35,7 @@ from finops.errors import InvalidInput
 from finops.money import format_amount
 from finops.policy import Policy
 from functions.reports.cloud import direct_costs
+from functions.rollups import rebuild_marked_days
 from infra.postgres import Database
 
 
@@ -86,6 +87,7 @@ def period_coverage(db: Database, query: ReportQuery, policy: Policy | None = No
     """The period's coverage over the clusters the report covers (``finops.coverage``), after the
     refusals: cost in another currency than the policy's (``InvalidInput``), unpriced cost, and an
     incomplete period when the query or the policy requires a complete one (``IncompleteData``)."""
+    rebuild_marked_days(db, query.cluster, query.aggregation)  # never read a rollup a killed run left stale
     window: dict[str, Any] = {"aggregation": query.aggregation, "cluster": query.cluster}
     ledger = db.fetch_all("report_hour_ledger", start=query.period.start, end=query.period.end, **window)
     runs = [

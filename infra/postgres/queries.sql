@@ -242,8 +242,12 @@ SELECT * FROM finops_allocation_rollup(%(cluster)s, %(aggregation)s, %(day)s::da
 -- name: clear_dirty_day
 DELETE FROM allocation_dirty_days WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day = %(day)s;
 
--- name: dirty_days
-SELECT day FROM allocation_dirty_days WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s ORDER BY day;
+-- name: marked_days
+-- Days whose rollup must be rebuilt, of one cluster and aggregation or of all.
+SELECT cluster, aggregation, day FROM allocation_dirty_days
+WHERE (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+  AND (%(aggregation)s::text IS NULL OR aggregation = %(aggregation)s)
+ORDER BY cluster, aggregation, day;
 
 -- name: chargeback_rows
 -- A period's cost per cluster, namespace and owner, from the daily rollups (one SQL aggregation).

@@ -242,3 +242,18 @@ def test_a_history_load_through_the_ping_is_bounded_and_resumed_until_nothing_re
     assert done.stdout.strip() == "written=5, skipped=1, empty=0, lost=0"
     assert [s for s, _ in ledger_states(db).values()] == ["final"] * 6
     assert verify(db) == []
+
+
+def test_a_report_rebuilds_the_days_a_killed_run_left_marked(ping: Pinger, db: Database, database_url: str) -> None:
+    assert ping({"scheduledTime": "2026-11-20T10:00:00Z"}).status_code == 200
+    with db.connection() as conn:  # as a run killed between an hour's commit and the rollup
+        conn.execute("UPDATE allocation_daily SET total_cost_micros = 0 WHERE namespace = 'shop'")
+        conn.execute(
+            "INSERT INTO allocation_dirty_days SELECT DISTINCT cluster, aggregation, day FROM allocation_daily"
+        )
+    assert verify(db) != []
+    env = {**os.environ, "DATABASE_URL": database_url}
+    report = subprocess.run([FINOPS, "report", "unlabelled", "--month", "2026-11", "--format", "json"], env=env,
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert verify(db) == []
