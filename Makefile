@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench install clean image
+.PHONY: run test lint bench mutate install clean image
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+# Mutation testing of the money rules ([tool.mutmut] in pyproject.toml). Always from a fresh copy
+# (mutants/), so SQL and data files are never stale. MUTANTS narrows it by mutant name, e.g.
+# make mutate MUTANTS='finops.money.* finops.usage.*'. Lists what survived; survivors do not fail it.
+mutate: $(STAMP)
+	rm -rf mutants
+	$(BIN)/mutmut run $(MUTANTS)
+	@echo "== mutants not killed (inspect one with: $(BIN)/mutmut show NAME) =="
+	@$(BIN)/mutmut results | grep -v ': not checked$$' || echo "none: every mutant was killed"
+
 image:  ## the container image (Containerfile) with podman or docker; IMAGE=registry/name:tag
 	@engine=$$(command -v podman || command -v docker) || { \
 	  echo "make image: neither podman nor docker is installed; install one of them to build the Containerfile" >&2; exit 1; }; \
@@ -36,4 +45,4 @@ image:  ## the container image (Containerfile) with podman or docker; IMAGE=regi
 	$$engine build --file Containerfile --tag $(IMAGE) .
 
 clean:
-	rm -rf $(VENV) .local .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .local .pytest_cache .mypy_cache .ruff_cache mutants

@@ -8,7 +8,8 @@ this is the plain *sum* of their averages (a namespace's request average is the 
 containers'), and for consecutive steps of one container it is their time-weighted mean.
 Properties are intersected (only values shared by all members survive; ``services`` never do), and
 ``labels`` survive an intersection only with ``includeAggregatedMetadata=true``, as in OpenCost.
-``rawAllocationOnly`` is dropped by any merge.
+``rawAllocationOnly`` is dropped by any merge. The six ``*CostAdjustment`` figures add up like the
+costs, and ``totalCost`` is OpenCost's ``TotalCost()``: every cost *plus its adjustment*.
 
 The JSON form follows ``AllocationJSON`` (allocation_json.go): fields in its order, floats rounded to
 5 decimals, NaN/Inf as ``null``, whole numbers written without a fraction as Go does.
@@ -139,9 +140,10 @@ class Alloc:
     """
 
     __slots__ = (
-        "cpu_core_hours", "cpu_cost", "cpu_req_cm", "cpu_use_cm", "end", "gpu_cost", "gpu_hours", "lb_cost",
-        "lbs", "name", "net_cost", "net_rx", "net_tx", "props", "pvs", "ram_byte_hours", "ram_cost",
-        "ram_req_bm", "ram_use_bm", "raw", "start", "win_end", "win_start",
+        "cpu_adj", "cpu_core_hours", "cpu_cost", "cpu_req_cm", "cpu_use_cm", "end", "gpu_adj", "gpu_cost",
+        "gpu_hours", "lb_adj", "lb_cost", "lbs", "name", "net_adj", "net_cost", "net_rx", "net_tx", "props",
+        "pv_adj", "pvs", "ram_adj", "ram_byte_hours", "ram_cost", "ram_req_bm", "ram_use_bm", "raw", "start",
+        "win_end", "win_start",
     )  # fmt: skip
 
     def __init__(self, name: str, props: Properties, win_start: int, win_end: int, start: int, end: int) -> None:
@@ -165,6 +167,8 @@ class Alloc:
         self.net_rx = 0.0
         self.net_cost = 0.0
         self.lb_cost = 0.0
+        # OpenCost's *CostAdjustment figures (reconciliation with the bill); see scenario costAdjustment.
+        self.cpu_adj = self.gpu_adj = self.ram_adj = self.pv_adj = self.net_adj = self.lb_adj = 0.0
         self.pvs: dict[str, list[Any]] | None = None  # key -> [byteHours, cost, providerID]
         self.lbs: dict[str, list[Any]] | None = None  # key -> [service, cost, private, ip, hours]
         self.raw: tuple[float, float] | None = None  # (cpuCoreUsageMax, ramByteUsageMax)
@@ -178,8 +182,14 @@ class Alloc:
         return sum(pv[0] for pv in self.pvs.values()) if self.pvs else 0.0
 
     @property
+    def adjustment(self) -> float:
+        return self.cpu_adj + self.gpu_adj + self.ram_adj + self.pv_adj + self.net_adj + self.lb_adj
+
+    @property
     def total_cost(self) -> float:
-        return self.cpu_cost + self.gpu_cost + self.ram_cost + self.pv_cost + self.net_cost + self.lb_cost
+        """OpenCost's ``TotalCost()``: the costs with their adjustments."""
+        costs = self.cpu_cost + self.gpu_cost + self.ram_cost + self.pv_cost + self.net_cost + self.lb_cost
+        return costs + self.adjustment
 
     def merge(self, other: Alloc, keep_labels: bool) -> None:
         """Add ``other`` into this allocation (OpenCost's ``Allocation.add``)."""
@@ -203,6 +213,12 @@ class Alloc:
         self.net_rx += other.net_rx
         self.net_cost += other.net_cost
         self.lb_cost += other.lb_cost
+        self.cpu_adj += other.cpu_adj
+        self.gpu_adj += other.gpu_adj
+        self.ram_adj += other.ram_adj
+        self.pv_adj += other.pv_adj
+        self.net_adj += other.net_adj
+        self.lb_adj += other.lb_adj
         if other.pvs:
             pvs = self.pvs = self.pvs if self.pvs is not None else {}
             for key, pv in other.pvs.items():
@@ -302,8 +318,9 @@ class Renderer:
         cpu_eff = efficiency(cpu_use, cpu_req)
         ram_eff = efficiency(ram_use, ram_req)
         pv_byte_hours = alloc.pv_byte_hours
-        cpu_ram = alloc.cpu_cost + alloc.ram_cost
-        total_eff = (cpu_eff * alloc.cpu_cost + ram_eff * alloc.ram_cost) / cpu_ram if cpu_ram > 0 else 0.0
+        cpu_total, ram_total = alloc.cpu_cost + alloc.cpu_adj, alloc.ram_cost + alloc.ram_adj
+        cpu_ram = cpu_total + ram_total
+        total_eff = (cpu_eff * cpu_total + ram_eff * ram_total) / cpu_ram if cpu_ram > 0 else 0.0
         net_cost = n(alloc.net_cost)
         raw = alloc.raw
         return _TEMPLATE % (
@@ -318,13 +335,13 @@ class Renderer:
             n(cpu_use),
             n(alloc.cpu_core_hours),
             n(alloc.cpu_cost),
-            "0",
+            n(alloc.cpu_adj),
             "0",
             n(cpu_eff),
             n(alloc.gpu_hours * per_hour),
             n(alloc.gpu_hours),
             n(alloc.gpu_cost),
-            "0",
+            n(alloc.gpu_adj),
             "0",
             n(alloc.net_tx),
             n(alloc.net_rx),
@@ -332,20 +349,20 @@ class Renderer:
             net_cost,
             "0",
             "0",
-            "0",
+            n(alloc.net_adj),
             n(alloc.lb_cost),
-            "0",
+            n(alloc.lb_adj),
             n(pv_byte_hours * per_hour),
             n(pv_byte_hours),
             n(alloc.pv_cost),
             self._pvs(alloc.pvs),
-            "0",
+            n(alloc.pv_adj),
             n(alloc.ram_byte_hours * per_hour),
             n(ram_req),
             n(ram_use),
             n(alloc.ram_byte_hours),
             n(alloc.ram_cost),
-            "0",
+            n(alloc.ram_adj),
             "0",
             n(ram_eff),
             "0",

@@ -19,7 +19,10 @@ The model, per container and per covered second of its pod's life inside the set
   :mod:`sandbox.opencost.naming`, shared with the Kubernetes objects of ``sandbox.cluster``;
 * unmounted PVs become ``<ns>-unmounted-pvcs/__unmounted__`` allocations (or ``__unmounted__`` in
   every position when no namespace is given);
-* capacity cost for idle = node cores * hours * price (and GiB, GPUs likewise), nodes always present.
+* capacity cost for idle = node cores * hours * price (and GiB, GPUs likewise), nodes always present;
+* a workload's ``costAdjustment`` adds ``fraction x cost`` per resource as the ``*CostAdjustment`` of
+  each of its allocations (the bill differing from list prices). Idle is still capacity minus the
+  unadjusted costs, so the cluster's Σ totalCost (idle included) is capacity plus Σ adjustments.
 
 Data exists only in ``[now - retention, now]`` (``dataUntilNow``/``retention`` scenario keys).
 """
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 
 from sandbox.opencost.allocation import GIB, UNMOUNTED, Alloc, Properties
 from sandbox.opencost.naming import controller_of, daemon_pod_name, job_name, job_pod_name, pod_name, short_hash
-from sandbox.opencost.scenario import Scenario, ScenarioError, TimeSpec, Workload
+from sandbox.opencost.scenario import CostAdjustment, Scenario, ScenarioError, TimeSpec, Workload
 from sandbox.opencost.windows import DAY, HOUR, MINUTE, floor
 
 _LABEL_RE = re.compile(r"[^a-zA-Z0-9_]")
@@ -125,6 +128,16 @@ def hour_of_day_seconds(a: int, b: int) -> list[tuple[int, int]]:
             secs[(t // HOUR) % 24] += nxt - t
             t = nxt
     return [(h, s) for h, s in enumerate(secs) if s]
+
+
+def adjust(alloc: Alloc, fractions: CostAdjustment) -> None:
+    """Set the allocation's ``*CostAdjustment`` figures: each resource's cost times its fraction."""
+    alloc.cpu_adj = alloc.cpu_cost * fractions.cpu
+    alloc.gpu_adj = alloc.gpu_cost * fractions.gpu
+    alloc.ram_adj = alloc.ram_cost * fractions.ram
+    alloc.pv_adj = alloc.pv_cost * fractions.pv
+    alloc.net_adj = alloc.net_cost * fractions.network
+    alloc.lb_adj = alloc.lb_cost * fractions.load_balancer
 
 
 class Cluster:
@@ -364,6 +377,8 @@ class Cluster:
                 alloc.net_tx = net.transfer * hours * share
                 alloc.net_rx = net.receive * hours * share
                 alloc.net_cost = alloc.net_tx / GIB * self.egress_price
+            if w.cost_adjustment is not None:
+                adjust(alloc, w.cost_adjustment)
             out.append(alloc)
 
     def _unmounted(self, index: int, win: tuple[int, int], a: int, b: int) -> Alloc:

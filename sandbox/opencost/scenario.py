@@ -36,6 +36,7 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
         pvs: [{name: pvc-web-data, sizeGiB: 20}]
         loadBalancers: [{name: web-lb, hourly: "0.025"}]
         networkBytesPerHour: {transfer: 1000000, receive: 2000000}   # whole workload, split over pods
+        costAdjustment: {cpu: -0.1, pv: 0.05}     # optional: fraction of each cost added as its *CostAdjustment
     unmountedPVs:
       - {namespace: shop, name: pvc-orphan, sizeGiB: 5}   # namespace optional
       - {name: pv-released, sizeGiB: 50}                  # no namespace -> __unmounted__ everywhere
@@ -44,6 +45,11 @@ Times (``start``/``end`` of workloads and unmounted PVs) are either absolute (RF
 YAML timestamp; naive means UTC) or relative to *query time*: ``now``, ``-6h``, ``+30m``, ``-2d``,
 ``-1w``. Relative times count from now truncated to the hour, so answers are stable within an hour
 and a demo scenario always has data "in the last 48 hours" whenever it is run.
+
+``costAdjustment`` stands in for OpenCost's reconciliation with the cloud bill: each key (``cpu``,
+``gpu``, ``ram``, ``pv``, ``network``, ``loadBalancer``; a fraction between -1 and 1) makes every
+allocation of the workload report ``<resource>CostAdjustment = fraction x <resource>Cost``, a credit
+when negative. As in OpenCost, ``totalCost`` includes the adjustments and ``*Cost`` does not.
 
 ``kind: Rollout`` is an Argo Rollout and, being a custom resource, must also say
 ``apiVersion: argoproj.io/v1alpha1`` (other kinds may state their apiVersion too). Its pods and
@@ -224,6 +230,20 @@ class LoadBalancer(_Model):
     hourly: Price = 0.025
 
 
+Fraction = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+
+
+class CostAdjustment(_Model):
+    """Per resource, the fraction of its cost reported as OpenCost's ``*CostAdjustment``."""
+
+    cpu: Fraction = 0
+    gpu: Fraction = 0
+    ram: Fraction = 0
+    pv: Fraction = 0
+    network: Fraction = 0
+    load_balancer: Fraction = 0
+
+
 class NetworkBytes(_Model):
     transfer: Quantity = 0
     receive: Quantity = 0
@@ -256,6 +276,7 @@ class Workload(_Model):
     pvs: list[Volume] = Field(default_factory=list)
     load_balancers: list[LoadBalancer] = Field(default_factory=list)
     network_bytes_per_hour: NetworkBytes | None = None
+    cost_adjustment: CostAdjustment | None = None
 
 
 class UnmountedPV(_Model):

@@ -13,6 +13,8 @@ through :func:`sandbox.opencost.query.execute` unchanged, and only the JSON diff
   cpuCoreUsageAverage, cpuCost, cpuCostIdle, gpuRequestAverage, gpuUsageAverage, gpuCost, gpuCostIdle,
   networkCost, loadBalancerCost, pvCost, ramByteRequestAverage, ramByteUsageAverage, ramCost,
   ramCostIdle, sharedCost, externalCost, totalEfficiency, totalCost``; no properties, no labels;
+* each ``*Cost`` includes its ``*CostAdjustment`` (OpenCost's ``NewSummaryAllocation`` folds them in),
+  so ``totalCost`` is the sum of the parts, as on ``/allocation``;
 * ``cpuCostIdle``/``ramCostIdle``/``gpuCostIdle`` are always 0, as in real OpenCost (opencost#3823),
   ``sharedCost``/``externalCost`` too; ``gpuRequestAverage`` is requested GPUs averaged over the
   item's minutes, and ``gpuUsageAverage`` is ``null``: GPU usage needs the DCGM exporter, which the
@@ -35,9 +37,10 @@ def _item(r: Renderer, name: str, alloc: Alloc) -> str:
     per_minute = 1.0 / minutes if minutes > 0 else 0.0
     cpu_req, cpu_use = alloc.cpu_req_cm * per_minute, alloc.cpu_use_cm * per_minute
     ram_req, ram_use = alloc.ram_req_bm * per_minute, alloc.ram_use_bm * per_minute
-    cpu_ram = alloc.cpu_cost + alloc.ram_cost
+    cpu_cost, ram_cost = alloc.cpu_cost + alloc.cpu_adj, alloc.ram_cost + alloc.ram_adj
+    cpu_ram = cpu_cost + ram_cost
     total_eff = (
-        (efficiency(cpu_use, cpu_req) * alloc.cpu_cost + efficiency(ram_use, ram_req) * alloc.ram_cost) / cpu_ram
+        (efficiency(cpu_use, cpu_req) * cpu_cost + efficiency(ram_use, ram_req) * ram_cost) / cpu_ram
         if cpu_ram > 0
         else 0.0
     )
@@ -47,18 +50,18 @@ def _item(r: Renderer, name: str, alloc: Alloc) -> str:
         ("end", r.time(alloc.end)),
         ("cpuCoreRequestAverage", n(cpu_req)),
         ("cpuCoreUsageAverage", n(cpu_use)),
-        ("cpuCost", n(alloc.cpu_cost)),
+        ("cpuCost", n(cpu_cost)),
         ("cpuCostIdle", "0"),
         ("gpuRequestAverage", n(alloc.gpu_hours * 60.0 * per_minute)),
         ("gpuUsageAverage", "null"),
-        ("gpuCost", n(alloc.gpu_cost)),
+        ("gpuCost", n(alloc.gpu_cost + alloc.gpu_adj)),
         ("gpuCostIdle", "0"),
-        ("networkCost", n(alloc.net_cost)),
-        ("loadBalancerCost", n(alloc.lb_cost)),
-        ("pvCost", n(alloc.pv_cost)),
+        ("networkCost", n(alloc.net_cost + alloc.net_adj)),
+        ("loadBalancerCost", n(alloc.lb_cost + alloc.lb_adj)),
+        ("pvCost", n(alloc.pv_cost + alloc.pv_adj)),
         ("ramByteRequestAverage", n(ram_req)),
         ("ramByteUsageAverage", n(ram_use)),
-        ("ramCost", n(alloc.ram_cost)),
+        ("ramCost", n(ram_cost)),
         ("ramCostIdle", "0"),
         ("sharedCost", "0"),
         ("externalCost", "0"),

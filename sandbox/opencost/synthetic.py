@@ -8,6 +8,8 @@ Shape: Deployments of 5 replicas * 2 containers (a last, smaller Deployment make
 spread round-robin over ``namespaces`` namespaces labelled with 10 teams and cost centres, on nodes
 of 64 cores / 256 GiB (one per 100 containers). Usage follows a 24-hour profile shifted per workload;
 every 7th workload mounts a PV, every 13th has a load balancer, every 3rd reports network traffic.
+Every 4th workload carries OpenCost cost adjustments (reconciliation with the bill): a credit on
+CPU and RAM for half of them, a surcharge on CPU, PV, network and load balancer for the other half.
 """
 
 from __future__ import annotations
@@ -71,4 +73,8 @@ def _workload(index: int, namespaces: int, replicas: int, per_pod: int) -> dict[
         workload["loadBalancers"] = [{"name": f"lb-{index:05d}", "hourly": "0.025"}]
     if index % 3 == 0:
         workload["networkBytesPerHour"] = {"transfer": 5_000_000 * (1 + index % 4), "receive": 8_000_000}
+    if index % 8 == 1:
+        workload["costAdjustment"] = {"cpu": -0.12, "ram": -0.05}
+    elif index % 8 == 5:
+        workload["costAdjustment"] = {"cpu": 0.03, "pv": 0.1, "network": 0.2, "loadBalancer": 0.04}
     return workload

@@ -3,6 +3,8 @@ against the sandbox OpenCost, the sandbox Kubernetes API and a real PostgreSQL:
 
 - a run writes the lookback hours finalized and the pinned hour unfinalized, stamped with the
   label-marked PriceBook's version, owner labels, and the cluster's idle row;
+- every stored per-resource cost is OpenCost's cost plus its adjustment (the test scenario sends
+  credits and surcharges);
 - a replay gives identical rows and refetches only the unfinalized hour;
 - OpenCost failing (500, timeout, malformed JSON) fails the run with 503, a clear error, a
   ``job_runs`` row, and no partial hour; the next run completes what is missing;
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -70,8 +73,8 @@ def test_a_run_writes_lookback_finalized_and_the_pinned_hour_open(ping: Pinger, 
     assert (orphan["namespace"], orphan["team"], orphan["cost_center"]) == ("search", "discovery", "cc-200")
     # The label-marked "standard" book prices every row, not the older unmarked "legacy".
     with db.connection() as conn:
-        books = conn.execute("SELECT id, name, cpu_hour_micros FROM pricebooks").fetchall()
-    assert [(b["name"], b["cpu_hour_micros"]) for b in books] == [("standard", 31_611)]
+        books = conn.execute("SELECT id, name, cpu_hour FROM pricebooks").fetchall()
+    assert [(b["name"], b["cpu_hour"]) for b in books] == [("standard", Decimal("0.031611"))]
     assert {(r["pricebook_id"], r["currency"]) for r in stored} == {(books[0]["id"], "USD")}
     # OpenCost rounds every figure to 5 decimals on its own, so parts and total agree within
     # 5 micros each (4 figures); we store each exactly as sent and never recompute the total.
@@ -134,7 +137,9 @@ def test_concurrent_identical_runs_do_not_duplicate(ping: Pinger, db: Database) 
     assert ping({"scheduledTime": SCHEDULED}).status_code == 200
     expected = rows(db)
     with db.connection() as conn:
-        conn.execute("TRUNCATE provider_allocations, allocation_hours, allocation_daily, allocation_dirty_days, job_runs")
+        conn.execute(
+            "TRUNCATE provider_allocations, allocation_hours, allocation_daily, allocation_dirty_days, job_runs"
+        )
     results: list[int] = []
     threads = [
         threading.Thread(target=lambda: results.append(ping({"scheduledTime": SCHEDULED}).status_code))
@@ -320,3 +325,36 @@ def test_a_costjobs_timeouts_are_honoured_and_the_no_op_ones_reported(
     finally:
         kube.store.apply_manifests([original])
         opencost.reset()
+
+
+def test_stored_costs_include_opencosts_adjustments(
+    ping: Pinger, db: Database, opencost: sandbox_opencost.OpenCostServer
+) -> None:
+    import httpx
+
+    from finops.allocations import DEFAULT_AGGREGATION
+
+    assert ping({"scheduledTime": SCHEDULED}).status_code == 200
+    window = "2026-11-20T07:00:00Z,2026-11-20T08:00:00Z"
+    params = {"window": window, "aggregate": DEFAULT_AGGREGATION, "accumulate": "true", "includeIdle": "true"}
+    (sent,) = httpx.get(f"{opencost.url}/allocation", params=params, timeout=30).json(parse_float=Decimal)["data"]
+    columns = {"cpu": "cpuCost", "gpu": "gpuCost", "ram": "ramCost", "pv": "pvCost", "network": "networkCost",
+               "lb": "loadBalancerCost"}  # fmt: skip
+    with db.connection() as conn:
+        stored = {r["name"]: r for r in conn.execute(
+            "SELECT name, " + ", ".join(f"{c}_cost_micros" for c in columns) + ", total_cost_micros"
+            " FROM provider_allocations WHERE hour = %s", (HOURS[0],))}  # fmt: skip
+    assert set(stored) == set(sent)
+    signs = set()
+    for name, allocation in sent.items():
+        for column, field in columns.items():
+            cost, adjustment = Decimal(allocation[field]), Decimal(allocation[f"{field}Adjustment"])
+            # OpenCost's figures have 5 decimals: (cost + adjustment) x 10^6 is a whole number of micros.
+            assert stored[name][f"{column}_cost_micros"] == int((cost + adjustment) * 1_000_000), (name, column)
+            signs.add((adjustment > 0) - (adjustment < 0))
+        assert stored[name]["total_cost_micros"] == int(Decimal(allocation["totalCost"]) * 1_000_000)
+    assert signs == {-1, 0, 1}  # the test scenario's credits and surcharges really are in the data
+    # By hand, for cart (0.25 cores at 0.031611, a 10% credit): 7_902.75 - 790.275 micros, as OpenCost
+    # rounds each figure to 5 decimals: 7_900 - 790.
+    (cart,) = [n for n in sent if "/cart-" in n]
+    assert stored[cart]["cpu_cost_micros"] == 7_110

@@ -8,7 +8,9 @@ served by functions-framework, against the sandbox OpenCost and Kubernetes API a
   active interval (the activation hour is half); the unit price stored is exact (0.031611 x 1.5
   is 47,416.5 micros), only ``status.resolvedPricing`` (an integer in the CRD) shows it rounded;
 - replaying a run changes nothing; a PriceBook change reprices only open hours;
-- ``status.costs`` has hour, day and month buckets with a breakdown per meter;
+- ``status.costs`` has hour, day and month buckets with a breakdown per meter; at a fixed hour of
+  a 31-day month every bucket's ``current``, ``projected`` and breakdown entry equal integers
+  worked out by hand (fee over the whole bucket, usage run-rate), over HTTP and in-process;
 - deletion: the Subscription deactivates, settles (from the Offering's mirrored version when the
   Offering itself was deleted first), and its finalizer is released.
 """
@@ -117,9 +119,9 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     # Reconciled: active book rendered into OpenCost's ConfigMap, OpenCost restarted once.
     config = store.get("v1", "configmaps", "opencost", "finops-operator-custom-pricing-configs")
     assert config is not None and '"CPU": "0.031611"' in config["data"]["default.json"]
-    restarts = store.get("apps/v1", "deployments", "opencost", "opencost")["spec"]["template"]["metadata"][
-        "annotations"
-    ]  # type: ignore[index]
+    deployment = store.get("apps/v1", "deployments", "opencost", "opencost")
+    assert deployment is not None
+    restarts = deployment["spec"]["template"]["metadata"]["annotations"]
     assert "finops.stakater.com/restartedAt" in restarts
     offering = store.get(FB, "offerings", "finops", "gold")
     assert offering is not None and offering["status"]["ready"] is True
@@ -202,3 +204,103 @@ def test_the_finops_provider_through_reconcile(
     provider = store.get(FB, "finopsproviders", None, "default")
     assert provider is not None and provider["status"]["conditions"][0]["status"] == "True"
     assert provider["status"]["lastSyncTime"] and provider["status"]["observedGeneration"]
+
+
+# -- status.costs, by hand ---------------------------------------------------------------------------
+# A fixed hour in a 31-day month, so every figure below is a constant worked out by hand. The
+# Subscription "silver-web" is activated at 08:30; the run is pinned at 11:00 on October 15th.
+PINNED = datetime(2026, 10, 15, 11, tzinfo=UTC)
+SILVER_ACTIVATED = datetime(2026, 10, 15, 8, 30, tzinfo=UTC)
+
+
+def silver_objects() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "opencost"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "opencost", "namespace": "opencost"},
+         "spec": {"template": {"metadata": {"annotations": {}}}}},
+        {"apiVersion": FB, "kind": "Offering", "metadata": {"name": "silver", "namespace": "finops"},
+         "spec": {"pricing": {
+             "subscriptionFee": {"priceMicros": FEE, "period": "1h", "tickAlignment": "ActivatedAt"},
+             "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}]}}},
+        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "silver-web", "namespace": "shop"},
+         "spec": {"offeringRef": {"name": "silver", "namespace": "finops"},
+                  "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}]},
+         "status": {"activatedAt": iso(SILVER_ACTIVATED), "ready": True}},
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def silver(stack: Stack, scenario: sandbox_opencost.Scenario) -> Iterator[tuple[Stack, sandbox_kube.KubeServer, str]]:
+    """The Kubernetes API with silver-web, and collect_allocations over it: (world, kube, its URL)."""
+    with sandbox_kube.serve(seed_dir=DATA / "kube", objects=[*cluster_objects(scenario), *silver_objects()]) as kube:
+        world = replace(stack, kube_url=kube.url)
+        with serve_function(world, "collect_allocations", HOURS_LOOKBACK="5") as allocations:
+            yield world, kube, allocations
+
+
+@pytest.fixture(scope="module")
+def silver_charges(silver: tuple[Stack, sandbox_kube.KubeServer, str]) -> Iterator[str]:
+    """collect_charges served over HTTP (only the tests that ping it start it)."""
+    with serve_function(silver[0], "collect_charges") as url:
+        yield url
+
+
+# Fee: 1,000,000 a tick, ticks at 09:30, 10:30, 11:30 ... (ActivatedAt 08:30, period 1h); an hour's
+# fee holds the ticks in (start, end]: 08:00-09:00 none, then one an hour.
+# Usage (cpuHour): shop/web is 2 pods x (app, proxy); app uses 0.2 cores in even hours and 0.7 in
+# odd ones, proxy 0.05. Unit price 31,611 micros x 1.5 = 47,416.5 (exact); per row, rounded
+# half-even: app 0.2 h -> 9,483.3 -> 9,483; app 0.7 -> 33,191.55 -> 33,192; proxy 0.05 ->
+# 2,370.825 -> 2,371; in the activation hour (08:30-09:00, half of it) app 0.1 -> 4,741.65 ->
+# 4,742 and proxy 0.025 -> 1,185.4125 -> 1,185.
+#   hour 08: 2 x (4,742 + 1,185) = 11,854      hour 09: 2 x (33,192 + 2,371) = 71,126
+#   hour 10: 2 x (9,483 + 2,371) = 23,708      hour 11 (pinned, open): 71,126
+# Usage so far: 11,854 + 71,126 + 23,708 + 71,126 = 177,814 (all of it this day and month).
+# Projected usage = current x bucket length / time elapsed in the bucket up to the pinned hour's end:
+#   hour  [11:00, 12:00):   71,126 x 1 h / 1 h = 71,126
+#   day   [Oct 15, Oct 16): 177,814 x 24 h / 12 h = 355,628
+#   month [Oct 1, Nov 1):   177,814 x 744 h / 348 h (14 days 12 h) = 380,154.07 -> 380,154
+# Projected fee = the fee over the whole bucket: the ticks in (08:30, end]:
+#   hour: 11:30 -> 1; day: 09:30 ... 23:30 -> 15; month: to Nov 1 00:00, 16 days 15.5 h -> 399.
+EXPECTED_COSTS = [
+    {"granularity": "hour", "start": "2026-10-15T11:00:00Z", "endExclusive": "2026-10-15T12:00:00Z",
+     "current": 1_071_126, "projected": 1_071_126, "breakdown": [
+         {"name": "subscription", "current": 1_000_000, "projected": 1_000_000},
+         {"name": "cpuHour", "current": 71_126, "projected": 71_126}]},
+    {"granularity": "day", "start": "2026-10-15T00:00:00Z", "endExclusive": "2026-10-16T00:00:00Z",
+     "current": 3_177_814, "projected": 15_355_628, "breakdown": [
+         {"name": "subscription", "current": 3_000_000, "projected": 15_000_000},
+         {"name": "cpuHour", "current": 177_814, "projected": 355_628}]},
+    {"granularity": "month", "start": "2026-10-01T00:00:00Z", "endExclusive": "2026-11-01T00:00:00Z",
+     "current": 3_177_814, "projected": 399_380_154, "breakdown": [
+         {"name": "subscription", "current": 3_000_000, "projected": 399_000_000},
+         {"name": "cpuHour", "current": 177_814, "projected": 380_154}]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("run", ["over-http", "in-process"])
+def test_status_costs_by_hand(
+    db: Database, silver: tuple[Stack, sandbox_kube.KubeServer, str], request: pytest.FixtureRequest, run: str
+) -> None:
+    from finops.allocations import DEFAULT_AGGREGATION
+    from functions.collect_charges.service import collect_charges
+    from functions.reconcile.service import OpenCostTarget
+    from infra.kube import KubeClient
+
+    world, kube, allocations = silver
+    store = kube.store
+    store.patch(FB, "subscriptions", "shop", "silver-web", {"status": {"costs": None}}, subresource="status")
+    ping(allocations, PINNED)
+    if run == "over-http":
+        assert ping(request.getfixturevalue("silver_charges"), PINNED)["outcome"] == "success"
+    else:  # the same service in this process (what mutation testing can see)
+        target = OpenCostTarget("opencost", "opencost", "finops-operator-custom-pricing-configs")
+        with KubeClient.from_url(kube.url) as client:
+            result = collect_charges(db, client, world.cluster, DEFAULT_AGGREGATION, target, scheduled=PINNED,
+                                     now=datetime.now(UTC))  # fmt: skip
+        assert result.outcome == "success", result.errors
+    sub = store.get(FB, "subscriptions", "shop", "silver-web")
+    assert sub is not None
+    assert sub["status"]["costs"] == EXPECTED_COSTS
+    cpu = {r["hour"]: r["amount_micros"] for r in charges(db) if r["source"] == "cpuHour"}
+    assert cpu == {PINNED - timedelta(hours=3): 11_854, PINNED - timedelta(hours=2): 71_126,
+                   PINNED - timedelta(hours=1): 23_708, PINNED: 71_126}  # fmt: skip

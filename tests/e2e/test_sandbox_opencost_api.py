@@ -168,6 +168,31 @@ def test_cost_formula_and_idle_by_hand(tiny_server: OpenCostServer) -> None:
     assert idle["properties"] == {"cluster": "tiny"} and idle["cpuCoreHours"] == 0
 
 
+def test_cost_adjustments_by_hand() -> None:
+    doc = tiny()
+    doc["workloads"][0]["costAdjustment"] = {"cpu": -0.5, "ram": 0.25}
+    with serve(parse_scenario(doc), clock=clock) as server:
+        allocs = one(server, window=HOUR_0, includeIdle="true")
+        idle = allocs.pop("__idle__")
+        (app,) = allocs.values()
+        # cost stays the list price; the adjustment is fraction x cost: cpu -0.5 x 0.03, ram 0.25 x 0.012
+        assert (app["cpuCost"], app["cpuCostAdjustment"]) == (0.03, -0.015)
+        assert (app["ramCost"], app["ramCostAdjustment"]) == (0.012, 0.003)
+        assert app["gpuCostAdjustment"] == app["pvCostAdjustment"] == app["networkCostAdjustment"] == 0
+        # OpenCost's TotalCost(): 0.03 - 0.015 + 0.012 + 0.003
+        assert app["totalCost"] == 0.03
+        # cost-weighted over the adjusted costs: (0.5 x 0.015 + 1.5 x 0.015) / 0.03
+        assert app["totalEfficiency"] == 1
+        # idle is capacity minus the unadjusted costs, as without adjustments
+        assert (idle["cpuCost"], idle["ramCost"], idle["cpuCostAdjustment"]) == (0.09, 0.052, 0)
+        # adjustments add up like costs; /allocation/summary folds them into each cost
+        shop = one(server, window=HOUR_0, aggregate="namespace", step="30m", accumulate="true")["shop"]
+        assert (shop["cpuCostAdjustment"], shop["ramCostAdjustment"], shop["totalCost"]) == (-0.015, 0.003, 0.03)
+        summary = get(server, "/allocation/summary", window=HOUR_0, aggregate="namespace").json()
+        condensed = summary["data"]["sets"][0]["allocations"]["shop"]
+        assert (condensed["cpuCost"], condensed["ramCost"], condensed["totalCost"]) == (0.015, 0.015, 0.03)
+
+
 def test_every_documented_field_is_present(multi: OpenCostServer) -> None:
     fields = ("name", "properties", "window", "start", "end", "minutes", "cpuCores", "cpuCoreRequestAverage",
         "cpuCoreUsageAverage", "cpuCoreHours", "cpuCost", "cpuCostAdjustment", "cpuEfficiency", "gpuCount",

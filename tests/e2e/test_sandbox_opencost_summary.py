@@ -2,7 +2,8 @@
 
 The summary must be the same numbers as ``/allocation`` for the same query, in OpenCost's
 ``SummaryAllocationSetRangeResponse`` shape, so these tests compare the two endpoints field by
-field rather than re-deriving costs (the cost model has its own tests).
+field rather than re-deriving costs (the cost model has its own tests). Each summary cost is the
+``/allocation`` cost plus its adjustment, as OpenCost's ``NewSummaryAllocation`` folds them in.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ FIELDS = [
     "totalEfficiency", "totalCost",
 ]  # fmt: skip
 SHARED = [f for f in FIELDS if not f.startswith("gpu") or f in ("gpuCost", "gpuCostIdle")]  # same in /allocation
+ADJUSTED = {"cpuCost": "cpuCostAdjustment", "gpuCost": "gpuCostAdjustment", "ramCost": "ramCostAdjustment",
+            "pvCost": "pvCostAdjustment", "networkCost": "networkCostAdjustment",
+            "loadBalancerCost": "loadBalancerCostAdjustment"}  # fmt: skip
 
 SCENARIO: dict[str, Any] = {
     "cluster": "summary",
@@ -45,6 +49,7 @@ SCENARIO: dict[str, Any] = {
             "pvs": [{"name": "pvc-web", "sizeGiB": 10}],
             "loadBalancers": [{"name": "web-lb"}],
             "networkBytesPerHour": {"transfer": 1073741824},
+            "costAdjustment": {"cpu": -0.2, "ram": 0.1, "pv": 0.5, "network": -0.25, "loadBalancer": 0.4},
         },
         {
             "namespace": "ml",
@@ -55,6 +60,7 @@ SCENARIO: dict[str, Any] = {
             "containers": [
                 {"name": "t", "request": {"cpu": 2, "ramGiB": 8, "gpu": 1}, "usage": {"cpu": 1, "ramGiB": 4}}
             ],
+            "costAdjustment": {"gpu": -0.1},
         },
     ],
 }
@@ -94,7 +100,8 @@ def test_envelope_and_fields_follow_opencost(server: OpenCostServer) -> None:
     assert shop["gpuUsageAverage"] is None  # no DCGM exporter: not measured, not 0
     assert shop["cpuCoreRequestAverage"] == 1 and shop["cpuCoreUsageAverage"] == 0.5
     assert shop["ramByteRequestAverage"] == 2 * 1024**3 and shop["ramByteUsageAverage"] == 4 * 1024**3
-    assert shop["pvCost"] > 0 and shop["loadBalancerCost"] == 0.025 and shop["networkCost"] == 0.01
+    # with the adjustments: load balancer 0.025 x 1.4, network 0.01 x 0.75
+    assert shop["pvCost"] > 0 and shop["loadBalancerCost"] == 0.035 and shop["networkCost"] == 0.0075
     idle = one["allocations"]["__idle__"]
     assert idle["cpuCost"] > 0 and idle["totalEfficiency"] == 0 and idle["cpuCostIdle"] == 0
 
@@ -118,13 +125,17 @@ def test_figures_equal_the_allocation_endpoint(server: OpenCostServer, params: d
         assert list(condensed["allocations"]) == list(allocations)
         for key, item in condensed["allocations"].items():
             mine = allocations[key]
-            assert {f: item[f] for f in SHARED} == {f: mine[f] for f in SHARED}, key
+            same = [f for f in SHARED if f not in ADJUSTED]
+            assert {f: item[f] for f in same} == {f: mine[f] for f in same}, key
+            for cost, adjustment in ADJUSTED.items():  # each rounded to 5 decimals on its own
+                assert item[cost] == pytest.approx(mine[cost] + mine[adjustment], abs=2e-5), (key, cost)
             assert item["gpuRequestAverage"] == mine["gpuCount"]  # requested GPUs, averaged over the minutes
 
 
 def test_gpu_request_average(server: OpenCostServer) -> None:
     ml = summary(server, window="24h", aggregate="namespace")["data"]["sets"][0]["allocations"]["ml"]
-    assert ml["gpuRequestAverage"] == 1 and ml["gpuCost"] == pytest.approx(0.9 * (14 + 25 / 60 - 11), abs=1e-4)
+    # 0.9 an hour from 11:00 to 14:25, less its 10% adjustment
+    assert ml["gpuRequestAverage"] == 1 and ml["gpuCost"] == pytest.approx(0.9 * 0.9 * (14 + 25 / 60 - 11), abs=1e-4)
     assert ml["start"] == "2026-03-10T11:00:00Z" and ml["end"] == "2026-03-10T14:25:00Z"
 
 

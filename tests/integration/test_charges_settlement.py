@@ -2,14 +2,22 @@
 
 - the finalizer stays while the fee's last tick, snapped to the next boundary after deactivation,
   is not charged yet, even when every hour up to the deactivation is final;
-- it is released once the hour that ends on the snapped boundary is final.
+- it is released once the hour that ends on the snapped boundary is final;
+- each condition on its own keeps it: an error this run, ``minPeriods`` not yet passed, usage not
+  final through the deactivation hour (or never charged), the fee not final through its snapped
+  end, a concurrent change (409 on the resourceVersion precondition), a Subscription not deleted;
+  with all of them holding it is released.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
+from finops.errors import Conflict
 from finops.fees import FeeSchedule, parse_fee
 from finops.subscriptions import FINALIZER
 from functions.collect_charges.service import Priced, _release_finalizer
@@ -66,3 +74,84 @@ def test_the_finalizer_waits_for_the_snapped_last_tick(db: Database) -> None:
     finalize_fee_through(db, datetime(2026, 3, 31, 23, tzinfo=UTC))  # the hour ending on April 1st
     assert _release_finalizer(db, store, "c", store.sub, item, now + timedelta(days=27), error=None)  # type: ignore[arg-type]
     assert store.sub["metadata"]["finalizers"] == []
+
+
+# -- each release condition on its own -----------------------------------------------------------
+# An hourly fee (ActivatedAt, at whole hours since activation at midnight) and a cpuHour meter:
+# deactivated at 10:30, the fee snaps to 11:00, so its last tick is in the hour 10:00-11:00, which
+# is also the deactivation hour. Unless a case says otherwise, everything is settled: both sources
+# final through 10:00, minPeriods (2) long passed, no error, no concurrent change.
+HOURLY = FeeSchedule(
+    parse_fee({"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt", "minPeriods": 2}),
+    ACTIVATED, DEACTIVATED,
+)  # fmt: skip
+LAST_HOUR = datetime(2026, 3, 5, 10, tzinfo=UTC)
+SETTLED_AT = datetime(2026, 3, 5, 12, 5, tzinfo=UTC)
+
+
+class ConflictingStore(Store):
+    """The Subscription changed between our read and our patch: the API server answers 409."""
+
+    def patch_object(self, *_: Any, **__: Any) -> dict[str, Any]:
+        raise Conflict("the object has been modified; please apply your changes to the latest version")
+
+
+def finalize_through(db: Database, source: str, last: datetime) -> None:
+    finalize_fee_through(db, datetime(2026, 1, 10, tzinfo=UTC))  # the versions the charge rows refer to
+    with db.connection() as conn:
+        conn.execute(
+            "INSERT INTO subscription_charges (cluster, subscription_uid, hour, source, namespace, name,"
+            " offering_version_id, subscription_version_id, quantity, amount_micros, is_finalized)"
+            " VALUES ('c', 'u-1', %s, %s, 'shop', 's', 1, 1, 0, 0, true)"
+            " ON CONFLICT (cluster, subscription_uid, hour, source) DO NOTHING",
+            (last, source),
+        )
+
+
+def release(db: Database, store: Store, *, schedule: FeeSchedule = HOURLY, error: str | None = None) -> bool:
+    item = Priced(rows=[], schedule=schedule, meters=["cpuHour"])
+    return _release_finalizer(db, store, "c", store.sub, item, SETTLED_AT, error=error)  # type: ignore[arg-type]
+
+
+def test_the_finalizer_is_released_when_every_condition_holds(db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="functions.collect_charges.service")
+    store = Store()
+    finalize_through(db, "fee", LAST_HOUR)
+    finalize_through(db, "cpuHour", LAST_HOUR)  # exactly the deactivation hour is enough
+    assert release(db, store)
+    assert store.sub["metadata"]["finalizers"] == []
+    assert "Removed finalizer for deleted subscription" in caplog.messages
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("error", "Charges errored this run, keeping finalizer"),
+        ("min-periods", "MinPeriods not yet satisfied, keeping finalizer"),
+        ("usage-not-final", "Charges not finalized through deactivation hour, keeping finalizer"),
+        ("usage-never-charged", "Charges not finalized through deactivation hour, keeping finalizer"),
+        ("fee-not-final", "Charges not finalized through deactivation hour, keeping finalizer"),
+        ("conflict", "Subscription changed meanwhile, keeping finalizer until the next run"),
+        ("not-deleted", None),
+    ],
+    ids=["error", "min-periods", "usage-not-final", "usage-never-charged", "fee-not-final", "conflict", "not-deleted"],
+)
+def test_the_finalizer_is_kept_while_one_condition_fails(
+    db: Database, caplog: pytest.LogCaptureFixture, case: str, reason: str | None
+) -> None:
+    caplog.set_level(logging.INFO, logger="functions.collect_charges.service")
+    store: Store = ConflictingStore() if case == "conflict" else Store()
+    if case == "not-deleted":
+        del store.sub["metadata"]["deletionTimestamp"]
+    finalize_through(db, "fee", LAST_HOUR - timedelta(hours=1) if case == "fee-not-final" else LAST_HOUR)
+    if case != "usage-never-charged":
+        finalize_through(db, "cpuHour", LAST_HOUR - timedelta(hours=1) if case == "usage-not-final" else LAST_HOUR)
+    schedule = HOURLY
+    if case == "min-periods":  # far beyond the ~1,300 hourly ticks since January 10th
+        fee = parse_fee({"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt", "minPeriods": 5000})
+        schedule = FeeSchedule(fee, ACTIVATED, DEACTIVATED)
+    assert not release(db, store, schedule=schedule, error="usage rows unreadable" if case == "error" else None)
+    assert store.sub["metadata"]["finalizers"] == [FINALIZER]
+    if reason is not None:
+        assert reason in caplog.messages
+    assert "Removed finalizer for deleted subscription" not in caplog.messages

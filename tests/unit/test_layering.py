@@ -28,7 +28,13 @@ ADAPTERS = {
     "psycopg": ("infra/postgres/", "sandbox/postgres.py"),
     "psycopg_pool": ("infra/postgres/",),
     # The CLI and local stack call our own functions over HTTP; only the adapter calls OpenCost.
-    "httpx": ("infra/opencost/", "infra/events.py", "functions/cli.py", "functions/cli_ledger.py", "functions/localstack.py"),
+    "httpx": (
+        "infra/opencost/",
+        "infra/events.py",
+        "functions/cli.py",
+        "functions/cli_ledger.py",
+        "functions/localstack.py",
+    ),
     "boto3": ("infra/objectstore",),
     "flask": ("functions/", "sandbox/"),
     "functions_framework": ("functions/",),

@@ -55,6 +55,8 @@ def test_prices_default_to_opencost_defaults_and_accept_strings() -> None:
         (lambda d: d["workloads"][0].update(start="-1h", end="-2h"), "workloads[0].end: must be after start"),
         (lambda d: d["nodes"].append({"name": "n1", "cpuCores": 1, "ramGiB": 1}), "nodes: duplicate name 'n1'"),
         (lambda d: d.pop("cluster"), "cluster"),
+        (lambda d: d["workloads"][0].update(costAdjustment={"cpu": -1.5}), "workloads[0].costAdjustment.cpu"),
+        (lambda d: d["workloads"][0].update(costAdjustment={"disk": 0.1}), "workloads[0].costAdjustment.disk"),
         (lambda d: d.update(unmountedPVs=[{"name": "x", "sizeGiB": 1, "namespace": "nope"}]), "unmountedPVs[0]"),
     ],
 )

@@ -1,0 +1,170 @@
+"""We test these aspects of turning OpenCost allocations into ``provider_allocations`` rows
+(``functions.collect_allocations.rows.RowBuilder``), with hand-made allocations:
+
+- every per-resource cost column is the cost *plus its adjustment* (OpenCost's ``*CostAdjustment``,
+  positive or negative), in exact integer micros; an unmeasured cost stays unknown, and
+  ``totalCost`` is stored as sent (it already includes the adjustments);
+- ownership comes from the namespace's labels only: a pod's own labels never decide the team or
+  cost centre, and an entry without namespace labels (an unmounted volume) takes those of its
+  namespace's other entries in the same hour.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from functions.collect_allocations.rows import COLUMNS, RowBuilder
+from infra.opencost import Allocation
+
+HOUR = datetime(2026, 10, 15, 11, tzinfo=UTC)
+COST_COLUMNS = {
+    "cpu_cost_micros": ("cpuCost", "cpuCostAdjustment"),
+    "gpu_cost_micros": ("gpuCost", "gpuCostAdjustment"),
+    "ram_cost_micros": ("ramCost", "ramCostAdjustment"),
+    "pv_cost_micros": ("pvCost", "pvCostAdjustment"),
+    "network_cost_micros": ("networkCost", "networkCostAdjustment"),
+    "lb_cost_micros": ("loadBalancerCost", "loadBalancerCostAdjustment"),
+}
+
+
+def builder() -> RowBuilder:
+    return RowBuilder(
+        cluster="c", aggregation="namespace,controllerKind,controller,pod,container", hour=HOUR, finalized=True,
+        pricebook_id=7, currency="EUR", owner_label_key="team", cost_center_label_key="cost-center",
+        collected_at=HOUR,
+    )  # fmt: skip
+
+
+def allocation(
+    name: str,
+    namespace: str,
+    *,
+    labels: dict[str, str] | None = None,
+    namespace_labels: dict[str, str] | None = None,
+    figures: dict[str, Decimal | None] | None = None,
+) -> Allocation:
+    properties: dict[str, Any] = {"namespace": namespace, "pod": name.split("/")[-2], "container": "app"}
+    if labels is not None:
+        properties["labels"] = labels
+    if namespace_labels is not None:
+        properties["namespaceLabels"] = namespace_labels
+    return {"name": name, "properties": properties, **(figures or {})}  # type: ignore[typeddict-item]
+
+
+def stored(*allocations: Allocation) -> dict[str, dict[str, Any]]:
+    """The rows RowBuilder makes, by name, as column -> value."""
+    rows = builder().rows({a["name"]: a for a in allocations})
+    return {row[COLUMNS.index("name")]: dict(zip(COLUMNS, row, strict=True)) for row in rows}
+
+
+# -- adjustments ---------------------------------------------------------------------------------
+
+# Six resources, each with its own cost and an adjustment of its own size and sign, so a column
+# reading another resource's figures, or dropping or subtracting its adjustment, shows.
+FIGURES: dict[str, Decimal | None] = {
+    "cpuCost": Decimal("0.04741"), "cpuCostAdjustment": Decimal("-0.00474"),
+    "gpuCost": Decimal("0.95"), "gpuCostAdjustment": Decimal("-0.19"),
+    "ramCost": Decimal("0.01695"), "ramCostAdjustment": Decimal("0.00085"),
+    "pvCost": Decimal("0.00014"), "pvCostAdjustment": Decimal("0.00003"),
+    "networkCost": Decimal("0.01"), "networkCostAdjustment": Decimal("-0.005"),
+    "loadBalancerCost": Decimal("0.025"), "loadBalancerCostAdjustment": Decimal("0.005"),
+    "sharedCost": Decimal("0.5"), "externalCost": Decimal("0.25"), "totalCost": Decimal("1.79609"),
+}  # fmt: skip
+# cost + adjustment, in micros, by hand: 0.04741 - 0.00474 = 0.04267 ...
+EXPECTED = {
+    "cpu_cost_micros": 42_670,  # 47_410 - 4_740
+    "gpu_cost_micros": 760_000,  # 950_000 - 190_000
+    "ram_cost_micros": 17_800,  # 16_950 + 850
+    "pv_cost_micros": 170,  # 140 + 30
+    "network_cost_micros": 5_000,  # 10_000 - 5_000
+    "lb_cost_micros": 30_000,  # 25_000 + 5_000
+}
+
+
+def test_every_cost_column_includes_its_adjustment() -> None:
+    row = stored(allocation("shop/deployment/web/web-1/app", "shop", figures=FIGURES))["shop/deployment/web/web-1/app"]
+    assert {column: row[column] for column in EXPECTED} == EXPECTED
+    # Shared and external costs have no adjustment; totalCost is OpenCost's, already adjusted.
+    assert (row["shared_cost_micros"], row["external_cost_micros"]) == (500_000, 250_000)
+    assert row["total_cost_micros"] == 1_796_090
+
+
+@pytest.mark.parametrize(("column", "fields"), list(COST_COLUMNS.items()), ids=list(COST_COLUMNS))
+@pytest.mark.parametrize(
+    ("cost", "adjustment", "micros"),
+    [
+        (Decimal("2.5"), Decimal("0.125"), 2_625_000),
+        (Decimal("2.5"), Decimal("-0.125"), 2_375_000),
+        (Decimal("2.5"), Decimal("-2.5"), 0),  # a full credit
+        (Decimal("2.5"), None, 2_500_000),  # OpenCost without the field: no adjustment
+        (Decimal("0.0000005"), Decimal("0.000001"), 2),  # 1.5 micros: half-even, once, on the sum
+        (None, Decimal("0.125"), None),  # an unmeasured cost stays unknown, never "the adjustment"
+    ],
+    ids=["surcharge", "credit", "full-credit", "no-adjustment", "rounded-once", "unmeasured"],
+)
+def test_one_cost_column(
+    column: str, fields: tuple[str, str], cost: Decimal | None, adjustment: Decimal | None, micros: int | None
+) -> None:
+    cost_field, adjustment_field = fields
+    figures = {cost_field: cost, adjustment_field: adjustment}
+    (row,) = stored(allocation("shop/deployment/web/web-1/app", "shop", figures=figures)).values()
+    assert row[column] == micros
+    others = [c for c in COST_COLUMNS if c != column]
+    assert all(row[c] is None for c in others)  # nothing leaks into another resource's column
+
+
+# -- ownership -----------------------------------------------------------------------------------
+
+
+def test_namespace_labels_decide_the_owner_not_pod_labels() -> None:
+    rows = stored(
+        allocation("shop/deployment/web/web-1/app", "shop", labels={"team": "a", "cost_center": "cc-a"},
+                   namespace_labels={"team": "b", "cost_center": "cc-b"}),
+    )  # fmt: skip
+    (row,) = rows.values()
+    assert (row["namespace"], row["team"], row["cost_center"]) == ("shop", "b", "cc-b")
+
+
+def test_pod_labels_alone_give_no_owner() -> None:
+    rows = stored(allocation("shop/deployment/web/web-1/app", "shop", labels={"team": "a", "cost-center": "cc-a"}))
+    (row,) = rows.values()
+    assert (row["team"], row["cost_center"]) == (None, None)
+
+
+def test_a_namespace_without_the_owner_label_has_no_owner() -> None:
+    rows = stored(allocation("legacy/__unallocated__/__unallocated__/debug/shell", "legacy", labels={"team": "a"},
+                             namespace_labels={"kubernetes_io_metadata_name": "legacy"}))  # fmt: skip
+    (row,) = rows.values()
+    assert (row["team"], row["cost_center"]) == (None, None)
+
+
+def test_an_unmounted_volume_takes_its_namespaces_labels_from_the_hours_other_entries() -> None:
+    unmounted = "search/__unallocated__/__unallocated__/search-unmounted-pvcs/__unmounted__"
+    orphan = "lonely/__unallocated__/__unallocated__/lonely-unmounted-pvcs/__unmounted__"
+    rows = stored(
+        allocation(unmounted, "search", figures={"pvCost": Decimal("0.00274")}),  # OpenCost sends it without labels
+        allocation("search/statefulset/index/index-0/engine", "search", labels={"team": "pod-says"},
+                   namespace_labels={"team": "discovery", "cost_center": "cc-200"}),
+        allocation("shop/deployment/web/web-1/app", "shop", namespace_labels={"team": "checkout"}),
+        allocation(orphan, "lonely", labels={"team": "pod-says"}),  # nothing else in its namespace
+    )  # fmt: skip
+    assert (rows[unmounted]["entry_kind"], rows[unmounted]["team"], rows[unmounted]["cost_center"]) == (
+        "unmounted", "discovery", "cc-200",
+    )  # fmt: skip
+    assert rows["search/statefulset/index/index-0/engine"]["team"] == "discovery"
+    assert (rows["shop/deployment/web/web-1/app"]["team"], rows["shop/deployment/web/web-1/app"]["cost_center"]) == (
+        "checkout", None,
+    )  # fmt: skip
+    assert (rows[orphan]["team"], rows[orphan]["cost_center"]) == (None, None)
+
+
+def test_idle_has_no_namespace_and_no_owner() -> None:
+    idle: Allocation = {"name": "__idle__", "properties": {"cluster": "c"}, "cpuCost": Decimal("0.09")}
+    rows = builder().rows({"__idle__": idle, "x": allocation("shop/d/web/web-1/app", "shop",
+                                                             namespace_labels={"team": "checkout"})})  # fmt: skip
+    row = dict(zip(COLUMNS, next(iter(rows)), strict=True))
+    assert (row["namespace"], row["entry_kind"], row["team"], row["cpu_cost_micros"]) == ("", "idle", None, 90_000)
