@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from finops.conditions import set_condition
@@ -29,6 +30,7 @@ from finops.errors import Conflict, FinOpsError, InvalidInput
 from finops.fees import FeeSchedule, parse_fee
 from finops.hours import HOUR, Hour, parse_timestamp, pin_hour, truncate_to_hour
 from finops.ledger import first_unsettled
+from finops.periods import ONE_MICROSECOND
 from finops.sources import matches, namespaces
 from finops.subscriptions import FINALIZER, meta, ref_of, reference
 from finops.usage import ActiveInterval, Meter, UsageRow, parse_margin, usage_charge
@@ -337,20 +339,28 @@ def _buckets(pinned: Hour) -> list[tuple[str, datetime, datetime]]:
 def _write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, pinned: Hour,
                  now: datetime) -> None:  # fmt: skip
     uid = str(meta(sub).get("uid", ""))
+    status = sub.get("status") or {}
+    activated = parse_timestamp(status["activatedAt"], field="status.activatedAt")
+    deactivated = parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt") if status.get(
+        "deactivatedAt"
+    ) else None  # fmt: skip
     costs = []
     for granularity, start, end in _buckets(pinned):
         found = db.fetch_all("subscription_charge_totals", cluster=cluster, uid=uid, start=start, end=pinned.end)
         totals = {r["source"]: int(r["micros"]) for r in found}
         unpriced = {r["source"]: int(r["unpriced_rows"]) for r in found}
-        elapsed = (pinned.end - start).total_seconds()
-        length = (end - start).total_seconds()
+        # The usage run-rate is over the time the Subscription was active in the bucket so far,
+        # projected over the time it is active in the whole bucket (not over the calendar bucket).
+        active_from, active_until = max(start, activated), min(end, deactivated or end)
+        elapsed = max(timedelta(0), min(pinned.end, active_until) - active_from) // ONE_MICROSECOND
+        length = max(timedelta(0), active_until - active_from) // ONE_MICROSECOND
         breakdown: list[dict[str, Any]] = []
         for source in (["fee"] if item.schedule else []) + item.meters:
             current = totals.get(source, 0)
             if source == "fee" and item.schedule is not None:
                 projected = item.schedule.amount(start, end)
-            else:  # usage run-rate over the bucket
-                projected = round(Decimal(current) * Decimal(length) / Decimal(elapsed)) if elapsed else current
+            else:  # half-even, exact
+                projected = round(Fraction(current * length, elapsed)) if elapsed else current
             entry = {"name": "subscription" if source == "fee" else source, "current": current, "projected": projected}
             if unpriced.get(source):  # usage rows without a rate: not charged, and said so
                 entry["unpricedRows"] = unpriced[source]

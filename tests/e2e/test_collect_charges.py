@@ -255,10 +255,12 @@ def silver_charges(silver: tuple[Stack, sandbox_kube.KubeServer, str]) -> Iterat
 #   hour 08: 2 x (4,742 + 1,185) = 11,854      hour 09: 2 x (33,192 + 2,371) = 71,126
 #   hour 10: 2 x (9,483 + 2,371) = 23,708      hour 11 (pinned, open): 71,126
 # Usage so far: 11,854 + 71,126 + 23,708 + 71,126 = 177,814 (all of it this day and month).
-# Projected usage = current x bucket length / time elapsed in the bucket up to the pinned hour's end:
+# Projected usage = current x active time in the bucket / active time so far (to the pinned hour's end):
 #   hour  [11:00, 12:00):   71,126 x 1 h / 1 h = 71,126
-#   day   [Oct 15, Oct 16): 177,814 x 24 h / 12 h = 355,628
-#   month [Oct 1, Nov 1):   177,814 x 744 h / 348 h (14 days 12 h) = 380,154.07 -> 380,154
+#   day   [Oct 15, Oct 16): active 08:30 -> 12:00 so far (3.5 h), 15.5 h in the whole day:
+#         177,814 / 3.5 h = 50,804 an hour; x 15.5 h = 787,462
+#   month [Oct 1, Nov 1):   active 399.5 h in the month (16 days 15.5 h): 50,804 x 399.5 h
+#         = 20,296,198
 # Projected fee = the fee over the whole bucket: the ticks in (08:30, end]:
 #   hour: 11:30 -> 1; day: 09:30 ... 23:30 -> 15; month: to Nov 1 00:00, 16 days 15.5 h -> 399.
 EXPECTED_COSTS = [
@@ -267,13 +269,13 @@ EXPECTED_COSTS = [
          {"name": "subscription", "current": 1_000_000, "projected": 1_000_000},
          {"name": "cpuHour", "current": 71_126, "projected": 71_126}]},
     {"granularity": "day", "start": "2026-10-15T00:00:00Z", "endExclusive": "2026-10-16T00:00:00Z",
-     "current": 3_177_814, "projected": 15_355_628, "breakdown": [
+     "current": 3_177_814, "projected": 15_787_462, "breakdown": [
          {"name": "subscription", "current": 3_000_000, "projected": 15_000_000},
-         {"name": "cpuHour", "current": 177_814, "projected": 355_628}]},
+         {"name": "cpuHour", "current": 177_814, "projected": 787_462}]},
     {"granularity": "month", "start": "2026-10-01T00:00:00Z", "endExclusive": "2026-11-01T00:00:00Z",
-     "current": 3_177_814, "projected": 399_380_154, "breakdown": [
+     "current": 3_177_814, "projected": 419_296_198, "breakdown": [
          {"name": "subscription", "current": 3_000_000, "projected": 399_000_000},
-         {"name": "cpuHour", "current": 177_814, "projected": 380_154}]},
+         {"name": "cpuHour", "current": 177_814, "projected": 20_296_198}]},
 ]  # fmt: skip
 
 
