@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from functions.verify import verify
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
@@ -129,8 +130,9 @@ def test_opencost_failures_fail_the_run_and_leave_no_partial_hour(
     (run,) = runs(db)
     assert run["outcome"] == "failed" and run["http_status"] == 503 and error in run["error"]
 
-    # The CronJob's retry completes everything.
+    # The CronJob's retry completes everything; rows, ledger and rollups agree.
     assert ping({"scheduledTime": SCHEDULED}).json()["hours_written"] == 4
+    assert verify(db) == []
 
 
 def test_concurrent_identical_runs_do_not_duplicate(ping: Pinger, db: Database) -> None:
@@ -249,12 +251,14 @@ def test_a_run_failing_midway_keeps_its_whole_hours_and_the_next_completes(
     assert response.status_code == 503
     assert ledger(db) == {HOURS[0]: True, HOURS[1]: True}
     assert {r["hour"] for r in rows(db)} == {HOURS[0], HOURS[1]}
+    assert verify(db) == []  # the failed run still rolled up the day of the hours it wrote
     first_two = rows(db)
 
     resumed = ping({"scheduledTime": SCHEDULED}).json()
     assert (resumed["hours_skipped"], resumed["hours_written"]) == (2, 2)
     assert ledger(db) == {HOURS[0]: True, HOURS[1]: True, HOURS[2]: True, HOURS[3]: False}
     assert [r for r in rows(db) if r["hour"] in HOURS[:2]] == first_two
+    assert verify(db) == []
 
 
 def test_finops_runs_lists_recent_outcomes_newest_first(ping: Pinger, database_url: str) -> None:
