@@ -7,13 +7,14 @@ down as arguments: nothing below ``functions/`` reads ``os.environ``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
 from finops.errors import InvalidInput, PermanentError
@@ -276,6 +277,22 @@ def _as_config(check: Callable[..., object], value: str, field: str) -> str:
 S = TypeVar("S", bound=BaseSettings)
 
 
+@functools.cache
+def _from_mapping_only(settings_class: type[S]) -> type[S]:
+    """``settings_class`` reading only what it is given (pydantic-settings otherwise also reads the
+    process environment, even through ``model_validate``)."""
+
+    class Given(settings_class):  # type: ignore[valid-type,misc]
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **others: Any
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings,)
+
+    Given.__name__ = Given.__qualname__ = settings_class.__name__
+    return Given
+
+
 def load(settings_class: type[S], environ: dict[str, str] | None = None) -> S:
     """Build ``settings_class`` from the environment (or ``environ``), or raise a ``ConfigError``
     whose message names every bad variable, e.g. ``DATABASE_URL: required``."""
@@ -285,7 +302,7 @@ def load(settings_class: type[S], environ: dict[str, str] | None = None) -> S:
         # Read only the given mapping: tests and the CLI must not pick up the caller's env.
         fields = settings_class.model_fields
         values = {k: v for k, v in environ.items() if k in fields and v != ""}
-        return settings_class.model_validate(values)
+        return _from_mapping_only(settings_class)(**values)  # type: ignore[no-any-return]
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
