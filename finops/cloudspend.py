@@ -21,6 +21,13 @@ Formats, told apart by the header (a CSV's first row):
 
 A column of the format that is not optional must be in the header; extra columns are ignored.
 
+Nulls. An empty field is null in both formats. FOCUS files may also write null as the bare token
+``NULL`` (the FinOps Foundation's own sample data does, in ``Tags``, ``ResourceId``,
+``SubAccountId``, ...): in a FOCUS report ``NULL`` (exactly, unquoted or quoted alike, as CSV
+cannot tell them apart) is null in every column, so a nullable column reads it as missing and a
+column that must have a value (``BilledCost``, the charge period, ``BillingCurrency``) reports it
+as required. CUR 2.0 has no such token: ``NULL`` there is text.
+
 Tags. The owner is the first of these keys present, the cost centre likewise; keys are
 case-sensitive, exactly as listed:
 
@@ -90,6 +97,7 @@ class _Columns:
     account: str
     tags: str
     optional: tuple[str, ...]
+    null: str | None = None  # a token meaning null, besides the empty field
 
     def required(self) -> tuple[str, ...]:
         names = (
@@ -118,6 +126,7 @@ COLUMNS = {
         account="SubAccountId",
         tags="Tags",
         optional=("EffectiveCost", "Tags"),
+        null="NULL",
     ),
     CloudFormat.CUR2: _Columns(
         billed="line_item_unblended_cost",
@@ -193,7 +202,8 @@ def _parse_row(number: int, row: Mapping[str, str], columns: _Columns, width: in
 
     def text(column: str) -> str:
         value = row.get(column)
-        return value.strip() if isinstance(value, str) else ""
+        value = value.strip() if isinstance(value, str) else ""
+        return "" if value == columns.null else value
 
     def optional(column: str) -> str | None:
         return text(column) or None
@@ -203,7 +213,7 @@ def _parse_row(number: int, row: Mapping[str, str], columns: _Columns, width: in
     if end < start:
         raise InvalidInput(f"{where}, column {columns.end}: {text(columns.end)!r} is before {columns.start}")
     currency = text(columns.currency)
-    if not _CURRENCY.match(currency):
+    if not _CURRENCY.fullmatch(currency):
         raise InvalidInput(f"{where}, column {columns.currency}: {currency!r} is not a currency code (e.g. EUR)")
     billed = _amount(where, columns.billed, text(columns.billed))
     if billed is None:

@@ -1,4 +1,6 @@
-"""A month's chargeback as FOCUS rows (FinOps Open Cost and Usage Specification 1.x), itemised.
+"""A month's chargeback as FOCUS rows, itemised: conforms to FOCUS 1.2 (FinOps Open Cost and Usage
+Specification), every Mandatory column present with allowed values (checked by
+``tests/focus_conformance.py``, written from the 1.2 column definitions).
 
 The file is the chargeback report (by team) broken down into rows; grouping it by ``x_LineKind``
 and ``x_Owner`` gives the report's lines back to the cent, column by column, and the sum of
@@ -22,14 +24,34 @@ and ``x_Owner`` gives the report's lines back to the cent, column by column, and
   month (the part of each charge inside it), with no cluster: ``ServiceName`` is the cloud
   service, ``ServiceCategory`` ``Other``.
 
-Every row is ``ChargeCategory`` ``Usage`` (idle and shared costs are consumption of the clusters
-too; the ``x_`` columns tell them apart): ``x_AllocatedCost`` + ``x_IdleCost`` + ``x_SharedCost``
-= ``BilledCost`` on each row. ``EffectiveCost`` and ``ListCost`` repeat ``BilledCost``: the
-cluster's prices come from the bill after discounts, and no list price is known. ``SubAccountId``
-and ``x_Cluster`` are the cluster; ``Tags`` is a JSON object with the policy's owner and
-cost-centre label keys and ``namespace`` (an overhead row carries the cost centre when the owner has
-one in that cluster). Amounts have two decimals, in the policy's currency; timestamps are ISO 8601
-UTC (``2026-10-01T00:00:00Z``), periods half-open.
+What our FOCUS columns mean (an empty CSV field is null; nothing else stands for null):
+
+- ``ChargeCategory``: ``Usage`` for the rows measured in core-hours (allocated cost, the idle
+  line); ``Adjustment`` for overhead received, shared cost without receivers and cloud spend:
+  FOCUS requires a pricing quantity on every ``Usage`` row, and these rows have none (overhead is
+  a share of money, cloud spend arrives without its quantity). ``ChargeClass`` is always null: an
+  export restates a month, it never corrects an invoiced one row by row.
+- ``PricingQuantity``/``PricingUnit`` and ``ConsumedQuantity``/``ConsumedUnit``: the billed
+  core-hours, max(request, usage), in ``Core-Hours``, on ``Usage`` rows; null on the others.
+- ``BilledCost`` = ``EffectiveCost`` = ``ListCost`` = ``ContractedCost``: the cluster's prices
+  come from the bill after discounts, and no list or contracted unit price is known, so FOCUS's
+  rule for a charge without unit prices (each cost equals the billed cost) applies;
+  ``x_AllocatedCost`` + ``x_IdleCost`` + ``x_SharedCost`` = ``BilledCost`` on each row.
+- ``InvoiceIssuerName`` (who charges for the row): ``issuer``, the platform team running the
+  chargeback (``build_focus``'s argument, ``Kubernetes`` by default), on every row: the export is
+  its chargeback, cloud spend included. ``ProviderName`` (who makes the resources available) is
+  ``issuer`` too and ``PublisherName`` (who produces them) ``Kubernetes`` on cluster rows; on cloud
+  spend both are ``Cloud``, since an import does not keep the report's provider.
+- ``BillingAccountId``/``BillingAccountName``, ``SubAccountId`` and ``x_Cluster``: the cluster
+  (cloud spend: account ``__cloud__``, named ``cloud spend``, no sub-account or cluster).
+- ``ServiceCategory``/``ServiceName``: ``Compute``/``Kubernetes`` for cluster rows, ``Other`` and
+  the cloud service for cloud spend.
+- ``Tags``: a JSON object with the policy's owner and cost-centre label keys and ``namespace``
+  (an overhead row carries the cost centre when the owner has one in that cluster).
+
+Amounts have two decimals, in the policy's currency (ISO 4217); timestamps are ISO 8601 UTC
+(``2026-10-01T00:00:00Z``), periods half-open. Columns FOCUS defines come first, ours (``x_``)
+last.
 
 Rounding: the rows of one report line share out that line's rounded allocated, idle and shared
 figures by largest remainder (``finops.rounding``), so no money is made or lost by itemising and
@@ -65,6 +87,8 @@ from finops.policy import Policy
 from finops.rounding import largest_remainder
 
 COLUMNS = (
+    "BillingAccountId",
+    "BillingAccountName",
     "BillingPeriodStart",
     "BillingPeriodEnd",
     "ChargePeriodStart",
@@ -72,11 +96,18 @@ COLUMNS = (
     "BilledCost",
     "EffectiveCost",
     "ListCost",
+    "ContractedCost",
     "BillingCurrency",
     "ChargeCategory",
+    "ChargeClass",
     "ChargeDescription",
+    "PricingQuantity",
+    "PricingUnit",
     "ConsumedQuantity",
     "ConsumedUnit",
+    "ProviderName",
+    "PublisherName",
+    "InvoiceIssuerName",
     "ResourceId",
     "ResourceName",
     "SubAccountId",
@@ -91,6 +122,9 @@ COLUMNS = (
     "x_SharedCost",
 )
 UNMOUNTED = "__unmounted__"
+DEFAULT_ISSUER = "Kubernetes"
+CORE_HOURS = "Core-Hours"  # FOCUS unit format: <singular unit>-<plural time unit>
+CLOUD_ACCOUNT = ("__cloud__", "cloud spend")
 _QUANTITY = Decimal("0.000001")
 _KIND_ORDER = {kind: i for i, kind in enumerate(LineKind)}
 
@@ -143,8 +177,10 @@ def build_focus(
     period: Period,
     clusters: Collection[str] | None = None,
     direct: Iterable[DirectCost] = (),
+    issuer: str = DEFAULT_ISSUER,
 ) -> FocusExport:
-    """The FOCUS rows of the period's chargeback by team (module docstring)."""
+    """The FOCUS rows of the period's chargeback by team (module docstring); ``issuer`` names the
+    provider and invoice issuer of the cluster rows."""
     daily = list(daily)
     direct = [cost for cost in direct if cost.overlaps(period)]
     rows = [CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros) for d in daily if not d.is_idle]
@@ -154,7 +190,7 @@ def build_focus(
     drafts = _allocated(daily, policy) + _overhead(settled, daily, policy, period) + _direct(direct, policy, period)
     _round(drafts, report)
     drafts.sort(key=lambda d: (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource))
-    return FocusExport(tuple(_record(d, policy, period) for d in drafts), report)
+    return FocusExport(tuple(_record(d, policy, period, issuer) for d in drafts), report)
 
 
 def _day(day: date) -> tuple[datetime, datetime]:
@@ -315,10 +351,18 @@ def _quantity(value: Decimal) -> str:
     return f"{value.quantize(_QUANTITY, rounding=ROUND_HALF_EVEN).normalize():f}"
 
 
-def _record(draft: _Draft, policy: Policy, period: Period) -> dict[str, str]:
+def _record(draft: _Draft, policy: Policy, period: Period, issuer: str) -> dict[str, str]:
     billed = _money(sum(draft.cents))
     category, service = draft.service
+    quantity = "" if draft.quantity is None else _quantity(draft.quantity)
+    unit = "" if draft.quantity is None else CORE_HOURS
+    if draft.cluster:
+        account, account_name, provider, publisher = draft.cluster, draft.cluster, issuer, "Kubernetes"
+    else:  # cloud spend
+        (account, account_name), provider, publisher = CLOUD_ACCOUNT, "Cloud", "Cloud"
     return {
+        "BillingAccountId": account,
+        "BillingAccountName": account_name,
         "BillingPeriodStart": _iso(period.start),
         "BillingPeriodEnd": _iso(period.end),
         "ChargePeriodStart": _iso(draft.start),
@@ -326,11 +370,18 @@ def _record(draft: _Draft, policy: Policy, period: Period) -> dict[str, str]:
         "BilledCost": billed,
         "EffectiveCost": billed,
         "ListCost": billed,
+        "ContractedCost": billed,
         "BillingCurrency": policy.currency,
-        "ChargeCategory": "Usage",
+        "ChargeCategory": "Adjustment" if draft.quantity is None else "Usage",
+        "ChargeClass": "",
         "ChargeDescription": draft.description,
-        "ConsumedQuantity": "" if draft.quantity is None else _quantity(draft.quantity),
-        "ConsumedUnit": "" if draft.quantity is None else "Core-Hours",
+        "PricingQuantity": quantity,
+        "PricingUnit": unit,
+        "ConsumedQuantity": quantity,
+        "ConsumedUnit": unit,
+        "ProviderName": provider,
+        "PublisherName": publisher,
+        "InvoiceIssuerName": issuer,
         "ResourceId": draft.resource,
         "ResourceName": draft.resource_name,
         "SubAccountId": draft.cluster,

@@ -12,6 +12,12 @@ same source (its URL; a local path is made absolute), so importing it again neve
 whose charge period overlaps the report's period (the domain prorates partial overlaps exactly
 by time), at its effective cost when the report gave one, else its billed cost. A charge in
 another currency than the policy's is refused (``InvalidInput``): reports never convert.
+
+A database that is not migrated (no ``cloud_costs`` table, or migrations pending) is refused
+before anything is read, with one line saying to run ``finops migrate``. Why not migrate here, as
+the functions do at cold start: an import is a one-off command run from a laptop or a Job, often
+with credentials that may write rows but not change the schema, and a mistyped ``DATABASE_URL``
+would otherwise get a whole schema created in the wrong database.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from typing import Any
 
 from finops.chargeback import DirectCost, Period
 from finops.cloudspend import CloudCost, CloudFormat, parse_cloud_costs
-from finops.errors import InvalidInput
+from finops.errors import InvalidInput, PermanentError
 from infra.objectstore import ObjectStore, is_s3
 from infra.postgres import Database
+from infra.postgres.migrations import available
 
 TABLE_COLUMNS = (
     "source",
@@ -104,8 +111,25 @@ def read_report(url: str, data: bytes) -> tuple[CloudFormat, list[CloudCost]]:
         raise InvalidInput(f"{url}: {exc.message}") from exc
 
 
+def require_migrated(db: Database) -> None:
+    """``PermanentError`` (one line: run ``finops migrate``) unless every migration is applied."""
+    with db.connection() as conn:
+        found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
+        applied = set()
+        if found is not None and found["present"]:
+            applied = {row["version"] for row in conn.execute("SELECT version FROM schema_migrations")}
+    pending = [m for m in available() if m.version not in applied]
+    if pending:
+        last = pending[-1]
+        raise PermanentError(
+            f"the database is not migrated ({len(pending)} pending migrations, up to {last.version:03d}_{last.name}): "
+            "run `finops migrate` with the same DATABASE_URL first"
+        )
+
+
 def import_cloud_costs(db: Database, url: str, store: ObjectStore) -> CloudImport:
     """Read, parse and store one cloud cost report, replacing an earlier import of the same file."""
+    require_migrated(db)
     fmt, costs = read_report(url, store.read_bytes(url))
     source = source_of(url)
     rows = [

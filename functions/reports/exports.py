@@ -10,6 +10,10 @@ Without ``--cluster`` the export covers every cluster and the month's cloud spen
 chargeback total with its direct costs; with ``--cluster`` it covers that cluster only, and no
 cloud spend, which belongs to no cluster.
 
+The rows conform to FOCUS 1.2 (``finops.focus`` says what each column means). The provider and
+invoice issuer they name is ``FOCUS_INVOICE_ISSUER`` (e.g. the platform team's name), read by the
+command; unset, ``Kubernetes``.
+
 Each CSV gets a sidecar, written just before it: the same name with ``.coverage.json`` for
 ``.csv`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period", "currency", "total",
 "coverage"}`` (the report's ``"coverage"`` object). The CSV itself stays plain, one header and
@@ -22,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -30,10 +35,10 @@ from typing import Any
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.chargeback import Report
 from finops.coverage import Coverage
-from finops.focus import COLUMNS, DailyCost, FocusExport, build_focus
+from finops.focus import COLUMNS, DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
 from finops.policy import Policy
 from functions.reports.cloud import direct_costs
-from functions.reports.render import chargeback_csv, load_policy, warning
+from functions.reports.render import chargeback_csv, warning
 from functions.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
@@ -88,6 +93,7 @@ def focus_export(
     aggregation: str = DEFAULT_AGGREGATION,
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
+    issuer: str = DEFAULT_ISSUER,
 ) -> FocusExport:
     """The month's FOCUS rows from the daily rollups (and the month's cloud spend when the export
     covers every cluster); its report carries the month's coverage, after the same refusals as
@@ -110,7 +116,7 @@ def focus_export(
             )
         )
     direct = [] if cluster is not None else direct_costs(db, period, policy.currency)
-    export = build_focus(daily, policy, period=period, clusters=coverage.cluster_names, direct=direct)
+    export = build_focus(daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer)
     return replace(export, report=replace(export.report, coverage=coverage))
 
 
@@ -132,12 +138,14 @@ def export_focus(
     cluster: str | None = None,
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
+    issuer: str = DEFAULT_ISSUER,
 ) -> ExportResult:
     """Write the month's FOCUS CSV, and its coverage sidecar, to ``target`` (a path,
     ``s3://bucket/key`` or a folder)."""
     export = focus_export(
-        db, policy, month, cluster=cluster, require_complete=require_complete, default_cluster=default_cluster
-    )
+        db, policy, month, cluster=cluster, require_complete=require_complete, default_cluster=default_cluster,
+        issuer=issuer,
+    )  # fmt: skip
     url = resolve_target(target, focus_file_name(month, cluster))
     sidecar = write_with_coverage(store, url, focus_csv(export), CONTENT_TYPE, export.report)
     assert export.report.coverage is not None  # focus_export always sets it
@@ -147,7 +155,7 @@ def export_focus(
 
 def export_focus_command(
     db: Database,
-    policy_path: str,
+    policy: Policy,
     month: str,
     target: str,
     *,
@@ -156,11 +164,13 @@ def export_focus_command(
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
 ) -> int:
-    """``finops export focus``: write the file, print where and what (JSON); closes ``db``."""
+    """``finops export focus``: write the file, print where and what (JSON); closes ``db``. The
+    policy is loaded (``load_policy``) by the caller before it connects: a bad policy fails first."""
     try:
         result = export_focus(
-            db, load_policy(policy_path), month, target, ObjectStore(endpoint_url=s3_endpoint), cluster=cluster,
+            db, policy, month, target, ObjectStore(endpoint_url=s3_endpoint), cluster=cluster,
             require_complete=require_complete, default_cluster=default_cluster,
+            issuer=os.environ.get("FOCUS_INVOICE_ISSUER") or DEFAULT_ISSUER,
         )  # fmt: skip
     finally:
         db.close()
@@ -172,7 +182,7 @@ def export_focus_command(
 
 def export_chargeback_csv_command(
     db: Database,
-    policy_path: str,
+    policy: Policy,
     month: str,
     target: str,
     *,
@@ -183,9 +193,8 @@ def export_chargeback_csv_command(
     default_cluster: str = DEFAULT_CLUSTER,
 ) -> int:
     """``finops export chargeback-csv``: the chargeback report as CSV, and its coverage sidecar,
-    to a path or S3."""
+    to a path or S3. The policy is loaded before connecting, as for ``export_focus_command``."""
     try:
-        policy = load_policy(policy_path)
         query = ReportQuery(month_period(month), cluster, require_complete=require_complete,
                             default_cluster=default_cluster)  # fmt: skip
         report = chargeback(db, policy, query, by)

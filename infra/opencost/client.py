@@ -5,6 +5,13 @@ default. Connection errors, timeouts and 5xx answers are retried with exponentia
 is still failing, or an answer that is not OpenCost's documented envelope, becomes
 ``OpenCostUnavailable`` (a ``TemporaryError``: the caller answers 503 and its trigger retries).
 Filter values are validated as Kubernetes names before they reach a query string.
+
+Why an overall deadline on top of httpx's timeouts: httpx's read timeout bounds each read, so an
+OpenCost that trickles its answer (a byte every 50 ms) never trips it and would hold a run until
+Knative kills it. Each attempt therefore streams the answer and checks a monotonic deadline
+(``timeout`` seconds from the request's start) between chunks; past it the attempt fails like a
+timeout (retried, then ``OpenCostUnavailable`` naming the deadline). One read still blocks at most
+the read timeout, so an attempt ends within twice ``timeout`` in the worst case.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
 from infra.heap import paused_gc
-from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation
+from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,7 @@ class OpenCostClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self._http = httpx.Client(
@@ -118,7 +126,7 @@ class OpenCostClient:
         """``GET /allocation/summary``: condensed records (efficiency inputs), one map per set."""
         params = self._params(start, end, aggregate, None, accumulate, False, False, namespaces)
         data = self._envelope("/allocation/summary", params, SUMMARY_RESPONSE)
-        return [(item.get("allocations") or {}) for item in data.get("sets") or []]
+        return [_summary_set(item) for item in data.get("sets") or []]
 
     def _envelope(self, path: str, params: dict[str, str], shape: TypeAdapter[Any]) -> Any:
         """``data`` of OpenCost's documented envelope, validated; anything else is OpenCost's fault."""
@@ -138,18 +146,36 @@ class OpenCostClient:
             )
         return data
 
+    def _fetch(self, path: str, params: dict[str, str]) -> tuple[int, bytes]:
+        """One attempt: status and whole body, within ``timeout`` seconds overall."""
+        deadline = time.monotonic() + self.timeout
+        received = 0
+        with self._http.stream("GET", path, params=params) as response:
+            chunks: list[bytes] = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                received += len(chunk)
+                if time.monotonic() > deadline:
+                    raise _DeadlineExceeded(
+                        f"overall deadline of {self.timeout:g} s exceeded: OpenCost sent {received} bytes "
+                        "of its answer by then"
+                    )
+            return response.status_code, b"".join(chunks)
+
     def _get(self, path: str, params: dict[str, str]) -> bytes:
         attempt = 0
         while True:
             try:
-                response = self._http.get(path, params=params)
+                status, body = self._fetch(path, params)
+            except _DeadlineExceeded as exc:
+                problem = str(exc)
             except httpx.HTTPError as exc:  # connect errors, timeouts, broken encodings, redirect loops
                 problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
             else:
-                if response.status_code < 400:
-                    return response.content
-                problem = f"HTTP {response.status_code}: {response.text[:200]}"
-                if response.status_code not in _RETRY_STATUSES:
+                if status < 400:
+                    return body
+                problem = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
+                if status not in _RETRY_STATUSES:
                     raise OpenCostUnavailable(f"OpenCost at {self.base_url} rejected {path}: {problem}")
             if attempt >= self.retries:
                 raise OpenCostUnavailable(
@@ -162,6 +188,26 @@ class OpenCostClient:
             )
             time.sleep(delay)
             attempt += 1
+
+
+class _DeadlineExceeded(Exception):
+    """An attempt outlived the client's overall deadline (internal: becomes a retried problem)."""
+
+
+def _summary_set(item: SummarySet) -> dict[str, SummaryAllocation]:
+    """One summary set's records; a set whose window is null (an empty range) has none."""
+    window = item.get("window")
+    if window is not None and (
+        ("start" in window and window["start"] is None) or ("end" in window and window["end"] is None)
+    ):
+        return {}
+    allocations = item.get("allocations") or {}
+    for record in allocations.values():
+        if "efficiency" in record:  # older name: callers read totalEfficiency only
+            older = record.pop("efficiency")
+            if record.get("totalEfficiency") is None:
+                record["totalEfficiency"] = older
+    return allocations
 
 
 def _first_error(exc: ValidationError) -> str:

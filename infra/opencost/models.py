@@ -7,24 +7,38 @@ ignored, and numbers may be ``null`` (OpenCost turns NaN and Inf into null). Num
 ``Decimal`` as written: pydantic-core reads a JSON number and keeps its shortest decimal form, which
 is the text itself for up to 15 significant digits. OpenCost rounds every figure to 5 decimals, so
 any cost below 10^10 (ten billion a period) arrives exact; no arithmetic ever runs on a float.
+
+Variants seen across OpenCost versions are accepted here rather than at each caller: a time may be
+the string ``"null"`` (an empty range's window is ``{"start": "null", "end": "null"}``), read as
+``None``; a summary record may name its efficiency ``efficiency`` instead of ``totalEfficiency``
+(the client moves it over, so callers read ``totalEfficiency`` only).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, TypeAdapter
+from pydantic import BeforeValidator, ConfigDict, TypeAdapter
 from typing_extensions import TypedDict
 
 _LENIENT = ConfigDict(extra="ignore")
 Number = Decimal | None
 
 
+def _null_string(value: Any) -> Any:
+    """Some OpenCost versions write a missing time as the string ``"null"`` rather than JSON null."""
+    return None if value == "null" else value
+
+
+Time = Annotated[datetime | None, BeforeValidator(_null_string)]
+
+
 class Window(TypedDict, total=False):
     __pydantic_config__ = _LENIENT  # type: ignore[misc]
-    start: datetime | None
-    end: datetime | None
+    start: Time
+    end: Time
 
 
 class AllocationProperties(TypedDict, total=False):
@@ -67,8 +81,8 @@ class Allocation(TypedDict, total=False):
     name: str
     properties: AllocationProperties | None
     window: Window | None
-    start: datetime | None
-    end: datetime | None
+    start: Time
+    end: Time
     minutes: Number
     cpuCores: Number
     cpuCoreRequestAverage: Number
@@ -126,8 +140,8 @@ class SummaryAllocation(TypedDict, total=False):
 
     __pydantic_config__ = _LENIENT  # type: ignore[misc]
     name: str
-    start: datetime | None
-    end: datetime | None
+    start: Time
+    end: Time
     cpuCoreRequestAverage: Number
     cpuCoreUsageAverage: Number
     cpuCost: Number
@@ -139,6 +153,7 @@ class SummaryAllocation(TypedDict, total=False):
     networkCost: Number
     loadBalancerCost: Number
     totalEfficiency: Number
+    efficiency: Number  # older name of totalEfficiency
     totalCost: Number
 
 

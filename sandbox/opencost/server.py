@@ -6,12 +6,18 @@ Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/alloc
 Why fault injection lives on the handle and not in query parameters: the product must reach the
 sandbox exactly as it reaches the real OpenCost (same URL, same parameters), so tests arm faults
 out of band: ``server.fail_next(status=503)``, ``server.delay_next(2.0)``,
-``server.malformed_next(b"{not json")``. Each fault applies to the next ``times`` matching requests
+``server.malformed_next(b"{not json")``, ``server.trickle_next(1, 0.05)`` (the real answer, sent
+``bytes_per_chunk`` bytes every ``interval`` seconds, as a stalled proxy or an overloaded OpenCost
+does; it defeats a per-read timeout). Each fault applies to the next ``times`` matching requests
 (default: any ``/allocation...`` request, summaries included; ``path="/allocation/summary"`` targets
 only those), and ``server.requests`` records the parameters of every allocation or summary query as a
 dict for assertions about what the client actually sent; a query to another route than ``/allocation``
 also carries ``"_path"`` (e.g. ``"/allocation/summary"``), and ``server.calls`` pairs every query with
 its path.
+
+``legacy_summary=True`` (``make_app``/``serve``) answers summaries the way other OpenCost versions
+do (``efficiency`` for ``totalEfficiency``, ``"null"`` strings in an empty range's window; see
+:mod:`sandbox.opencost.summary`).
 
 Responses are cached in a small LRU (64 entries, 256 MiB) keyed on the normalised query with relative
 windows resolved to instants (``24h`` asked twice in the same minute is one computation; an hour later it is not). Each
@@ -24,7 +30,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -50,13 +56,14 @@ JSON = "application/json"
 
 @dataclass(slots=True)
 class _Fault:
-    kind: str  # "fail" | "malformed" | "delay"
+    kind: str  # "fail" | "malformed" | "delay" | "trickle"
     remaining: int
     path: str | None
     status: int = 500
     body: bytes = b""
     seconds: float = 0.0
     skip: int = 0  # matching requests let through before the fault starts
+    chunk: int = 1  # trickle: bytes per write
 
     def applies(self, path: str) -> bool:
         return self.path is None or path == self.path or path.startswith(self.path.rstrip("/") + "/")
@@ -66,8 +73,9 @@ class OpenCostApp:
     """WSGI application for one scenario. Thread-safe; test hooks are plain methods."""
 
     def __init__(self, scenario: Scenario, *, clock: Clock | None = None, cache_size: int = 64,
-                 cache_bytes: int = 256 * 2**20) -> None:  # fmt: skip
+                 cache_bytes: int = 256 * 2**20, legacy_summary: bool = False) -> None:  # fmt: skip
         self.cluster = Cluster(scenario)
+        self.legacy_summary = legacy_summary
         self._clock = clock or (lambda: datetime.now(UTC))
         self._cache: OrderedDict[tuple[Any, ...], tuple[bytes, str]] = OrderedDict()
         self._cache_size = cache_size
@@ -95,6 +103,14 @@ class OpenCostApp:
                        path: str | None = "/allocation") -> None:  # fmt: skip
         """The next ``times`` matching requests answer ``status`` with ``body`` verbatim."""
         self._arm(_Fault("malformed", times, path, status=status, body=body))
+
+    def trickle_next(self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *,
+                     path: str | None = "/allocation") -> None:  # fmt: skip
+        """The next ``times`` matching requests get their real answer ``bytes_per_chunk`` bytes at a
+        time, one write every ``interval`` seconds (``Content-Length`` announces the whole body)."""
+        if bytes_per_chunk < 1:
+            raise ValueError("bytes_per_chunk must be >= 1")
+        self._arm(_Fault("trickle", times, path, seconds=interval, chunk=bytes_per_chunk))
 
     def reset(self) -> None:
         """Forget armed faults, recorded requests and cached responses."""
@@ -150,7 +166,7 @@ class OpenCostApp:
         delay, fault = self._take_faults(path)
         if delay:
             time.sleep(delay)
-        if fault is not None:
+        if fault is not None and fault.kind != "trickle":
             return Response(fault.body, status=fault.status, content_type=JSON)
         if request.method not in ("GET", "HEAD"):
             return Response(error_body(405, f"method {request.method} not allowed"), status=405, content_type=JSON)
@@ -164,6 +180,9 @@ class OpenCostApp:
             return Response(error_body(400, str(error)), status=400, content_type=JSON)
         if etag in request.if_none_match:
             response = Response(status=304)
+        elif fault is not None:  # trickle
+            response = Response(_trickle(body, fault.chunk, fault.seconds), status=200, content_type=JSON)
+            response.content_length = len(body)
         else:
             response = Response(body, status=200, content_type=JSON)
         response.set_etag(etag)
@@ -180,7 +199,7 @@ class OpenCostApp:
                 self._cache.move_to_end(key)
                 return hit
         sets = execute(self.cluster, query, now)
-        body = render_summary(sets) if summary else render(sets)
+        body = render_summary(sets, legacy=self.legacy_summary) if summary else render(sets)
         etag = hashlib.sha256(body).hexdigest()[:32]
         with self._lock:
             self.computations += 1
@@ -192,10 +211,18 @@ class OpenCostApp:
         return body, etag
 
 
+def _trickle(body: bytes, size: int, interval: float) -> Iterator[bytes]:
+    for offset in range(0, len(body), size):
+        if offset:
+            time.sleep(interval)
+        yield body[offset : offset + size]
+
+
 def make_app(scenario: Scenario, *, clock: Clock | None = None, cache_size: int = 64,
-             cache_bytes: int = 256 * 2**20) -> OpenCostApp:  # fmt: skip
+             cache_bytes: int = 256 * 2**20, legacy_summary: bool = False) -> OpenCostApp:  # fmt: skip
     """A WSGI app for ``scenario``; ``clock`` (returning an aware datetime) defaults to the real UTC time."""
-    return OpenCostApp(scenario, clock=clock, cache_size=cache_size, cache_bytes=cache_bytes)
+    return OpenCostApp(scenario, clock=clock, cache_size=cache_size, cache_bytes=cache_bytes,
+                       legacy_summary=legacy_summary)  # fmt: skip
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -240,6 +267,10 @@ class OpenCostServer:
                        path: str | None = "/allocation") -> None:  # fmt: skip
         self.app.malformed_next(body, times, status=status, path=path)
 
+    def trickle_next(self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *,
+                     path: str | None = "/allocation") -> None:  # fmt: skip
+        self.app.trickle_next(bytes_per_chunk, interval, times, path=path)
+
     def reset(self) -> None:
         self.app.reset()
 
@@ -260,7 +291,8 @@ class OpenCostServer:
 
 
 def serve(scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, clock: Clock | None = None,
-          cache_size: int = 64, log_requests: bool = False) -> OpenCostServer:  # fmt: skip
+          cache_size: int = 64, log_requests: bool = False,
+          legacy_summary: bool = False) -> OpenCostServer:  # fmt: skip
     """Start the sandbox in a daemon thread; ``port=0`` picks a free port (see ``.url``)."""
-    app = make_app(scenario, clock=clock, cache_size=cache_size)
+    app = make_app(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary)
     return OpenCostServer(app, host, port, log_requests=log_requests)

@@ -21,6 +21,11 @@ through :func:`sandbox.opencost.query.execute` unchanged, and only the JSON diff
   sandbox does not simulate (so a client must treat it as "not measured", never as 0).
 
 Unlike OpenCost before v1.115, the sandbox honours ``filter`` here as on ``/allocation``.
+
+``legacy=True`` emulates the variants other OpenCost versions answer, for clients to be tested
+against: each record names its efficiency ``efficiency`` (not ``totalEfficiency``), and an empty
+range (no sets, or a set without allocations) has the window ``{"start":"null","end":"null"}``
+with the strings ``"null"`` rather than JSON nulls.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ NANOS = 1_000_000_000
 Sets = list[tuple[tuple[int, int], dict[str, Alloc]]]
 
 
-def _item(r: Renderer, name: str, alloc: Alloc) -> str:
+def _item(r: Renderer, name: str, alloc: Alloc, efficiency_key: str = "totalEfficiency") -> str:
     n = r.number
     minutes = (alloc.end - alloc.start) / 60.0
     per_minute = 1.0 / minutes if minutes > 0 else 0.0
@@ -65,23 +70,29 @@ def _item(r: Renderer, name: str, alloc: Alloc) -> str:
         ("ramCostIdle", "0"),
         ("sharedCost", "0"),
         ("externalCost", "0"),
-        ("totalEfficiency", n(total_eff)),
+        (efficiency_key, n(total_eff)),
         ("totalCost", n(alloc.total_cost)),
     )
     return "{" + ",".join(f'"{key}":{value}' for key, value in fields) + "}"
 
 
-def render_summary(sets: Sets) -> bytes:
-    """OpenCost's ``SummaryAllocationSetRangeResponse`` envelope; keys sorted as Go sorts map keys."""
+LEGACY_NULL_WINDOW = '{"start":"null","end":"null"}'
+
+
+def render_summary(sets: Sets, *, legacy: bool = False) -> bytes:
+    """OpenCost's ``SummaryAllocationSetRangeResponse`` envelope; keys sorted as Go sorts map keys
+    (``legacy``: the variants of other OpenCost versions, module docstring)."""
     r = Renderer()
     rendered = []
+    key_name = "efficiency" if legacy else "totalEfficiency"
     for (start, end), allocs in sets:
-        items = ",".join(f"{quote(key)}:{_item(r, key, allocs[key])}" for key in sorted(allocs))
-        rendered.append(f'{{"allocations":{{{items}}},"window":{r.window(start, end)}}}')
+        items = ",".join(f"{quote(key)}:{_item(r, key, allocs[key], key_name)}" for key in sorted(allocs))
+        window = LEGACY_NULL_WINDOW if legacy and not allocs else r.window(start, end)
+        rendered.append(f'{{"allocations":{{{items}}},"window":{window}}}')
     if sets:
         step = (sets[0][0][1] - sets[0][0][0]) * NANOS
         window = r.window(min(w[0] for w, _ in sets), max(w[1] for w, _ in sets))
     else:
-        step, window = 0, '{"start":null,"end":null}'
+        step, window = 0, LEGACY_NULL_WINDOW if legacy else '{"start":null,"end":null}'
     data = f'{{"step":{step},"sets":[{",".join(rendered)}],"window":{window}}}'
     return ('{"code":200,"status":"success","data":' + data + "}").encode()

@@ -9,7 +9,9 @@ PostgreSQL to a CSV in S3 (moto's server over HTTP, dummy credentials) or a loca
 - with cloud spend imported, the all-clusters export adds it (and still adds up to everything,
   exactly, rounded once); one cluster's export leaves it out;
 - allocations or cloud spend in another currency than the policy's are refused;
-- the command line, end to end.
+- every file written conforms to FOCUS 1.2 (``tests/focus_conformance.py``): Mandatory columns,
+  allowed values, formats, nullability and cost rules, read back from the CSV;
+- the command line, end to end; ``FOCUS_INVOICE_ISSUER`` names the provider and invoice issuer.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from functions.reports.exports import export_focus
 from functions.reports.service import ReportQuery, chargeback, month_period
 from infra.objectstore import ObjectStore
 from infra.postgres import Database
+from tests.focus_conformance import check_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 BUCKET = "finops-exports"
@@ -91,8 +94,11 @@ def load(db: Database, currency: str = "EUR") -> list[tuple[Any, ...]]:
 
 
 def read_csv(data: bytes) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of an exported file, after checking that it conforms to FOCUS 1.2."""
     reader = csv.DictReader(io.StringIO(data.decode()))
-    return list(reader.fieldnames or []), list(reader)
+    header, rows = list(reader.fieldnames or []), list(reader)
+    assert check_rows(header, rows)[:10] == []
+    return header, rows
 
 
 def span(row: dict[str, str]) -> timedelta:
@@ -147,7 +153,9 @@ def test_export_to_an_s3_folder(db: Database, s3_endpoint: str) -> None:
     for row in rows:
         parts = sum(Decimal(row[c]) for c in ("x_AllocatedCost", "x_IdleCost", "x_SharedCost"))
         assert parts == Decimal(row["BilledCost"])
-        assert row["BillingCurrency"] == "EUR" and row["ChargeCategory"] == "Usage"
+        assert row["BillingCurrency"] == "EUR"
+        assert row["ChargeCategory"] == ("Adjustment" if row["ResourceId"].endswith("/__overhead__") else "Usage")
+        assert row["BillingAccountId"] == row["x_Cluster"] and row["InvoiceIssuerName"] == "Kubernetes"
 
 
 @pytest.mark.parametrize("idle", ["separate", "distribute"])
@@ -206,6 +214,7 @@ def test_the_command(
 ) -> None:
     load(db)
     monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("FOCUS_INVOICE_ISSUER", "Platform Team")
     (tmp_path / "policy.yaml").write_text(json.dumps(POLICY))  # JSON is YAML
     argv = ["export", "focus", "--month", "2026-10", "--policy", str(tmp_path / "policy.yaml"), "--cluster", "dev"]
     assert main([*argv, "--to", f"s3://{BUCKET}/cli/", "--s3-endpoint", s3_endpoint]) == 0
@@ -216,6 +225,9 @@ def test_the_command(
     ]
     _, rows = read_csv(body.read())
     assert (printed["rows"], printed["total"], printed["currency"]) == (len(rows), str(billed(rows)), "EUR")
+    assert {(r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) for r in rows} == {
+        ("Platform Team", "Kubernetes", "Platform Team")
+    }
     assert main([*argv, "--to", str(tmp_path / "missing" / "x.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["export", "focus", "--month", "October", "--policy", str(tmp_path / "policy.yaml"), "--to", "x"]) == 2

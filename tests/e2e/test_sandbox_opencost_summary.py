@@ -4,17 +4,23 @@ The summary must be the same numbers as ``/allocation`` for the same query, in O
 ``SummaryAllocationSetRangeResponse`` shape, so these tests compare the two endpoints field by
 field rather than re-deriving costs (the cost model has its own tests). Each summary cost is the
 ``/allocation`` cost plus its adjustment, as OpenCost's ``NewSummaryAllocation`` folds them in.
+
+The legacy dialect (``serve(..., legacy_summary=True)``: ``efficiency`` for ``totalEfficiency``,
+``"null"`` strings in an empty range's window) is read by our client (``infra.opencost``) as the
+current one: the same efficiencies, and an empty range as no data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import httpx
 import pytest
 
+from infra.opencost import OpenCostClient
 from sandbox.opencost import OpenCostServer, parse_scenario, serve
 
 NOW = datetime(2026, 3, 10, 14, 25, 30, tzinfo=UTC)
@@ -188,3 +194,22 @@ def test_faults_and_request_log_cover_the_summary() -> None:
         assert [path for path, _ in fresh.calls] == ["/allocation/summary", "/allocation"] + ["/allocation/summary"] * 3
         fresh.reset()
         assert fresh.requests == [] and fresh.calls == []
+
+
+def test_the_legacy_dialect_reads_as_the_current_one(server: OpenCostServer) -> None:
+    start, end = datetime(2026, 3, 10, tzinfo=UTC), datetime(2026, 3, 10, 6, tzinfo=UTC)
+    with serve(parse_scenario(SCENARIO), clock=lambda: NOW, legacy_summary=True) as legacy:
+        raw = summary(legacy, window=SIX_HOURS, aggregate="namespace")["data"]["sets"][0]["allocations"]["shop"]
+        assert "totalEfficiency" not in raw and raw["efficiency"] > 0
+        empty = summary(legacy, window="2026-03-11T00:00:00Z,2026-03-11T01:00:00Z", aggregate="namespace")
+        assert empty["data"]["sets"][0]["window"] == {"start": "null", "end": "null"}
+        old, new = OpenCostClient(legacy.url), OpenCostClient(server.url)
+        try:
+            read = old.allocation_summary(start, end, aggregate="namespace")
+            assert read == new.allocation_summary(start, end, aggregate="namespace")
+            assert read[0]["shop"].get("totalEfficiency") == Decimal(str(raw["efficiency"]))
+            future = datetime(2026, 3, 11, tzinfo=UTC), datetime(2026, 3, 11, 1, tzinfo=UTC)
+            assert old.allocation_summary(*future, aggregate="namespace") == [{}]
+        finally:
+            old.close()
+            new.close()

@@ -8,7 +8,8 @@ from a local file and from S3 (moto's server over HTTP, never real AWS):
 - the chargeback's direct costs: the period's charges (partial overlaps prorated), on the tagged
   owner's line, untagged spend on ``__unallocated__``, no idle or shared cost; a charge in another
   currency than the policy's is refused;
-- ``finops import cloud --from ... [--s3-endpoint ...]``.
+- ``finops import cloud --from ... [--s3-endpoint ...]``; on a database that was never migrated
+  it fails with one line saying to run ``finops migrate`` (no traceback, nothing created).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from functions.cli import main
 from functions.reports.cloud import direct_costs, import_cloud_costs, source_of
 from functions.reports.service import month_period
 from infra.objectstore import ObjectStore
-from infra.postgres import Database
+from infra.postgres import Database, connect
+from sandbox.postgres import scratch_database
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 BUCKET = "billing"
@@ -203,6 +205,23 @@ def test_the_command(
     assert len(_rows(db)) == 8
     assert main(["import", "cloud", "--from", str(DATA / "focus-bad-row.csv")]) == 2
     assert "row 3, column BilledCost" in capsys.readouterr().err
+
+
+def test_the_command_on_a_database_never_migrated(
+    pg_server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with scratch_database(pg_server, prefix="finops_unmigrated") as dsn:
+        monkeypatch.setenv("DATABASE_URL", dsn)
+        assert main(["import", "cloud", "--from", str(DATA / "focus-2026-10.csv")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("finops: the database is not migrated (") and "run `finops migrate`" in err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        empty = connect(dsn)
+        try:
+            with empty.connection() as conn:
+                assert conn.execute("SELECT to_regclass('cloud_costs') AS t").fetchone() == {"t": None}
+        finally:
+            empty.close()
 
 
 def test_sources_are_urls_or_absolute_paths() -> None:

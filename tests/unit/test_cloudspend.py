@@ -8,7 +8,9 @@
   charge at a moment allowed;
 - the documented tag keys give the owner and cost centre (``team``, ``user:team``, ``user_team``,
   ``cost-center``...); untagged rows have None; disagreeing keys are refused;
-- a bad row is refused naming its row number and column, whatever is wrong with it.
+- a bad row is refused naming its row number and column, whatever is wrong with it;
+- FOCUS's bare ``NULL`` token is null in every nullable column (the FinOps Foundation's FOCUS 1.0
+  sample data writes it), and "required" in a column that must have a value; in CUR 2.0 it is text.
 """
 
 from __future__ import annotations
@@ -176,3 +178,63 @@ def test_the_header_tells_the_format() -> None:
 
 def test_a_file_with_only_a_header_has_no_costs() -> None:
     assert parse_text(FOCUS_HEADER + "\n") == (CloudFormat.FOCUS, [])
+
+
+# The FinOps Foundation's FOCUS 1.0 sample data: every FOCUS 1.0 column, nulls written ``NULL``.
+FOCUS_1_0_HEADER = (
+    "AvailabilityZone,BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,"
+    "BillingPeriodStart,ChargeCategory,ChargeClass,ChargeDescription,ChargeFrequency,ChargePeriodEnd,"
+    "ChargePeriodStart,CommitmentDiscountCategory,CommitmentDiscountId,CommitmentDiscountName,"
+    "CommitmentDiscountStatus,CommitmentDiscountType,ConsumedQuantity,ConsumedUnit,ContractedCost,"
+    "ContractedUnitPrice,EffectiveCost,InvoiceIssuerName,ListCost,ListUnitPrice,PricingCategory,"
+    "PricingQuantity,PricingUnit,ProviderName,PublisherName,RegionId,RegionName,ResourceId,ResourceName,"
+    "ResourceType,ServiceCategory,ServiceName,SkuId,SkuPriceId,SubAccountId,SubAccountName,Tags"
+)
+FOCUS_1_0_ROW = (
+    "NULL,0.0426,BA-1,Billing Account,USD,2024-10-01 00:00:00,2024-09-01 00:00:00,Usage,NULL,Storage,"
+    "Usage-Based,2024-09-02 00:00:00,2024-09-01 00:00:00,NULL,NULL,NULL,NULL,NULL,1.42,GB-Month,0.0426,"
+    "0.03,0.0426,Vendor,0.0426,0.03,Standard,1.42,GB-Month,Vendor,Vendor,NULL,NULL,NULL,NULL,NULL,"
+    "Storage,Object Storage,SKU-1,NULL,NULL,NULL,NULL"
+)
+
+
+def test_focus_null_tokens_are_null_in_nullable_columns() -> None:
+    fmt, (cost,) = parse_text(FOCUS_1_0_HEADER + "\n" + FOCUS_1_0_ROW + "\n")
+    assert fmt is CloudFormat.FOCUS
+    assert (cost.billed_micros, cost.effective_micros, cost.currency) == (42_600, 42_600, "USD")
+    assert (cost.resource_id, cost.account, cost.tags, cost.team) == (None, None, {}, None)
+    assert cost.start == datetime(2024, 9, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"EffectiveCost": "NULL"}, None),
+        ({"Tags": "NULL", "ResourceId": "NULL", "SubAccountId": "NULL"}, None),
+        ({"BilledCost": "NULL"}, "row 1, column BilledCost: required"),
+        ({"ChargePeriodStart": "NULL"}, "row 1, column ChargePeriodStart: required"),
+        ({"BillingCurrency": "NULL"}, "row 1, column BillingCurrency: ''"),
+        ({"Tags": "null"}, "row 1, column Tags: 'null' is not a JSON object"),  # JSON null is not a tag map
+    ],
+    ids=["effective", "nullable-text", "billed", "start", "currency", "json-null"],
+)
+def test_focus_null_token_by_column(fields: dict[str, str], reason: str | None) -> None:
+    values = dict(zip(FOCUS_HEADER.split(","), next(csv.reader([GOOD])), strict=True)) | fields
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=FOCUS_HEADER.split(","))
+    writer.writeheader()
+    writer.writerow(values)
+    if reason is None:
+        (cost,) = parse_text(buffer.getvalue())[1]
+        assert cost.billed_micros == 1_000_000
+        return
+    with pytest.raises(InvalidInput) as caught:
+        parse_text(buffer.getvalue())
+    assert reason in caught.value.message
+
+
+def test_null_is_text_in_cur_2() -> None:
+    header = "line_item_unblended_cost,line_item_currency_code,line_item_usage_start_date,line_item_usage_end_date,"
+    header += "line_item_product_code,line_item_resource_id,line_item_usage_account_id"
+    (cost,) = parse_text(header + "\n1.5,USD,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,AmazonS3,NULL,NULL\n")[1]
+    assert (cost.resource_id, cost.account) == ("NULL", "NULL")

@@ -7,7 +7,10 @@
   overhead received is a row per cluster and line for the month; option B's idle a row per day;
   a pool without receivers a ``__shared__`` row; cloud spend a row per owner and service;
 - the columns, timestamps (UTC, half-open days), tags and quantities as documented;
-- on generated data (hypothesis): the same sums hold for any rows, policies and cloud spend.
+- FOCUS 1.2 conformance (``tests/focus_conformance.py``): every Mandatory column, allowed values,
+  formats and cost rules, on every export built here; the issuer names the provider;
+- on generated data (hypothesis): the same sums hold, and the rows conform, for any rows,
+  policies and cloud spend.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import tests.unit.test_chargeback_properties as base
 from finops.chargeback import DirectCost, Period, Report
 from finops.focus import COLUMNS, DailyCost, FocusExport, build_focus
 from finops.policy import Policy, parse_policy
+from tests.focus_conformance import check_rows
 
 M = 1_000_000
 NOVEMBER = Period(datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC))
@@ -77,6 +81,8 @@ def assert_itemises(export: FocusExport, report: Report) -> None:
         parts = sum(Decimal(row[c]) for c in ("x_AllocatedCost", "x_IdleCost", "x_SharedCost"))
         assert parts == Decimal(row["BilledCost"]) == Decimal(row["EffectiveCost"]) == Decimal(row["ListCost"])
         assert Decimal(row["BilledCost"]).as_tuple().exponent == -2
+        assert row["ContractedCost"] == row["BilledCost"]
+    assert check_rows(COLUMNS, export.rows) == []
 
 
 @pytest.mark.parametrize("idle", ["separate", "distribute"])
@@ -102,6 +108,8 @@ def test_a_row_as_written() -> None:
     assert [r["x_Owner"] for r in export.rows[:3]] == ["analytics", "catalog", "payments"]  # by day, then owner
     first = export.rows[2]
     assert first == {
+        "BillingAccountId": "prod",
+        "BillingAccountName": "prod",
         "BillingPeriodStart": "2026-11-01T00:00:00Z",
         "BillingPeriodEnd": "2026-12-01T00:00:00Z",
         "ChargePeriodStart": "2026-11-01T00:00:00Z",
@@ -109,11 +117,18 @@ def test_a_row_as_written() -> None:
         "BilledCost": "133.34",
         "EffectiveCost": "133.34",
         "ListCost": "133.34",
+        "ContractedCost": "133.34",
         "BillingCurrency": "EUR",
         "ChargeCategory": "Usage",
+        "ChargeClass": "",
         "ChargeDescription": "Namespace payments in cluster prod: billed max(request, usage)",
+        "PricingQuantity": "2.4",
+        "PricingUnit": "Core-Hours",
         "ConsumedQuantity": "2.4",
         "ConsumedUnit": "Core-Hours",
+        "ProviderName": "Kubernetes",
+        "PublisherName": "Kubernetes",
+        "InvoiceIssuerName": "Kubernetes",
         "ResourceId": "prod/payments",
         "ResourceName": "payments",
         "SubAccountId": "prod",
@@ -141,6 +156,12 @@ def test_a_row_as_written() -> None:
     overhead = next(r for r in export.rows if r["ResourceId"] == "prod/__overhead__" and r["x_Owner"] == "catalog")
     assert json.loads(overhead["Tags"]) == {"team": "catalog", "cost-center": "cc-2"}
     assert (overhead["ConsumedQuantity"], overhead["ConsumedUnit"]) == ("", "")
+    assert (overhead["PricingQuantity"], overhead["PricingUnit"], overhead["ChargeCategory"]) == ("", "", "Adjustment")
+    assert (idle_row["ChargeCategory"], idle_row["PricingQuantity"], idle_row["PricingUnit"]) == (
+        "Usage",
+        "12",
+        "Core-Hours",
+    )
 
 
 def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> None:
@@ -167,6 +188,10 @@ def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> Non
         ("__unallocated__", "AWS Data Transfer", "40.00", ""),
     ]
     assert json.loads(cloud[0]["Tags"]) == {"team": "payments", "cost-center": "cc-1"}
+    assert {
+        (r["ChargeCategory"], r["BillingAccountId"], r["ProviderName"], r["InvoiceIssuerName"], r["PricingQuantity"])
+        for r in cloud
+    } == {("Adjustment", "__cloud__", "Cloud", "Kubernetes", "")}
     shared_row = next(r for r in export.rows if r["x_LineKind"] == "shared" and r["x_Cluster"] == "dev")
     assert shared_row["ResourceId"] == "dev/__shared__"
 
@@ -211,3 +236,14 @@ def daily_costs(draw: st.DrawFn) -> DailyCost:
 def test_every_export_itemises_its_report(daily: list[DailyCost], policy: Policy, direct: list[DirectCost]) -> None:
     export = build_focus(daily, policy, period=NOVEMBER, direct=direct)
     assert_itemises(export, export.report)
+
+
+def test_the_issuer_names_the_provider_and_invoice_issuer() -> None:
+    daily = [*EXAMPLE]
+    direct = [DirectCost("payments", "cc-1", 310 * M, "Amazon RDS")]
+    export = build_focus(daily, policy(), period=NOVEMBER, direct=direct, issuer="Platform Team")
+    assert_itemises(export, export.report)
+    assert {(r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) for r in export.rows} == {
+        ("Platform Team", "Kubernetes", "Platform Team"),
+        ("Cloud", "Cloud", "Platform Team"),
+    }

@@ -1,0 +1,267 @@
+"""A FOCUS 1.2 conformance checker for CSV rows, written from the specification's column
+definitions (FinOps Open Cost and Usage Specification 1.2, ``specification/columns/*.md`` and
+``specification/attributes/*.md``), not from our exporter: tests run it on what we export.
+
+What it checks, each finding naming the row (1 = the first after the header) and the column:
+
+- presence: every Mandatory column of 1.2 is in the header; a column that is neither a 1.2 column
+  nor prefixed ``x_`` (custom columns) is refused; custom columns come after FOCUS's;
+- nullability: a column that does not allow nulls has a value; a CSV has no null type, so an empty
+  field is null, and a field of spaces only is refused everywhere (neither a value nor a null);
+- types and formats: Decimal columns in numeric format (no sign for positives, no thousands
+  separators, ``E`` notation with a sign only for negative exponents); Date/Time columns as
+  ``YYYY-MM-DDTHH:mm:ssZ``; currency columns as a three-letter capital code; JSON key-value
+  columns as an object of scalar values with unique keys;
+- allowed values: ``ChargeCategory``, ``ChargeClass``, ``ServiceCategory`` (and ``ChargeFrequency``
+  when present);
+- conditional rules: ``PricingQuantity`` null for taxes and not null for usage and purchases
+  (not corrections), ``PricingUnit`` null exactly when ``PricingQuantity`` is;
+  ``ConsumedQuantity`` null unless usage, not null for usage (not corrections, not unused
+  commitments), ``ConsumedUnit`` null exactly when ``ConsumedQuantity`` is;
+- cost agreement: ``ListCost`` = ``ListUnitPrice`` x ``PricingQuantity`` and ``ContractedCost`` =
+  ``ContractedUnitPrice`` x ``PricingQuantity`` when both are given (not corrections), to the
+  cost's own precision (a cost is written rounded: within half a unit of its last place); without a
+  unit price, a charge that is not a tax (taxes derive from other charges) has ``ListCost`` and
+  ``ContractedCost`` equal to ``BilledCost``; ``EffectiveCost`` equals ``BilledCost`` for charges
+  other than usage, purchases and taxes;
+- periods: start before the exclusive end, for the charge and the billing period.
+
+Approximations, stated: the spec's "unrelated to other charges" is read as "not a tax"; only the
+currency code's shape is checked (no ISO 4217 table); unit formats are a SHOULD and not checked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, localcontext
+
+VERSION = "1.2"
+
+
+@dataclass(frozen=True)
+class Column:
+    kind: str  # "string" | "decimal" | "datetime" | "currency" | "json"
+    nullable: bool
+    mandatory: bool = False
+    allowed: frozenset[str] | None = None
+
+
+def _values(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+CHARGE_CATEGORIES = _values("Usage", "Purchase", "Tax", "Credit", "Adjustment")
+SERVICE_CATEGORIES = _values(
+    "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases", "Developer Tools",
+    "Multicloud", "Identity", "Integration", "Internet of Things", "Management and Governance", "Media",
+    "Migration", "Mobile", "Networking", "Security", "Storage", "Web", "Other",
+)  # fmt: skip
+
+# Every column of FOCUS 1.2 with its data type and whether it allows nulls; Mandatory ones marked.
+COLUMNS: dict[str, Column] = {
+    "AvailabilityZone": Column("string", True),
+    "BilledCost": Column("decimal", False, True),
+    "BillingAccountId": Column("string", False, True),
+    "BillingAccountName": Column("string", True, True),
+    "BillingAccountType": Column("string", False),
+    "BillingCurrency": Column("currency", False, True),
+    "BillingPeriodEnd": Column("datetime", False, True),
+    "BillingPeriodStart": Column("datetime", False, True),
+    "CapacityReservationId": Column("string", True),
+    "CapacityReservationStatus": Column("string", True, allowed=_values("Used", "Unused")),
+    "ChargeCategory": Column("string", False, True, CHARGE_CATEGORIES),
+    "ChargeClass": Column("string", True, True, _values("Correction")),
+    "ChargeDescription": Column("string", True, True),
+    "ChargeFrequency": Column("string", False, allowed=_values("One-Time", "Recurring", "Usage-Based")),
+    "ChargePeriodEnd": Column("datetime", False, True),
+    "ChargePeriodStart": Column("datetime", False, True),
+    "CommitmentDiscountCategory": Column("string", True, allowed=_values("Spend", "Usage")),
+    "CommitmentDiscountId": Column("string", True),
+    "CommitmentDiscountName": Column("string", True),
+    "CommitmentDiscountQuantity": Column("decimal", True),
+    "CommitmentDiscountStatus": Column("string", True, allowed=_values("Used", "Unused")),
+    "CommitmentDiscountType": Column("string", True),
+    "CommitmentDiscountUnit": Column("string", True),
+    "ConsumedQuantity": Column("decimal", True),
+    "ConsumedUnit": Column("string", True),
+    "ContractedCost": Column("decimal", False, True),
+    "ContractedUnitPrice": Column("decimal", True),
+    "EffectiveCost": Column("decimal", False, True),
+    "InvoiceId": Column("string", True),
+    "InvoiceIssuerName": Column("string", False, True),
+    "ListCost": Column("decimal", False, True),
+    "ListUnitPrice": Column("decimal", True),
+    "PricingCategory": Column("string", True, allowed=_values("Standard", "Dynamic", "Committed", "Other")),
+    "PricingCurrency": Column("currency", True),
+    "PricingCurrencyContractedUnitPrice": Column("decimal", True),
+    "PricingCurrencyEffectiveCost": Column("decimal", True),
+    "PricingCurrencyListUnitPrice": Column("decimal", True),
+    "PricingQuantity": Column("decimal", True, True),
+    "PricingUnit": Column("string", True, True),
+    "ProviderName": Column("string", False, True),
+    "PublisherName": Column("string", False, True),
+    "RegionId": Column("string", True),
+    "RegionName": Column("string", True),
+    "ResourceId": Column("string", True),
+    "ResourceName": Column("string", True),
+    "ResourceType": Column("string", True),
+    "ServiceCategory": Column("string", False, True, SERVICE_CATEGORIES),
+    "ServiceName": Column("string", False, True),
+    "ServiceSubcategory": Column("string", False),
+    "SkuId": Column("string", True),
+    "SkuMeter": Column("string", True),
+    "SkuPriceDetails": Column("json", True),
+    "SkuPriceId": Column("string", True),
+    "SubAccountId": Column("string", True),
+    "SubAccountName": Column("string", True),
+    "SubAccountType": Column("string", True),
+    "Tags": Column("json", True),
+}
+MANDATORY = tuple(name for name, column in COLUMNS.items() if column.mandatory)
+
+_NUMBER = re.compile(r"^-?(\d+(\.\d+)?|\.\d+)(E-?\d+)?$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+def check_header(header: Sequence[str]) -> list[str]:
+    """Findings about the columns themselves."""
+    findings = [f"header: Mandatory column {name} is missing" for name in MANDATORY if name not in header]
+    seen_custom = False
+    for name in header:
+        if name.startswith("x_"):
+            seen_custom = True
+        elif name not in COLUMNS:
+            findings.append(f"header: {name} is not a FOCUS {VERSION} column and not prefixed x_")
+        elif seen_custom:
+            findings.append(f"header: FOCUS column {name} comes after custom columns")
+    if len(set(header)) != len(header):
+        findings.append("header: a column appears twice")
+    return findings
+
+
+def check_rows(header: Sequence[str], rows: Iterable[Mapping[str, str]]) -> list[str]:
+    """Every finding in the header and the rows; an empty list means the data conforms."""
+    findings = check_header(header)
+    for number, row in enumerate(rows, start=1):
+        findings.extend(f"row {number}, {finding}" for finding in _check_row(row))
+    return findings
+
+
+def _value(row: Mapping[str, str], name: str) -> str | None:
+    """The field, or None when null (empty or absent)."""
+    value = row.get(name)
+    return value if value else None
+
+
+def _check_row(row: Mapping[str, str]) -> list[str]:
+    findings: list[str] = []
+    for name, text in row.items():
+        column = COLUMNS.get(name)
+        if column is None:
+            continue
+        if text and not text.strip():
+            findings.append(f"column {name}: only spaces")
+            continue
+        if not text:
+            if not column.nullable:
+                findings.append(f"column {name}: null in a column that does not allow nulls")
+            continue
+        problem = _format_problem(column, text)
+        if problem:
+            findings.append(f"column {name}: {text!r} {problem}")
+    if findings:
+        return findings  # the rules below need well-formed values
+    return _check_rules(row)
+
+
+def _format_problem(column: Column, text: str) -> str | None:
+    if column.kind == "decimal" and not _NUMBER.match(text):
+        return "is not in FOCUS numeric format"
+    if column.kind == "datetime":
+        if not _DATETIME.match(text):
+            return "is not YYYY-MM-DDTHH:mm:ssZ"
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            return "is not a valid date and time"
+    if column.kind == "currency" and not _CURRENCY.match(text):
+        return "is not a three-letter currency code"
+    if column.kind == "json":
+        return _key_value_problem(text)
+    if column.allowed is not None and text not in column.allowed:
+        return f"is not one of the allowed values {sorted(column.allowed)}"
+    return None
+
+
+def _key_value_problem(text: str) -> str | None:
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise ValueError("duplicate key")
+        return dict(pairs)
+
+    try:
+        value = json.loads(text, object_pairs_hook=unique)
+    except ValueError as exc:
+        return f"is not a JSON object with unique keys ({exc})"
+    if not isinstance(value, dict):
+        return "is not a JSON object"
+    if any(isinstance(item, dict | list) for item in value.values()):
+        return "has a value that is an object or an array"
+    return None
+
+
+def _matches(product: Decimal, cost: Decimal) -> bool:
+    """The product rounds to the cost at the cost's own precision (a cost is written rounded)."""
+    with localcontext() as context:
+        context.prec = 60
+        exponent = cost.as_tuple().exponent
+        places = min(exponent, 0) if isinstance(exponent, int) else 0
+        return (product - cost).copy_abs() <= Decimal(5).scaleb(places - 1)
+
+
+def _check_rules(row: Mapping[str, str]) -> list[str]:
+    findings: list[str] = []
+    category = _value(row, "ChargeCategory")
+    correction = _value(row, "ChargeClass") == "Correction"
+    quantity = _value(row, "PricingQuantity")
+    if category == "Tax" and quantity is not None:
+        findings.append("column PricingQuantity: must be null when ChargeCategory is Tax")
+    if category in ("Usage", "Purchase") and not correction and quantity is None:
+        findings.append(f"column PricingQuantity: must not be null when ChargeCategory is {category}")
+    if (quantity is None) != (_value(row, "PricingUnit") is None):
+        findings.append("column PricingUnit: must be null exactly when PricingQuantity is null")
+    if "ConsumedQuantity" in row:
+        consumed = _value(row, "ConsumedQuantity")
+        unused = _value(row, "CommitmentDiscountStatus") == "Unused"
+        if (category != "Usage" or unused) and consumed is not None:
+            findings.append("column ConsumedQuantity: must be null unless ChargeCategory is Usage (not unused)")
+        if category == "Usage" and not unused and not correction and consumed is None:
+            findings.append("column ConsumedQuantity: must not be null when ChargeCategory is Usage")
+        if (consumed is None) != (_value(row, "ConsumedUnit") is None):
+            findings.append("column ConsumedUnit: must be null exactly when ConsumedQuantity is null")
+    billed = Decimal(row["BilledCost"]) if _value(row, "BilledCost") else None
+    for cost, price in (("ListCost", "ListUnitPrice"), ("ContractedCost", "ContractedUnitPrice")):
+        amount, unit_price = _value(row, cost), _value(row, price)
+        if amount is None:
+            continue
+        if unit_price is not None and quantity is not None and not correction:
+            if not _matches(Decimal(unit_price) * Decimal(quantity), Decimal(amount)):
+                findings.append(f"column {cost}: {amount} is not {price} x PricingQuantity")
+        elif unit_price is None and category != "Tax" and billed is not None and Decimal(amount) != billed:
+            findings.append(f"column {cost}: {amount} must match BilledCost {billed} without a {price}")
+    effective = _value(row, "EffectiveCost")
+    other = category not in ("Usage", "Purchase", "Tax")
+    if other and effective is not None and billed is not None and Decimal(effective) != billed:
+        findings.append(f"column EffectiveCost: {effective} must match BilledCost {billed} for {category}")
+    for start, end in (("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd")):
+        if _value(row, start) and _value(row, end) and row[end] < row[start]:
+            findings.append(f"column {end}: before {start}")
+    if _value(row, "BillingPeriodStart") and row["BillingPeriodStart"] == row.get("BillingPeriodEnd"):
+        findings.append("column BillingPeriodEnd: equals BillingPeriodStart (an empty billing period)")
+    return findings
