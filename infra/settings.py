@@ -82,7 +82,7 @@ class OpenCostSettings(BaseSettings):
     """Base URL of OpenCost's API, e.g. ``http://opencost.opencost:9003``. Required."""
 
     OPENCOST_TIMEOUT_SECONDS: float = Field(default=60, gt=0, le=600)
-    """Read timeout of one OpenCost request."""
+    """Overall deadline of one OpenCost request, the answer's body included (retried like a timeout)."""
 
     OPENCOST_RETRIES: int = Field(default=3, ge=0, le=10)
     """Retries (with backoff) on connection errors and 5xx answers."""
@@ -90,7 +90,7 @@ class OpenCostSettings(BaseSettings):
     @field_validator("OPENCOST_URL")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
             raise ValueError(f"{value!r} is not an http(s) URL such as http://opencost.opencost:9003")
         return value.rstrip("/")
 
