@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from finops.errors import InvalidInput
-from finops.labels import validate_namespace
+from finops.labels import is_object_name, validate_namespace
 from finops.ownership import Ref
 
 LOCAL_SERVERS = frozenset({"", "https://kubernetes.default.svc"})
@@ -46,9 +46,12 @@ def parse_application(obj: Mapping[str, Any]) -> Application:
     except InvalidInput:
         dest_ns = None
     resources = tuple(
-        (str(r.get("kind")), str(r.get("name")))
+        (r["kind"], r["name"])
         for r in status.get("resources") or []
-        if r.get("kind") and r.get("name") and (r.get("namespace") or dest_ns) == dest_ns
+        if isinstance(r, Mapping)
+        and isinstance(r.get("kind"), str)
+        and is_object_name(r["kind"], r.get("name"))  # an entry we cannot use is skipped
+        and (r.get("namespace") or dest_ns) == dest_ns
     )
     revision = ((status.get("operationState") or {}).get("syncResult") or {}).get("revision") or (
         (status.get("sync") or {}).get("revision")

@@ -184,12 +184,12 @@ def _parse_period(value: object, alignment: TickAlignment, field: str) -> int:
     text = value.strip()
     unit, longest = _UNIT[alignment]
     if alignment is TickAlignment.ACTIVATED_AT:
-        match = _ACTIVATED_AT_PERIOD.match(text)
+        match = _ACTIVATED_AT_PERIOD.fullmatch(text)
         if not match:
             raise InvalidInput(f"{field}: {text!r} must be a whole number of h, m or s (e.g. 1h, 90m) for {alignment}")
         amount = int(match.group(1)) * _SECONDS_IN[match.group(2)]
     else:
-        match = _BOUNDARY_PERIOD.match(text)
+        match = _BOUNDARY_PERIOD.fullmatch(text)
         if not match or match.group(2) not in (None, unit):
             raise InvalidInput(
                 f"{field}: {text!r} must be a whole number of {unit} (e.g. 1 or 1{unit}) for {alignment}"

@@ -66,7 +66,7 @@ def parse_rate(field: str, value: object) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InvalidInput(f'{field}: must be a decimal string such as "0.031611", got {value!r}')
     text = str(value).strip()
-    match = _RATE_PATTERN.match(text)
+    match = _RATE_PATTERN.fullmatch(text)
     if not match:
         raise InvalidInput(f"{field}: {text!r} is not a non-negative decimal string")
     digits, places = match[1].lstrip("0"), (match[2] or "").rstrip("0")

@@ -132,13 +132,13 @@ def parse_policy(doc: Mapping[str, object]) -> Policy:
     currency = top.get("currency")
     if currency is None:
         raise InvalidInput("policy.currency: required (a currency code such as EUR)")
-    if not isinstance(currency, str) or not _CURRENCY.match(currency):
+    if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
         raise InvalidInput(f"policy.currency: {_show(currency)} is not a currency code (e.g. EUR)")
     owner_label = _label_key(top, "owner_label", "team")
     cost_center_label = _label_key(top, "cost_center_label", "cost-center")
     idle = _choice(top, "policy.idle", IdlePolicy, IdlePolicy.SEPARATE)
     idle_owner = top.get("idle_owner", "platform")
-    if not isinstance(idle_owner, str) or not _LABEL_VALUE.match(idle_owner):
+    if not isinstance(idle_owner, str) or not _LABEL_VALUE.fullmatch(idle_owner):
         raise InvalidInput(f"policy.idle_owner: {_show(idle_owner)} is not a valid owner name (a label value)")
     require_complete = top.get("require_complete", False)
     if not isinstance(require_complete, bool):
@@ -162,7 +162,7 @@ def parse_policy_amount(field: str, value: object) -> int:
     text = str(value).strip()
     if text.startswith("-"):
         raise InvalidInput(f"{field}: {_show(value)} is negative; a cost is zero or more")
-    if not _AMOUNT.match(text):
+    if not _AMOUNT.fullmatch(text):
         raise InvalidInput(f"{field}: {_show(value)} is not a decimal amount")
     _, _, decimals = text.partition(".")
     if len(decimals) > _MAX_DECIMALS:

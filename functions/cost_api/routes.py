@@ -70,7 +70,7 @@ ROUTES = (
 
 def match(path: str) -> tuple[Route, dict[str, str]] | None:
     for route in ROUTES:
-        found = route.pattern.match(path)
+        found = route.pattern.fullmatch(path)
         if found:
             return route, found.groupdict()
     return None

@@ -33,6 +33,7 @@ from functions.edge import (
     kube_from,
     opencost_from,
     parse_body,
+    read_json,
     require_bearer,
     respond,
     settings_for,
@@ -43,6 +44,7 @@ from infra import events
 from infra.settings import OnSyncSettings
 
 FUNCTION = "on_sync"
+MAX_NOTES = 10  # reasons for dropped resources echoed in a response
 log = logging.getLogger(__name__)
 settings = settings_for(FUNCTION, OnSyncSettings)
 
@@ -99,11 +101,14 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
     hook = parse_body(request, SyncWebhook)
     run.trigger = "argocd"
     run.counts = {"app": hook.identity, "revision": hook.revision_key}
+    notes = _skipped_resources(hook)
+    if notes:
+        run.counts["resources_skipped"] = notes["resources_skipped"]
     reason = _skip_reason(hook, s.CLUSTER_SCOPE_APP)
     if reason is not None:
         run.outcome = "skipped"
         run.error = reason
-        return respond(200, {"outcome": "skipped", "reason": reason, "run_id": run.run_id})
+        return respond(200, {"outcome": "skipped", "reason": reason, "run_id": run.run_id, **notes})
     if in_flight().full:
         raise TooManyInFlight(f"{in_flight().limit} measurements already in flight on this replica")
     assert hook.destinationNamespace is not None
@@ -127,7 +132,15 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
     if new or status == "pending":
         _dispatch(s, event_id)
     run.http_status = 202
-    return respond(202, {"outcome": "accepted", "sync_event": event_id, "status": status, "run_id": run.run_id})
+    body = {"outcome": "accepted", "sync_event": event_id, "status": status, "run_id": run.run_id, **notes}
+    return respond(202, body)
+
+
+def _skipped_resources(hook: SyncWebhook) -> dict[str, Any]:
+    """``resources_skipped`` and the first few reasons, when entries were dropped."""
+    if not hook.skipped:
+        return {}
+    return {"resources_skipped": len(hook.skipped), "resources_skipped_notes": hook.skipped[:MAX_NOTES]}
 
 
 def _dispatch(s: OnSyncSettings, event_id: int) -> None:
@@ -144,8 +157,8 @@ def _dispatch(s: OnSyncSettings, event_id: int) -> None:
 
 def _measurement(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
     run.trigger = "event"
-    body: dict[str, Any] = request.get_json(silent=True) or {}
-    event_id = body.get("syncEventId")
+    body = read_json(request)
+    event_id = body.get("syncEventId") if isinstance(body, dict) else None
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise InvalidInput("syncEventId: must be a positive integer")
     run.counts = {"sync_event": event_id}

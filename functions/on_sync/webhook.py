@@ -1,29 +1,64 @@
 """The webhook body our Argo CD Notifications template sends (``knative/argocd/``), validated.
 
-Field names are exactly the template's; extra fields are ignored. Names are checked against
-Kubernetes rules before anything is stored or queried: a 400 names the bad field.
+Field names are exactly the template's; extra fields are ignored. Validation is total: any body
+is either a ``SyncWebhook`` or a 400 naming the bad field, never an exception of another kind.
+
+- The application's names are checked against Kubernetes rules (with ``fullmatch``: a name
+  ending in a newline is refused) and every stored text is free of what PostgreSQL cannot
+  store (NUL, lone surrogates).
+- ``resources`` is judged entry by entry. An entry we cannot use (a name invalid for its kind,
+  a bad namespace, a NUL) is dropped and noted in ``skipped``; it never fails the webhook,
+  because Argo CD Notifications does not retry a 4xx and the sync would never be measured.
+  Names follow their kind's rule: RBAC objects allow ``:`` (``system:controller:foo``).
+- ``finishedAt`` must lie in ``[2000-01-01, 2100-01-01)``: outside, converting it to UTC can
+  overflow, and no real sync finished there.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from finops.applications import is_local
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
-from finops.labels import validate_namespace
+from finops.labels import is_label, is_subdomain, validate_namespace, validate_object_name
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
-_REVISION = re.compile(r"^[\x21-\x7e]{1,256}$")  # printable, no spaces: a SHA, tag or chart version
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+_REVISION = re.compile(r"[\x21-\x7e]{1,256}")  # printable, no spaces: a SHA, tag or chart version
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # PostgreSQL text refuses NUL; UTF-8 has no surrogates
+
+MAX_RESOURCES = 2000
+MAX_REVISION_KEY = 2000  # the joined revisions are part of a unique index (btree rows: about 2.7 kB)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 
 
-def _name(value: str, field: str) -> str:
-    if len(value) > 253 or not _SUBDOMAIN.match(value):
-        raise ValueError(f"{value[:80]!r} is not a valid Kubernetes name")
+def _storable(value: str) -> str:
+    if _UNSTORABLE.search(value):
+        raise ValueError("contains a NUL character or a lone surrogate, which cannot be stored")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+
+
+def _name(value: str) -> str:
+    if not is_subdomain(value):
+        raise ValueError(f"{value[:80]!r} is not a valid Kubernetes name (DNS-1123 subdomain)")
     return value
 
 
@@ -35,32 +70,56 @@ def _namespace(value: str) -> str:
 
 
 class Resource(BaseModel):
-    """One entry of ``.app.status.resources``."""
+    """One entry of ``.app.status.resources``; its name is checked against its kind's rule."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    group: str = Field(default="", max_length=253)
-    version: str = Field(default="", max_length=63)
+    group: str = ""
+    version: str = ""
     kind: str
     namespace: str = ""
     name: str
 
+    @field_validator("group")
+    @classmethod
+    def _group(cls, value: str) -> str:
+        if value and not is_subdomain(value):
+            raise ValueError(f"{value[:80]!r} is not an API group (DNS-1123 subdomain)")
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        if value and not is_label(value):
+            raise ValueError(f"{value[:80]!r} is not an API version")
+        return value
+
     @field_validator("kind")
     @classmethod
     def _kind(cls, value: str) -> str:
-        if not _KIND.match(value):
+        if not _KIND.fullmatch(value):
             raise ValueError(f"{value[:80]!r} is not a Kubernetes kind")
         return value
-
-    @field_validator("name")
-    @classmethod
-    def _resource_name(cls, value: str) -> str:
-        return _name(value, "name")
 
     @field_validator("namespace")
     @classmethod
     def _resource_namespace(cls, value: str) -> str:
         return _namespace(value) if value else value
+
+    @model_validator(mode="after")
+    def _name_for_kind(self) -> Resource:
+        try:
+            validate_object_name(self.kind, self.name)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from exc
+        return self
+
+
+def _problem(index: int, exc: ValidationError) -> str:
+    """``resources[3].name: why``, the note for a dropped entry."""
+    error = exc.errors(include_url=False)[0]
+    where = "".join(f".{part}" if isinstance(part, str) else f"[{part}]" for part in error["loc"])
+    return f"resources[{index}]{where}: {error['msg']}"
 
 
 class SyncWebhook(BaseModel):
@@ -71,20 +130,48 @@ class SyncWebhook(BaseModel):
 
     app: str
     appNamespace: str
-    project: str | None = Field(default=None, max_length=253)
+    project: str | None = None
     destinationNamespace: str | None = None
-    destinationServer: str | None = Field(default=None, max_length=2048)
-    destinationName: str | None = Field(default=None, max_length=253)
-    syncResult: str | None = Field(default=None, max_length=64)
+    destinationServer: Text | None = Field(default=None, max_length=2048)
+    destinationName: Text | None = Field(default=None, max_length=253)
+    syncResult: Text | None = Field(default=None, max_length=64)
     revision: str | None = None
     revisions: list[str] | None = Field(default=None, max_length=64)
     finishedAt: datetime
-    resources: list[Resource] | None = Field(default=None, max_length=2000)
+    resources: list[Resource] | None = Field(default=None, max_length=MAX_RESOURCES)
+    _skipped: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _usable_resources(cls, data: Any, handler: ModelWrapValidatorHandler[SyncWebhook]) -> SyncWebhook:
+        notes: list[str] = []
+        entries = data.get("resources") if isinstance(data, dict) else None
+        if isinstance(entries, list) and len(entries) <= MAX_RESOURCES:  # else the field refuses it
+            kept: list[Resource] = []
+            for index, entry in enumerate(entries):
+                try:
+                    kept.append(Resource.model_validate(entry))
+                except ValidationError as exc:
+                    notes.append(_problem(index, exc))
+            data = {**data, "resources": kept}
+        hook = handler(data)
+        hook._skipped = notes
+        return hook
+
+    @property
+    def skipped(self) -> list[str]:
+        """``resources[i]...: why`` for every entry dropped as unusable."""
+        return list(self._skipped)
 
     @field_validator("app")
     @classmethod
     def _app(cls, value: str) -> str:
-        return _name(value, "app")
+        return _name(value)
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str | None) -> str | None:
+        return _name(value) if value else None  # an AppProject is a Kubernetes object
 
     @field_validator("appNamespace")
     @classmethod
@@ -99,7 +186,7 @@ class SyncWebhook(BaseModel):
     @field_validator("revision")
     @classmethod
     def _revision(cls, value: str | None) -> str | None:
-        if value and not _REVISION.match(value):
+        if value and not _REVISION.fullmatch(value):
             raise ValueError("must be a printable revision without spaces, at most 256 characters")
         return value or None
 
@@ -107,8 +194,10 @@ class SyncWebhook(BaseModel):
     @classmethod
     def _revisions(cls, value: list[str] | None) -> list[str] | None:
         for item in value or []:
-            if not _REVISION.match(item):
+            if not _REVISION.fullmatch(item):
                 raise ValueError("every revision must be printable, without spaces, at most 256 characters")
+        if value and len(",".join(value)) > MAX_REVISION_KEY:
+            raise ValueError(f"the revisions joined must be at most {MAX_REVISION_KEY} characters")
         return value
 
     @field_validator("finishedAt", mode="before")
@@ -117,9 +206,14 @@ class SyncWebhook(BaseModel):
         if not isinstance(value, str):
             raise ValueError("must be an RFC 3339 timestamp string")
         try:
-            return parse_timestamp(value, field="finishedAt")
+            moment = parse_timestamp(value, field="finishedAt")
         except InvalidInput as exc:
             raise ValueError(exc.message.removeprefix("finishedAt: ")) from exc
+        except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 is past year 9999 in UTC
+            raise ValueError(f"{value[:40]!r} is out of range") from exc
+        if not EARLIEST <= moment < LATEST:
+            raise ValueError(f"{value[:40]!r} is out of range (2000-01-01 to 2100-01-01)")
+        return moment
 
     @property
     def is_local(self) -> bool:

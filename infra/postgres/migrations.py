@@ -37,7 +37,7 @@ def available() -> list[Migration]:
     folder = importlib.resources.files("infra.postgres").joinpath("migrations")
     found = []
     for item in folder.iterdir():
-        match = _FILE.match(item.name)
+        match = _FILE.fullmatch(item.name)
         if match:
             found.append(Migration(int(match[1]), match[2], item.read_text()))
     return sorted(found, key=lambda m: m.version)
