@@ -5,12 +5,16 @@
 - it is released once the hour that ends on the snapped boundary is final;
 - each condition on its own keeps it: an error this run, ``minPeriods`` not yet passed, usage not
   final through the deactivation hour (or never charged), the fee not final through its snapped
-  end, a concurrent change (409 on the resourceVersion precondition), a Subscription not deleted;
-  with all of them holding it is released.
+  end, a concurrent change (409 on the resourceVersion precondition), a Subscription not deleted,
+  or deleted but not deactivated yet, or without our finalizer (released already); with all of
+  them holding it is released;
+- the release patches the Subscription as the API server has it now: only our finalizer is
+  removed (another controller's stays), under its current resourceVersion.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,6 +25,7 @@ from finops.errors import Conflict
 from finops.fees import FeeSchedule, parse_fee
 from finops.subscriptions import FINALIZER
 from functions.collect_charges.service import Priced, _release_finalizer
+from functions.reconcile.service import GROUP, VERSION
 from infra.postgres import Database
 
 ACTIVATED = datetime(2026, 1, 10, tzinfo=UTC)
@@ -133,9 +138,12 @@ def test_the_finalizer_is_released_when_every_condition_holds(db: Database, capl
         ("fee-not-final", "Charges not finalized through deactivation hour, keeping finalizer"),
         ("conflict", "Subscription changed meanwhile, keeping finalizer until the next run"),
         ("not-deleted", None),
+        ("not-deactivated", None),
+        ("finalizer-gone", None),
     ],
-    ids=["error", "min-periods", "usage-not-final", "usage-never-charged", "fee-not-final", "conflict", "not-deleted"],
-)
+    ids=["error", "min-periods", "usage-not-final", "usage-never-charged", "fee-not-final", "conflict", "not-deleted",
+         "not-deactivated", "finalizer-gone"],
+)  # fmt: skip
 def test_the_finalizer_is_kept_while_one_condition_fails(
     db: Database, caplog: pytest.LogCaptureFixture, case: str, reason: str | None
 ) -> None:
@@ -143,6 +151,11 @@ def test_the_finalizer_is_kept_while_one_condition_fails(
     store: Store = ConflictingStore() if case == "conflict" else Store()
     if case == "not-deleted":
         del store.sub["metadata"]["deletionTimestamp"]
+    if case == "not-deactivated":
+        del store.sub["status"]["deactivatedAt"]
+    if case == "finalizer-gone":  # released by an earlier run: never patched again
+        store.sub["metadata"]["finalizers"] = ["other.io/keep"]
+    finalizers = list(store.sub["metadata"]["finalizers"])
     finalize_through(db, "fee", LAST_HOUR - timedelta(hours=1) if case == "fee-not-final" else LAST_HOUR)
     if case != "usage-never-charged":
         finalize_through(db, "cpuHour", LAST_HOUR - timedelta(hours=1) if case == "usage-not-final" else LAST_HOUR)
@@ -151,7 +164,39 @@ def test_the_finalizer_is_kept_while_one_condition_fails(
         fee = parse_fee({"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt", "minPeriods": 5000})
         schedule = FeeSchedule(fee, ACTIVATED, DEACTIVATED)
     assert not release(db, store, schedule=schedule, error="usage rows unreadable" if case == "error" else None)
-    assert store.sub["metadata"]["finalizers"] == [FINALIZER]
+    assert store.sub["metadata"]["finalizers"] == finalizers
     if reason is not None:
         assert reason in caplog.messages
     assert "Removed finalizer for deleted subscription" not in caplog.messages
+
+
+class RecordingStore(Store):
+    """The API server has moved on since the run read the Subscription: a newer resourceVersion
+    (status writes) and another controller's finalizer. Records the calls it gets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fresh = copy.deepcopy(self.sub)
+        self.fresh["metadata"].update(resourceVersion="9", finalizers=["other.io/keep", FINALIZER])
+        self.calls: list[tuple[Any, ...]] = []
+
+    def get_object(self, *args: Any) -> dict[str, Any]:
+        self.calls.append(("get", *args))
+        return self.fresh
+
+    def patch_object(self, *args: Any, **_: Any) -> dict[str, Any]:
+        self.calls.append(("patch", *args))
+        return self.fresh
+
+
+def test_the_release_removes_only_our_finalizer_from_the_current_object(db: Database) -> None:
+    store = RecordingStore()
+    finalize_through(db, "fee", LAST_HOUR)
+    finalize_through(db, "cpuHour", LAST_HOUR)
+    assert release(db, store)
+    assert store.calls == [
+        ("get", GROUP, VERSION, "subscriptions", "shop", "s"),
+        # The resourceVersion precondition: a change meanwhile is a 409, retried next run.
+        ("patch", GROUP, VERSION, "subscriptions", "shop", "s",
+         {"metadata": {"finalizers": ["other.io/keep"], "resourceVersion": "9"}}),
+    ]  # fmt: skip

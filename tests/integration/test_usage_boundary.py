@@ -85,3 +85,14 @@ def test_usage_rows_without_a_rate_are_counted_not_silently_charged(db: Database
     assert item.unpriced_rows == 6
     assert {row[10] for row in rows.values()} == {0}
     assert rows[h(3)][14] == 1  # counted on the charge row (status.costs shows it)
+
+
+def test_the_boundary_reads_further_back_on_demand(db: Database) -> None:
+    # One boundary serves every source of a run: a later call for an older start reads the hours
+    # before what it read already, and gets the same answer as a fresh boundary would.
+    ledger(db, {h(6): "final", h(5): "final", h(4): "final", h(2): "final", h(1): "final"})  # h(3) missing
+    boundary = UsageBoundary(db, "c", AGG, PINNED)
+    assert boundary(h(2)) == PINNED.start
+    assert boundary(h(6)) == h(3)
+    assert boundary(h(5)) == h(3)
+    assert boundary(h(2)) == PINNED.start

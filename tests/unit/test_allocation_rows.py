@@ -168,3 +168,80 @@ def test_idle_has_no_namespace_and_no_owner() -> None:
                                                              namespace_labels={"team": "checkout"})})  # fmt: skip
     row = dict(zip(COLUMNS, next(iter(rows)), strict=True))
     assert (row["namespace"], row["entry_kind"], row["team"], row["cpu_cost_micros"]) == ("", "idle", None, 90_000)
+
+
+def test_a_namespace_placeholder_is_stored_as_no_namespace() -> None:
+    # OpenCost's __unallocated__/__idle__/__unmounted__ in the namespace property: '' (no namespace).
+    for sentinel in ("__unallocated__", "__idle__", "__unmounted__"):
+        (row,) = stored(allocation(f"{sentinel}/x/y/z/w", sentinel, namespace_labels={"team": "t"})).values()
+        assert (row["namespace"], row["team"]) == ("", None)
+
+
+def test_an_entry_without_namespace_labels_takes_them_whatever_its_position_in_the_hour() -> None:
+    # Ownership: an unlabelled entry listed after its namespace's labelled one does not erase its owner.
+    unmounted = "search/__unallocated__/__unallocated__/search-unmounted-pvcs/__unmounted__"
+    rows = stored(
+        allocation("search/statefulset/index/index-0/engine", "search",
+                   namespace_labels={"team": "discovery", "cost_center": "cc-200"}),
+        allocation(unmounted, "search"),
+    )  # fmt: skip
+    assert {(row["team"], row["cost_center"]) for row in rows.values()} == {("discovery", "cc-200")}
+
+
+def test_one_namespace_has_one_owner_in_an_hour_its_first_labelled_entry() -> None:
+    # Ownership: should entries of one namespace carry different namespace labels in one hour (relabelled
+    # meanwhile), every entry of the namespace is charged to the same owner, the first labelled entry's.
+    rows = stored(
+        allocation("shop/deployment/web/web-1/app", "shop", namespace_labels={"team": "old", "cost_center": "cc-1"}),
+        allocation("shop/deployment/api/api-1/app", "shop", namespace_labels={"team": "new", "cost_center": "cc-2"}),
+    )
+    assert {(row["team"], row["cost_center"]) for row in rows.values()} == {("old", "cc-1")}
+
+
+# -- every column --------------------------------------------------------------------------------
+
+
+def test_every_column_comes_from_its_own_field() -> None:
+    # Usage quantities (cores, bytes, hours) are what usage charges are priced from: each column must
+    # read its own OpenCost field. Every figure differs, so a column reading another field shows.
+    collected = datetime(2026, 10, 15, 12, 7, tzinfo=UTC)
+    start, end = datetime(2026, 10, 15, 11, 5, tzinfo=UTC), datetime(2026, 10, 15, 11, 55, tzinfo=UTC)
+    properties: dict[str, Any] = {
+        "namespace": "shop", "controllerKind": "deployment", "controller": "web", "pod": "web-1",
+        "container": "app", "node": "node-a", "namespaceLabels": {"team": "checkout", "cost-center": "cc-7"},
+    }  # fmt: skip
+    figures: dict[str, Any] = {
+        "start": start, "end": end, "minutes": Decimal(50),
+        "cpuCores": Decimal("1.5"), "cpuCoreRequestAverage": Decimal("1.25"), "cpuCoreUsageAverage": Decimal("0.75"),
+        "cpuCoreHours": Decimal("1.125"), "ramBytes": Decimal(4096), "ramByteRequestAverage": Decimal(2048),
+        "ramByteUsageAverage": Decimal(1024), "ramByteHours": Decimal(3072), "gpuCount": Decimal(2),
+        "gpuHours": Decimal("1.5"), "pvBytes": Decimal(8192), "pvByteHours": Decimal(6144),
+        "networkTransferBytes": Decimal(512), "networkReceiveBytes": Decimal(256),
+    }  # fmt: skip
+    # The key differs from the name: the row is named after the allocation's own name.
+    entry: Allocation = {"name": "shop/deployment/web/web-1/app", "properties": properties, **figures}  # type: ignore[typeddict-item]
+    builder = RowBuilder(
+        cluster="east", aggregation="namespace,pod", hour=HOUR, finalized=True, pricebook_id=7, currency="EUR",
+        owner_label_key="team", cost_center_label_key="cost-center", collected_at=collected,
+    )  # fmt: skip
+    (row,) = (dict(zip(COLUMNS, r, strict=True)) for r in builder.rows({"the-key": entry}))
+    assert row == {
+        "cluster": "east", "namespace": "shop", "name": "shop/deployment/web/web-1/app",
+        "aggregation": "namespace,pod", "hour": HOUR, "entry_kind": "workload",
+        "controller_kind": "deployment", "controller": "web", "pod": "web-1", "container": "app", "node": "node-a",
+        "data_start": start, "data_end": end, "minutes": Decimal(50),
+        "cpu_cores": Decimal("1.5"), "cpu_core_request_avg": Decimal("1.25"), "cpu_core_usage_avg": Decimal("0.75"),
+        "cpu_core_hours": Decimal("1.125"), "ram_bytes": Decimal(4096), "ram_byte_request_avg": Decimal(2048),
+        "ram_byte_usage_avg": Decimal(1024), "ram_byte_hours": Decimal(3072), "gpu_count": Decimal(2),
+        "gpu_hours": Decimal("1.5"), "pv_bytes": Decimal(8192), "pv_byte_hours": Decimal(6144),
+        "network_transfer_bytes": Decimal(512), "network_receive_bytes": Decimal(256),
+        "cpu_cost_micros": None, "gpu_cost_micros": None, "ram_cost_micros": None, "pv_cost_micros": None,
+        "network_cost_micros": None, "lb_cost_micros": None, "shared_cost_micros": None,
+        "external_cost_micros": None, "total_cost_micros": None,
+        "team": "checkout", "cost_center": "cc-7", "pricebook_id": 7, "currency": "EUR", "is_finalized": True,
+        "collected_at": collected,
+    }  # fmt: skip
+    # Without a name, the row is named after its key.
+    del entry["name"]
+    (unnamed,) = builder.rows({"shop/deployment/web/web-1/app": entry})
+    assert unnamed[COLUMNS.index("name")] == "shop/deployment/web/web-1/app"

@@ -1,0 +1,116 @@
+"""We test these aspects of ``status.costs`` (``collect_charges``' ``_write_costs``, in-process against
+a real PostgreSQL, with charge rows written by hand) and of a run's outcome:
+
+- a deactivated Subscription's usage run-rate is projected over the time it was active, so a
+  bucket it left is projected at what it was charged; a bucket it was not active in at all is
+  projected at its charges (no division by zero);
+- a usage-only Offering has no ``subscription`` entry; a meter with no charge rows in a bucket
+  shows zero;
+- usage rows that had no rate are shown on their meter's entry (``unpricedRows``), nowhere else;
+- the patch goes to the Subscription as the API server has it now (its resourceVersion as the
+  precondition, its other conditions kept) and marks ``CostsResolved``;
+- a run with an unpriced Subscription or unpriced usage rows is ``partial`` and says why.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from finops.hours import HOUR, Hour
+from functions.collect_charges.service import ChargesResult, Priced, _write_costs
+from functions.reconcile.service import GROUP, VERSION
+from infra.postgres import Database
+
+ACTIVATED = datetime(2026, 10, 10, 8, tzinfo=UTC)
+DEACTIVATED = datetime(2026, 10, 14, 18, tzinfo=UTC)
+PINNED = Hour(datetime(2026, 10, 15, 11, tzinfo=UTC))  # the day after the deactivation
+READY = {"type": "Ready", "status": "True", "reason": "Active", "message": "",
+         "lastTransitionTime": "2026-10-10T08:00:00Z"}  # fmt: skip
+
+
+class Kube:
+    """Our Kubernetes port, for one Subscription, which the API server has moved on since the run
+    read it (a newer resourceVersion, a condition reconcile wrote): records the calls it gets."""
+
+    def __init__(self, sub: dict[str, Any]) -> None:
+        self.fresh = {**sub, "metadata": {**sub["metadata"], "resourceVersion": "9"},
+                      "status": {**sub["status"], "conditions": [READY]}}  # fmt: skip
+        self.calls: list[tuple[Any, ...]] = []
+
+    def get_object(self, *args: Any) -> dict[str, Any]:
+        self.calls.append(("get", *args))
+        return self.fresh
+
+    def patch_status(self, *args: Any) -> dict[str, Any]:
+        self.calls.append(("patch_status", *args))
+        return self.fresh
+
+
+def charge(db: Database, hour: datetime, source: str, micros: int, unpriced: int = 0) -> None:
+    with db.connection() as conn:
+        conn.execute("INSERT INTO offering_versions (id, cluster, uid, namespace, name, generation, fingerprint, spec)"
+                     " VALUES (1, 'c', 'o', 'n', 'o', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
+        conn.execute("INSERT INTO subscription_versions (id, cluster, uid, namespace, name, generation, fingerprint,"
+                     " spec) VALUES (1, 'c', 'u-1', 'shop', 's', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
+        conn.execute(
+            "INSERT INTO subscription_charges (cluster, subscription_uid, hour, source, namespace, name,"
+            " offering_version_id, subscription_version_id, quantity, amount_micros, is_finalized, unpriced_rows)"
+            " VALUES ('c', 'u-1', %s, %s, 'shop', 's', 1, 1, 0, %s, true, %s)",
+            (hour, source, micros, unpriced),
+        )
+
+
+def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time(db: Database) -> None:
+    # cpuHour charged 1,000 an hour for the last 8 active hours (10:00-18:00 on the 14th), one of
+    # them with 2 usage rows that had no rate; ramGbHour never charged.
+    for n in range(8):
+        charge(db, DEACTIVATED - (8 - n) * HOUR, "cpuHour", 1_000, unpriced=2 if n == 3 else 0)
+    sub: dict[str, Any] = {
+        "metadata": {"namespace": "shop", "name": "s", "uid": "u-1", "resourceVersion": "7"},
+        "status": {"activatedAt": "2026-10-10T08:00:00Z", "deactivatedAt": "2026-10-14T18:00:00Z"},
+    }
+    kube = Kube(sub)
+    item = Priced(rows=[], schedule=None, meters=["cpuHour", "ramGbHour"])
+    _write_costs(db, kube, "c", sub, item, PINNED, PINNED.start)  # type: ignore[arg-type]
+    (get, (*patched, patch)) = kube.calls
+    assert get == ("get", GROUP, VERSION, "subscriptions", "shop", "s")
+    assert patched == ["patch_status", GROUP, VERSION, "subscriptions", "shop", "s"]
+    # Under the current resourceVersion (never overwrite what reconcile wrote meanwhile), its
+    # conditions kept, CostsResolved added.
+    assert patch["metadata"] == {"resourceVersion": "9"}
+    assert patch["status"]["conditions"] == [
+        READY,
+        {"type": "CostsResolved", "status": "True", "reason": "FromDB", "message": "from the charge rows",
+         "lastTransitionTime": "2026-10-15T11:00:00Z"},
+    ]  # fmt: skip
+
+    def zero(granularity: str, start: str, end: str) -> dict[str, Any]:
+        # Not active in the bucket at all: projected at what it was charged there (nothing).
+        return {"granularity": granularity, "start": start, "endExclusive": end, "current": 0, "projected": 0,
+                "breakdown": [{"name": "cpuHour", "current": 0, "projected": 0},
+                              {"name": "ramGbHour", "current": 0, "projected": 0}]}  # fmt: skip
+
+    assert patch["status"]["costs"] == [
+        zero("hour", "2026-10-15T11:00:00Z", "2026-10-15T12:00:00Z"),
+        zero("day", "2026-10-15T00:00:00Z", "2026-10-16T00:00:00Z"),
+        # Active Oct 10 08:00 - Oct 14 18:00, all of it before the pinned hour: projected = current
+        # (not 8,000 x 520 h / 124 h, the rest of the month as if still active).
+        {"granularity": "month", "start": "2026-10-01T00:00:00Z", "endExclusive": "2026-11-01T00:00:00Z",
+         "current": 8_000, "projected": 8_000,
+         "breakdown": [{"name": "cpuHour", "current": 8_000, "projected": 8_000, "unpricedRows": 2},
+                       {"name": "ramGbHour", "current": 0, "projected": 0}]},
+    ]  # fmt: skip
+
+
+def test_a_run_with_unpriced_subscriptions_or_usage_is_partial_and_says_why() -> None:
+    assert ChargesResult(pinned_hour=PINNED).outcome == "success"
+    assert ChargesResult(pinned_hour=PINNED).problems() == []
+    both = ChargesResult(pinned_hour=PINNED, unpriced_rows=3, errors={"shop/s": "Offering finops/o was never seen"})
+    assert both.outcome == "partial"
+    assert both.problems() == [
+        "shop/s: Offering finops/o was never seen",
+        "3 usage row(s) had no PriceBook rate and were not charged",
+    ]
+    assert ChargesResult(pinned_hour=PINNED, unpriced_rows=1).outcome == "partial"
+    assert ChargesResult(pinned_hour=PINNED, errors={"shop/s": "x"}).outcome == "partial"
