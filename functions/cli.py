@@ -9,6 +9,12 @@ finops collect --from D --to D       load allocation history hour by hour (resum
 finops verify [--cluster C]          check that the hour ledger, rows and rollups agree
 finops report ... / finops export ...   exit 1 when the period is refused (unpriced hours, or
                                      incomplete under --require-complete), 2 for bad input or policy
+finops policy check FILE             validate a chargeback policy (no database needed)
+
+Every failure is one line on stderr, ``finops: <what failed>``, redacted (no password, token or
+URL userinfo), never a traceback (``FINOPS_DEBUG=1`` shows it): exit 2 for bad usage, input,
+configuration or policy; 1 when the work failed (a dependency unavailable, a refused period, a
+failed check).
 """
 
 from __future__ import annotations
@@ -19,21 +25,24 @@ import os
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from finops.errors import FinOpsError, IncompleteData
+from finops.errors import FinOpsError, IncompleteData, InvalidInput, PermanentError
 from finops.hours import truncate_to_hour
 from finops.money import format_amount
 from functions.cli_ledger import add_commands as add_ledger_commands
 from functions.report_table import render
 from functions.targets import TARGETS
+from infra.logs import configure_cli, one_line, redact
+from infra.settings import ConfigError
 
 
 def _database_url() -> str:
     url = os.environ.get("DATABASE_URL")
     if not url:
-        raise SystemExit("finops: DATABASE_URL is not set (e.g. postgresql://user:pass@host:5432/finops)")
+        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
     return url
 
 
@@ -62,7 +71,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             r["http_status"],
             r["duration_ms"],
             ", ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items()),
-            (r["error"] or "")[:80],
+            one_line(r["error"] or "")[:80],  # rows written before redaction existed, too
         )
         for r in rows
     ]
@@ -91,13 +100,30 @@ def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> 
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
-    token = os.environ.get("PING_TOKEN", "")
-    body = json.loads(args.data) if args.data else {}
+    token = os.environ.get("PING_TOKEN", "").strip()
+    if not token:
+        raise ConfigError(f"PING_TOKEN is not set: {args.target} requires it in the Authorization header; nothing sent")
+    try:
+        body = json.loads(args.data) if args.data else {}
+    except ValueError as exc:
+        raise InvalidInput(f"--data is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidInput("--data must be a JSON object")
     if args.scheduled_time:
         body["scheduledTime"] = args.scheduled_time
     status, payload = ping(args.url, token, body)
     print(json.dumps(payload, indent=2))
     return 0 if status < 300 else 1
+
+
+def _shown_dsn(dsn: str) -> str:
+    """The DSN as printed: as is when it holds no password (the embedded server's, to copy),
+    else redacted (a ``DATABASE_URL`` the user set)."""
+    try:
+        password = urlsplit(dsn).password
+    except ValueError:
+        password = None
+    return redact(dsn) if password or "password" in dsn.lower() else dsn
 
 
 def print_cost_table(database_url: str, cluster: str, start: datetime, end: datetime) -> None:
@@ -144,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             for target in TARGETS:
                 functions.enter_context(serve_function(stack, target))
             print("Local stack is up:")
-            print(f"  PostgreSQL           {stack.database_url}")
+            print(f"  PostgreSQL           {_shown_dsn(stack.database_url)}")
             print(f"  OpenCost (sandbox)   {stack.opencost_url}")
             print(f"  Kubernetes (sandbox) {stack.kube_url}")
             for target, url in stack.function_urls.items():
@@ -170,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return 1 if failures else 0
             print(
                 "\nServing until interrupted (Ctrl-C). Try: "
-                f"PING_TOKEN={stack.ping_token} DATABASE_URL='{stack.database_url}' finops runs"
+                f"PING_TOKEN={stack.ping_token} DATABASE_URL='{_shown_dsn(stack.database_url)}' finops runs"
             )
             try:
                 while True:
@@ -201,6 +227,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from functions.reports import render as out
     from functions.reports import service
 
+    # The policy first: a bad one is reported as such, even without a database to connect to.
+    policy = out.load_policy(args.policy) if args.report in ("chargeback", "team") else None
     db = _report_db()
     options: Any = {"require_complete": args.require_complete, "default_cluster": _default_cluster()}
     try:
@@ -218,7 +246,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 table = [(r["cluster"], r["namespace"], r["cost"]) for r in listing.body["namespaces"]]
                 print((f"{warned}\n" if warned else "") + render(["cluster", "namespace", "cost"], table, right=(2,)))
             return 0
-        policy = out.load_policy(args.policy)
+        assert policy is not None  # chargeback and team require --policy
         if args.report == "team":
             _print_document(service.team_report(db, policy, query, args.team))
             return 0
@@ -298,9 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def export_focus(args: argparse.Namespace) -> int:
         from functions.reports.exports import export_focus_command
+        from functions.reports.render import load_policy
 
+        policy = load_policy(args.policy)  # before connecting: a bad policy fails on its own
         return export_focus_command(
-            _report_db(), args.policy, args.month, args.to, cluster=args.cluster, s3_endpoint=args.s3_endpoint,
+            _report_db(), policy, args.month, args.to, cluster=args.cluster, s3_endpoint=args.s3_endpoint,
             require_complete=args.require_complete, default_cluster=_default_cluster(),
         )  # fmt: skip
 
@@ -312,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     cloud.set_defaults(func=import_cloud)
     export = sub.add_parser("export", help="export a month's chargeback to a file or S3")
     export_kinds = export.add_subparsers(dest="export", required=True)
-    focus = export_kinds.add_parser("focus", help="FOCUS 1.x CSV: a row per day, owner and namespace")
+    focus = export_kinds.add_parser("focus", help="FOCUS 1.2 CSV: a row per day, owner and namespace")
     focus.add_argument("--month", required=True, help="e.g. 2026-10")
     focus.add_argument("--policy", required=True, help="the chargeback policy YAML")
     focus.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help="a file, or a folder (ending /)")
@@ -323,9 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def export_csv(args: argparse.Namespace) -> int:
         from functions.reports.exports import export_chargeback_csv_command
+        from functions.reports.render import load_policy
 
+        policy = load_policy(args.policy)
         return export_chargeback_csv_command(
-            _report_db(), args.policy, args.month, args.to, cluster=args.cluster, by=args.by,
+            _report_db(), policy, args.month, args.to, cluster=args.cluster, by=args.by,
             s3_endpoint=args.s3_endpoint, require_complete=args.require_complete, default_cluster=_default_cluster(),
         )  # fmt: skip
 
@@ -350,17 +382,69 @@ def build_parser() -> argparse.ArgumentParser:
     costjob = render_kinds.add_parser("costjob", help="the operator's CostJobs as CronJobs pinging the functions")
     costjob.add_argument("files", nargs="+", help="YAML files holding CostJob manifests")
     costjob.set_defaults(func=render_costjobs)
+    policy = sub.add_parser("policy", help="chargeback policy files")
+    policy_kinds = policy.add_subparsers(dest="policy_command", required=True)
+    policy_check = policy_kinds.add_parser("check", help="validate a policy file (exit 1 naming the bad key)")
+    policy_check.add_argument("file", help="the chargeback policy YAML")
+    policy_check.set_defaults(func=cmd_policy_check)
     add_ledger_commands(sub)
     return parser
 
 
+def cmd_policy_check(args: argparse.Namespace) -> int:
+    """Validate a policy as the reports would, without a database: exit 1 naming the key path."""
+    from functions.reports.render import load_policy
+
+    try:
+        policy = load_policy(args.file)
+    except InvalidInput as exc:  # "policy file F: policy.shared.fixed[0].amount: ..."
+        return _fail(exc.message, 1)
+    fixed = len(policy.shared.fixed)
+    print(
+        f"policy OK: {args.file} (currency {policy.currency}, owner label {policy.owner_label}, "
+        f"idle {policy.idle.value} to {policy.idle_owner}, {len(policy.shared.namespaces)} shared namespace(s), "
+        f"{fixed} fixed cost(s), require_complete {str(policy.require_complete).lower()})"
+    )
+    return 0
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"finops: {one_line(message)}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; every failure is one redacted line on stderr and an exit status."""
+    args = build_parser().parse_args(argv)  # usage errors: argparse's own message, exit 2
+    configure_cli()
+    if os.environ.get("FINOPS_DEBUG"):
+        return int(args.func(args))
     try:
         return int(args.func(args))
     except IncompleteData as exc:  # the data cannot make the report: 1, like a failed check
-        print(f"finops: {exc.message}", file=sys.stderr)
-        return 1
-    except FinOpsError as exc:
-        print(f"finops: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(exc.message, 1)
+    except PermanentError as exc:  # bad input, configuration or policy
+        return _fail(exc.message, 2)
+    except FinOpsError as exc:  # a dependency is unavailable: the work failed
+        return _fail(exc.message, 1)
+    except httpx.HTTPError as exc:
+        where = f" {exc.request.url}" if _has_request(exc) else ""
+        return _fail(f"request to{where} failed: {type(exc).__name__}: {exc}", 1)
+    except OSError as exc:
+        return _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else f"{type(exc).__name__}: {exc}", 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except SystemExit as exc:  # a command's own "finops: ..." exit
+        if isinstance(exc.code, str):
+            return _fail(exc.code.removeprefix("finops: "), 1)
+        raise
+    except Exception as exc:  # a bug: still one line; FINOPS_DEBUG=1 shows the traceback
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (FINOPS_DEBUG=1 shows the traceback)", 1)
+
+
+def _has_request(exc: httpx.HTTPError) -> bool:
+    try:
+        exc.request  # noqa: B018 - raises RuntimeError when the error carries no request
+    except RuntimeError:
+        return False
+    return True

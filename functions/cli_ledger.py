@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from finops.hours import Hour, parse_timestamp
+from infra.settings import ConfigError
 
 DATE_HELP = "a UTC date (2026-10-01) or an RFC 3339 time"
 
@@ -77,7 +78,7 @@ def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar:
     if args.url:
         token = os.environ.get("PING_TOKEN")
         if not token:
-            raise SystemExit("finops: PING_TOKEN is not set (the bearer token the function expects)")
+            raise ConfigError("PING_TOKEN is not set (the function requires it in the Authorization header)")
         body = {"from": start.isoformat(), "to": end.isoformat(), "trigger": "history"}
         response = httpx.post(args.url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=600)
         answer: dict[str, Any] = response.json() if response.headers.get("content-type", "").startswith(
@@ -112,7 +113,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     url = os.environ.get("DATABASE_URL")
     if not url:
-        raise SystemExit("finops: DATABASE_URL is not set (e.g. postgresql://user:pass@host:5432/finops)")
+        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
     db = connect(url)
     try:
         problems = verify(db, args.cluster)

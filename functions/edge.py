@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import functools
 import hmac
+import itertools
 import json
 import logging
 import os
+import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import flask
 from pydantic import BaseModel, ValidationError
@@ -116,23 +118,66 @@ def require_bearer(request: flask.Request, token: str) -> None:
         raise Unauthorized("missing or wrong bearer token in the Authorization header")
 
 
-def parse_body(request: flask.Request, model: type[M]) -> M:
-    """The JSON body as ``model`` (an empty body is ``{}``); 400 names the bad field, 413 if large."""
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # linear: no nested repeats
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in _DEPTH_STEP)
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep ``raw``'s brackets nest outside strings: checked before parsing, because the
+    parser and every later walk over the value recurse once per level."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    return max(itertools.accumulate(_DEPTH_STEP[b] for b in brackets), default=0)
+
+
+def _read_at_most(stream: IO[bytes], limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := stream.read(limit - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def read_json(request: flask.Request) -> Any:
+    """The JSON body (an empty body is ``{}``): 413 above ``MAX_BODY_BYTES``, 400 when it cannot
+    be read (malformed chunked encoding, a client gone mid-body), is not JSON, or nests deeper
+    than ``MAX_JSON_DEPTH``. Never more than ``MAX_BODY_BYTES + 1`` bytes are read."""
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
-    raw = request.get_data(cache=False)
+    try:
+        raw = _read_at_most(request.stream, MAX_BODY_BYTES + 1)
+    except Exception as exc:  # gunicorn's chunk parser errors, werkzeug's ClientDisconnected
+        raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
     if len(raw) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
+    if not raw.strip():
+        return {}
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"body is not valid JSON: {exc}") from exc
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidInput(f"body is not valid JSON: {str(exc)[:200]}") from exc
+
+
+def validation_message(exc: ValidationError) -> str:
+    """``field.path: message`` of a validation error's first problem."""
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error["loc"]) or "body"
+    return f"{where}: {error['msg']}"
+
+
+def parse_body(request: flask.Request, model: type[M]) -> M:
+    """The JSON body (see ``read_json``) as ``model``; 400 names the bad field."""
+    data = read_json(request)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "body"
-        raise InvalidInput(f"{where}: {error['msg']}") from exc
+        raise InvalidInput(validation_message(exc)) from exc
+    except RecursionError as exc:  # a backstop: the depth check above should make this unreachable
+        raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels") from exc
 
 
 class PayloadTooLarge(InvalidInput):
@@ -142,15 +187,27 @@ class PayloadTooLarge(InvalidInput):
 
 
 def respond(status: int, body: dict[str, Any]) -> flask.Response:
+    """A JSON answer; its ``error`` and ``warnings`` (dependency messages) are redacted."""
+    body = {k: logs.redact_value(v) if k in ("error", "warnings") else v for k, v in body.items()}
     response = flask.Response(json.dumps(body, default=str), status=status, mimetype="application/json")
     if status in (429, 503):
         response.headers["Retry-After"] = "60" if status == 503 else "5"
     return response
 
 
+# "OpenCost at http://opencost:9003 failed ...": the dependency is named, its address is not.
+_AT_ADDRESS = re.compile(r"\s+at\s+[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+_ADDRESS = re.compile(r"\b(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://[^\s/\"'<>]+")
+
+
+def public_message(message: str) -> str:
+    """An error as an HTTP body may show it: one line, no credentials, no host, IP or port."""
+    return _ADDRESS.sub(r"\g<scheme>://…", _AT_ADDRESS.sub("", logs.one_line(message)))
+
+
 def error_response(exc: Exception, run_id: str | None = None) -> flask.Response:
     if isinstance(exc, FinOpsError):
-        status, message = exc.http_status, exc.message
+        status, message = exc.http_status, public_message(exc.message)
     else:
         status, message = 500, "internal error; see the function's log"
     body: dict[str, Any] = {"outcome": "failed", "error": message}

@@ -3,7 +3,8 @@
 The HTTP status follows the outcome (2xx done, 4xx bad input, 503 retry later), so the CronJob,
 Argo CD's retries and ``kn func invoke`` all see what happened. The ``job_runs`` row is how the
 history outlives the pod (``finops runs``); when PostgreSQL itself is what failed, the log line
-is the only record and says so.
+is the only record and says so. The error is stored and logged redacted, on one line
+(``infra.logs.one_line``): ``job_runs`` is read by people who do not hold the secrets.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.errors import FinOpsError
-from infra.logs import current_run_id
+from infra.logs import current_run_id, one_line
 from infra.postgres import Database
 
 log = logging.getLogger("finops.runs")
@@ -77,7 +78,7 @@ def _finish(run: Run) -> None:
         "outcome": run.outcome,
         "http_status": run.http_status,
         "counts": run.counts,
-        "error": run.error,
+        "error": one_line(run.error) if run.error else None,
     }
     stored = run.db is not None
     if run.db is not None:
@@ -96,7 +97,7 @@ def _finish(run: Run) -> None:
         "trigger": run.trigger,
         "cluster": run.cluster,
         "http_status": run.http_status,
-        "error": run.error,
+        "error": record["error"],
         "recorded": stored,
         **run.counts,
     }

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 
 from finops.errors import PermanentError, TemporaryError
+from infra.logs import redact
 
 
 def warm_up(target: str, functions: ModuleType) -> None:
@@ -27,5 +28,6 @@ def warm_up(target: str, functions: ModuleType) -> None:
 
 
 def _print(severity: str, message: str, target: str) -> None:
-    line = {"severity": severity, "message": message, "function": target, "timestamp": datetime.now(UTC).isoformat()}
+    now = datetime.now(UTC).isoformat()
+    line = {"severity": severity, "message": redact(message), "function": target, "timestamp": now}
     print(json.dumps(line), file=sys.stdout, flush=True)

@@ -3,16 +3,78 @@
 Every line carries ``severity``, ``message``, ``timestamp``, ``function`` and, inside a run,
 ``run_id``. Extra structured fields are passed with ``logger.info("...", extra={"fields": {...}})``.
 A small stdlib formatter is enough; it keeps cold start cheap.
+
+Secrets never reach a log line, an error body, a CLI message or ``job_runs``: ``redact`` removes
+the userinfo of any URL (``http://user:pw@host`` becomes ``http://***@host``), ``user:pw@host``
+written without a scheme (a typo'd ``postgres//user:pw@host``), ``password=...`` (and ``token=``,
+``secret=``) in libpq conninfo strings and query strings, ``Bearer``/``Basic`` credentials, and
+every value handed to ``register_secret`` (the database password, whatever its spelling). The
+formatter applies it to every message, field and stack trace, so the lines of libraries
+(psycopg_pool's connection warnings, httpx) are covered too, not only ours.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+
+REDACTED = "***"
+
+# scheme://userinfo@ (scheme and one slash optional: ``postgres//user:pw@host`` is covered too)
+_URL_USERINFO = re.compile(r"(?P<lead>/{1,2})[^\s/?#@\"'<>]*(?::[^\s\"'<>]*)?@(?=[^\s@]*(?:\s|$|[\"'<>]))")
+# user:password@host without any //
+_BARE_USERINFO = re.compile(r"(?<![\w/.%+-])[\w.%+-]+:[^\s@\"'<>/]+@(?=[\w\[])")
+_KEY_VALUE = re.compile(
+    r"(?i)\b(?P<key>password|passwd|pwd|sslpassword|token|secret|api[_-]?key|access[_-]?token)"
+    r"(?P<eq>\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'?|\"[^\"]*\"?|[^\s&;,'\"]+)"
+)
+# Authorization credentials; "bearer token" and the like in prose are words, not credentials.
+_AUTHORIZATION = re.compile(
+    r"\b(?P<scheme>[Bb]earer|BEARER|Basic)(?P<gap>\s+)"
+    r"(?!(?:tokens?|credentials?|auth\w*|header|scheme)\b)[A-Za-z0-9._~+/=:-]+"
+)
+_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Redact ``value`` wherever it appears from now on (short values are ignored: too common)."""
+    if value and len(value) >= 4:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` without credentials: see the module docstring for what is removed."""
+    for secret in sorted(_secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    text = _URL_USERINFO.sub(lambda m: f"{m['lead']}{REDACTED}@", text)
+    text = _BARE_USERINFO.sub(f"{REDACTED}@", text)
+    text = _KEY_VALUE.sub(lambda m: f"{m['key']}{m['eq']}{REDACTED}", text)
+    return _AUTHORIZATION.sub(lambda m: f"{m['scheme']}{m['gap']}{REDACTED}", text)
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` (a log field: a string, number, mapping or list of them) with every string redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, dict):
+        return {str(k): redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [redact_value(v) for v in value]
+    return redact(str(value))
+
+
+def one_line(text: str) -> str:
+    """``text`` redacted and folded onto one line (libpq's hints come on indented lines)."""
+    return " ".join(part.strip() for part in redact(text).splitlines() if part.strip())
+
 
 current_run_id: ContextVar[str | None] = ContextVar("current_run_id", default=None)
 
@@ -39,7 +101,26 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.exc_info and record.levelno >= logging.ERROR:
             line["stacktrace"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, separators=(",", ":"))
+        return json.dumps(redact_value(line), separators=(",", ":"))
+
+
+class TextFormatter(logging.Formatter):
+    """``finops: warning: ...`` lines for the command line, redacted and without tracebacks."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"finops: {record.levelname.lower()}: {one_line(record.getMessage())}"
+
+
+def configure_cli() -> None:
+    """Library warnings of a CLI command go to stderr as one redacted line each. The pool's
+    reconnection warnings are left out: the command's own error carries their cause."""
+    root = logging.getLogger()
+    if not any(isinstance(h.formatter, TextFormatter) for h in root.handlers):  # once per process
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(TextFormatter())
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
 def configure(function: str, level: str = "INFO") -> None:

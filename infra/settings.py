@@ -20,6 +20,7 @@ from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
 from finops.errors import InvalidInput, PermanentError
 from finops.hours import parse_timestamp
 from finops.labels import validate_label_key, validate_namespace
+from infra.logs import redact
 
 
 class ConfigError(PermanentError):
@@ -91,7 +92,7 @@ class OpenCostSettings(BaseSettings):
     @classmethod
     def _http_url(cls, value: str) -> str:
         if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
-            raise ValueError(f"{value!r} is not an http(s) URL such as http://opencost.opencost:9003")
+            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://opencost.opencost:9003")
         return value.rstrip("/")
 
 

@@ -35,7 +35,10 @@ def load_policy(path: str | Path) -> Policy:
         raise InvalidInput(f"policy file {path} is not valid YAML: {exc}") from exc
     if not isinstance(document, dict):
         raise InvalidInput(f"policy file {path}: expected a mapping of policy keys")
-    return parse_policy(document)
+    try:
+        return parse_policy(document)
+    except InvalidInput as exc:
+        raise InvalidInput(f"policy file {path}: {exc.message}") from exc
 
 
 def warning(coverages: Iterable[Coverage | None]) -> str | None:

@@ -4,6 +4,12 @@ The pool is created closed and opened explicitly (psycopg's advice), checks conn
 handing them out, and recycles them. ``DATABASE_POOL=null`` uses a ``NullConnectionPool`` for
 PgBouncer or very many replicas. psycopg exceptions never leave this module: connection-level
 failures become ``DatabaseUnavailable`` (503, retry), anything else is a bug and stays a 500.
+
+A ``DatabaseUnavailable`` names the dependency and the cause, never the address or the
+credentials: "PostgreSQL is unavailable: password authentication failed for user "finops"". The
+pool connects in its own threads, so when a request times out waiting for it, the cause is the
+last failed connection attempt, which ``_Connection`` remembers per DSN. A malformed DSN is a
+``ConfigError`` at ``connect``, before any pool exists (its text redacted: it holds the password).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import importlib.resources
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, LiteralString, cast
+from typing import Any, LiteralString, Self, cast
 
 import psycopg
 import psycopg_pool
@@ -21,6 +27,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from finops.errors import DatabaseUnavailable
+from infra.logs import one_line, register_secret
+from infra.settings import ConfigError
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -36,15 +44,67 @@ QUERIES = _load_queries()
 Connection = psycopg.Connection[dict[str, Any]]
 
 
+# libpq's "where" parts: the cause is kept, the address dropped (error bodies must not map the network).
+_WHERE = re.compile(
+    r"connection failed: |connection to server (?:at \"[^\"]*\"(?: \([^)]*\))?, port \d+|on socket \"[^\"]*\") "
+    r"failed: |- host: '[^']*', port: '[^']*', hostaddr: '[^']*': |(?:FATAL|ERROR): +"
+)
+_HOST_NAME = re.compile(r"could not translate host name \"[^\"]*\" to address|failed to resolve host '[^']*'")
+_HINTS = ("Is the server running", "Multiple connection attempts failed", "All failures were")
+
+
+def cause_of(exc: BaseException) -> str:
+    """psycopg's message as one redacted line without host, address or port."""
+    causes: list[str] = []
+    for line in str(exc).splitlines():
+        line = _HOST_NAME.sub("could not resolve the host name", _WHERE.sub("", line)).strip()
+        if line and not line.startswith(_HINTS) and line not in causes:
+            causes.append(line)
+    return one_line("; ".join(causes)) or type(exc).__name__
+
+
+_failures: dict[str, str] = {}
+"""The cause of each DSN's last failed connection attempt, cleared by its next success."""
+
+
+class _Connection(psycopg.Connection[dict[str, Any]]):
+    """A connection that records why connecting failed, for the pool's timeouts to report."""
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            conn = super().connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            _failures[conninfo] = cause_of(exc)
+            raise
+        _failures.pop(conninfo, None)
+        return conn
+
+
 @contextmanager
 def wrap_errors() -> Iterator[None]:
     """Translate psycopg's connection-level failures into ``DatabaseUnavailable``."""
     try:
         yield
     except psycopg_pool.PoolTimeout as exc:
-        raise DatabaseUnavailable(f"PostgreSQL: no connection available ({exc})") from exc
+        raise DatabaseUnavailable(f"PostgreSQL is unavailable: no connection available ({exc})") from exc
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-        raise DatabaseUnavailable(f"PostgreSQL is unavailable: {exc}".strip()) from exc
+        raise DatabaseUnavailable(f"PostgreSQL is unavailable: {cause_of(exc)}") from exc
+
+
+@contextmanager
+def _explained(pool: psycopg_pool.ConnectionPool[Connection], timeout: float) -> Iterator[None]:
+    """A pool timeout says why: the last connection attempt's failure, or a busy pool."""
+    try:
+        yield
+    except psycopg_pool.PoolTimeout as exc:
+        conninfo = pool.conninfo if isinstance(pool.conninfo, str) else ""
+        if cause := _failures.get(conninfo):
+            raise DatabaseUnavailable(f"PostgreSQL is unavailable: {cause}") from exc
+        raise DatabaseUnavailable(
+            f"PostgreSQL is unavailable: no connection within {timeout:g} s (the pool's "
+            f"{pool.max_size} connections busy, or connecting took longer)"
+        ) from exc
 
 
 def _params(values: dict[str, Any]) -> dict[str, Any]:
@@ -60,12 +120,12 @@ class Database:
     @contextmanager
     def connection(self) -> Iterator[Connection]:
         """A connection in a transaction: committed on success, rolled back on error."""
-        with wrap_errors(), self.pool.connection() as conn:
+        with wrap_errors(), _explained(self.pool, self.pool.timeout), self.pool.connection() as conn:
             yield conn
 
     def check(self, timeout: float) -> None:
         """Get a working connection within ``timeout`` seconds, or ``DatabaseUnavailable``."""
-        with wrap_errors(), self.pool.connection(timeout=timeout) as conn:
+        with wrap_errors(), _explained(self.pool, timeout), self.pool.connection(timeout=timeout) as conn:
             conn.execute("SELECT 1")
 
     def execute(self, query: str, /, conn: Connection | None = None, **params: Any) -> int:
@@ -110,19 +170,26 @@ class Database:
 
 def connect(dsn: str, *, pool: str = "pool", max_size: int = 4, timeout: float = 10.0) -> Database:
     """Open a pool on ``dsn``; it connects lazily, so a down database fails the first request
-    with a 503 rather than the cold start."""
+    with a 503 rather than the cold start. A DSN that is neither a URL nor a conninfo string is
+    a ``ConfigError`` here, redacted (libpq quotes the whole string, password included)."""
+    try:
+        password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
+    except psycopg.Error as exc:
+        raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
+    register_secret(str(password) if password is not None else None)
     kwargs: dict[str, Any] = {
         "kwargs": {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))},
+        "connection_class": _Connection,
         "timeout": timeout,
         "open": False,
         "check": psycopg_pool.ConnectionPool.check_connection,
         "name": "finops",
     }
     if pool == "null":
-        opened: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.NullConnectionPool(
+        opened: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.NullConnectionPool[Connection](
             dsn, max_size=max_size, **kwargs
         )
     else:
-        opened = psycopg_pool.ConnectionPool(dsn, min_size=0, max_size=max_size, max_idle=300, **kwargs)
+        opened = psycopg_pool.ConnectionPool[Connection](dsn, min_size=0, max_size=max_size, max_idle=300, **kwargs)
     opened.open(wait=False)
     return Database(opened)
