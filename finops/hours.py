@@ -51,7 +51,10 @@ def parse_timestamp(text: str, *, field: str) -> datetime:
         raise InvalidInput(f"{field}: {text!r} is not an RFC 3339 timestamp") from exc
     if moment.tzinfo is None:
         raise InvalidInput(f"{field}: {text!r} has no UTC offset (use e.g. 2026-11-29T10:00:00Z)")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:  # 9999-12-31T23:59:59-01:00 is past the last representable moment
+        raise InvalidInput(f"{field}: {text!r} is out of range") from exc
 
 
 def pin_hour(scheduled: datetime | None, now: datetime) -> Hour:

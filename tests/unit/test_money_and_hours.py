@@ -123,3 +123,11 @@ def test_hour_must_be_on_a_boundary() -> None:
     with pytest.raises(ValueError, match="hour boundary"):
         Hour(datetime(2026, 1, 1, 0, 30, tzinfo=UTC))
     assert truncate_to_hour(datetime(2026, 1, 1, 5, 59, 59, tzinfo=UTC)).hour == 5
+
+
+def test_a_timestamp_whose_utc_time_overflows_is_refused_naming_the_field() -> None:
+    from finops.errors import InvalidInput
+    from finops.hours import parse_timestamp
+
+    with pytest.raises(InvalidInput, match="scheduledTime: '9999-12-31T23:59:59-01:00' is out of range"):
+        parse_timestamp("9999-12-31T23:59:59-01:00", field="scheduledTime")
