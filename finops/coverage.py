@@ -31,22 +31,17 @@ cluster known at all) a fallback, so that fixed costs are still billed and the g
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 
 from finops.errors import IncompleteData, InvalidInput
 from finops.hours import HOUR, hours_between, truncate_to_hour
-from finops.ledger import HourState
+from finops.ledger import HourRange, HourState, compact, hour_text
 from finops.periods import Period
 
-MAX_RANGES = 10
 # The states a ledger row can hold (``finops.ledger``); "missing" and "future" are hours it lacks.
 STATES = tuple(state.value for state in HourState if state is not HourState.MISSING)
-
-
-def hour_text(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
 @dataclass(frozen=True)
@@ -70,32 +65,6 @@ class LedgerRun:
             raise ValueError("a ledger run's hours must be timezone-aware")
         if self.last < self.first:
             raise ValueError(f"a ledger run ends before it starts: {self.first} > {self.last}")
-
-
-@dataclass(frozen=True)
-class HourRange:
-    """Consecutive hours, ``first`` to ``last`` (both included), with what they are (``missing``,
-    ``lost: <reason>``...; empty when the list says it)."""
-
-    first: datetime
-    last: datetime
-    label: str = ""
-
-    @property
-    def hours(self) -> int:
-        return (self.last - self.first) // HOUR + 1
-
-    def __str__(self) -> str:
-        span = hour_text(self.first) if self.first == self.last else f"{hour_text(self.first)}..{hour_text(self.last)}"
-        return f"{span} {self.label}" if self.label else span
-
-
-def compact(ranges: Sequence[HourRange], limit: int = MAX_RANGES) -> list[str]:
-    """The ranges as text, the first ``limit`` of them, then ``and N more ranges (M hours)``."""
-    shown = [str(r) for r in ranges[:limit]]
-    if rest := ranges[limit:]:
-        shown.append(f"and {len(rest)} more ranges ({sum(r.hours for r in rest)} hours)")
-    return shown
 
 
 def day_ranges(days: Iterable[date]) -> list[HourRange]:

@@ -17,8 +17,9 @@ charged as zero while OpenCost may still have it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from finops.hours import HOUR, Hour
@@ -88,18 +89,53 @@ def first_unsettled(
     return min(hour, end)
 
 
-def ranges(hours: Collection[datetime], *, limit: int = 10) -> str:
-    """Hours as compact ranges (``2026-11-03T00:00Z..2026-11-03T05:00Z``), at most ``limit``."""
-    spans: list[tuple[datetime, datetime]] = []
-    for hour in sorted(hours):
-        if spans and spans[-1][1] + HOUR == hour:
-            spans[-1] = (spans[-1][0], hour)
+MAX_RANGES = 10
+
+
+def hour_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+@dataclass(frozen=True)
+class HourRange:
+    """Consecutive hours, ``first`` to ``last`` (both included), with what they are (``missing``,
+    ``lost: <reason>``...; empty when the list says it)."""
+
+    first: datetime
+    last: datetime
+    label: str = ""
+
+    @property
+    def hours(self) -> int:
+        return (self.last - self.first) // HOUR + 1
+
+    def __str__(self) -> str:
+        span = hour_text(self.first) if self.first == self.last else f"{hour_text(self.first)}..{hour_text(self.last)}"
+        return f"{span} {self.label}" if self.label else span
+
+
+def hour_ranges(hours: Iterable[datetime]) -> list[HourRange]:
+    """Hours (starts) as ranges of consecutive hours, in order."""
+    spans: list[HourRange] = []
+    for hour in sorted(set(hours)):
+        if spans and spans[-1].last + HOUR == hour:
+            spans[-1] = HourRange(spans[-1].first, hour)
         else:
-            spans.append((hour, hour))
-    text = [str(Hour(a)) if a == b else f"{Hour(a)}..{Hour(b)}" for a, b in spans[:limit]]
-    if len(spans) > limit:
-        text.append(f"and {len(spans) - limit} more")
-    return ", ".join(text)
+            spans.append(HourRange(hour, hour))
+    return spans
+
+
+def compact(spans: Sequence[HourRange], limit: int = MAX_RANGES) -> list[str]:
+    """The ranges as text, the first ``limit`` of them, then ``and N more ranges (M hours)``."""
+    shown = [str(r) for r in spans[:limit]]
+    if rest := spans[limit:]:
+        shown.append(f"and {len(rest)} more ranges ({sum(r.hours for r in rest)} hours)")
+    return shown
+
+
+def ranges(hours: Iterable[datetime], *, limit: int = MAX_RANGES) -> str:
+    """Hours as compact ranges (``2026-11-03T00:00Z..2026-11-03T05:00Z``), at most ``limit``."""
+    return ", ".join(compact(hour_ranges(hours), limit))
 
 
 def _hours(span: timedelta) -> str:

@@ -18,10 +18,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from finops.coverage import (
-    HourRange,
     LedgerRun,
     build_coverage,
-    compact,
     covered_clusters,
     day_ranges,
     require_complete,
@@ -29,6 +27,7 @@ from finops.coverage import (
     require_priced,
 )
 from finops.errors import IncompleteData, InvalidInput
+from finops.ledger import HourRange, compact
 from finops.periods import Period
 
 H = timedelta(hours=1)

@@ -72,9 +72,9 @@ def test_usage_is_final_up_to_the_first_hour_that_is_not_settled() -> None:
 
 def test_hours_print_as_compact_ranges() -> None:
     assert ranges([h(0), h(1), h(2), h(5)]) == "2026-11-20T10:00Z..2026-11-20T12:00Z, 2026-11-20T15:00Z"
-    assert ranges([h(2 * n) for n in range(12)], limit=2).endswith("and 10 more")
+    assert ranges([h(2 * n) for n in range(12)], limit=2).endswith("and 10 more ranges (10 hours)")
     assert ranges([]) == ""
     # At most ten ranges by default; exactly the limit prints them all, with no "and 0 more".
-    assert ranges([h(2 * n) for n in range(11)]).endswith("2026-11-21T04:00Z, and 1 more")
+    assert ranges([h(2 * n) for n in range(11)]).endswith("2026-11-21T04:00Z, and 1 more ranges (1 hours)")
     assert ranges([h(2 * n) for n in range(10)]).endswith("2026-11-21T04:00Z")
     assert ranges([h(0), h(2)], limit=2) == "2026-11-20T10:00Z, 2026-11-20T12:00Z"
