@@ -24,6 +24,9 @@ class Hour:
     def __post_init__(self) -> None:
         if self.start.tzinfo is None:
             raise ValueError("Hour.start must be timezone-aware")
+        # Always UTC: a timestamptz read back in a session of another TimeZone names the same
+        # instant, but its date() and text would be that zone's.
+        object.__setattr__(self, "start", self.start.astimezone(UTC))
         if self.start != truncate_to_hour(self.start):
             raise ValueError(f"Hour.start {self.start.isoformat()} is not on an hour boundary")
 

@@ -131,3 +131,14 @@ def test_a_timestamp_whose_utc_time_overflows_is_refused_naming_the_field() -> N
 
     with pytest.raises(InvalidInput, match="scheduledTime: '9999-12-31T23:59:59-01:00' is out of range"):
         parse_timestamp("9999-12-31T23:59:59-01:00", field="scheduledTime")
+
+
+def test_an_hour_is_utc_whatever_zone_it_was_read_in() -> None:
+    from zoneinfo import ZoneInfo
+
+    from finops.hours import Hour
+
+    local = datetime(2026, 11, 20, 20, tzinfo=ZoneInfo("America/New_York"))  # 2026-11-21 01:00 UTC
+    hour = Hour(local)
+    assert hour.start.tzinfo is UTC and hour.start.date().isoformat() == "2026-11-21"
+    assert str(hour) == "2026-11-21T01:00Z" and hour == Hour(datetime(2026, 11, 21, 1, tzinfo=UTC))
