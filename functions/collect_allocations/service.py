@@ -263,6 +263,9 @@ def _write_hour(
         raise OpenCostUnavailable(f"OpenCost answered {len(sets)} sets for one accumulated hour ({hour})")
     step_set = sets[0] if sets else {}
     key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
+    # A new month's partition in its own short transaction: creating it locks the parent table
+    # until commit, which must not be held while waiting for the day's lock below.
+    db.execute("ensure_allocation_partition", hour=hour.start)
     with db.connection() as conn:
         if options.insert_timeout_seconds:
             db.execute("set_statement_timeout", conn, milliseconds=int(options.insert_timeout_seconds * 1000))
@@ -279,7 +282,6 @@ def _write_hour(
                        run_id=run_id)  # fmt: skip
             log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
             return Written(empty_state, empty=True, reason=reason)
-        db.execute("ensure_allocation_partition", conn, hour=hour.start)
         if state is not HourState.MISSING:
             db.execute("delete_allocation_hour", conn, **key)
         builder = RowBuilder(

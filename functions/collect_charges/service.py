@@ -97,7 +97,12 @@ class Prefetched:
 
 
 def prefetch(
-    db: Database, cluster: str, aggregation: str, subscriptions: Sequence[Mapping[str, Any]], pinned: Hour
+    db: Database,
+    cluster: str,
+    aggregation: str,
+    subscriptions: Sequence[Mapping[str, Any]],
+    pinned: Hour,
+    boundary: UsageBoundary | None = None,
 ) -> Prefetched:
     found = Prefetched()
     for row in db.fetch_all("all_charge_watermarks", cluster=cluster):
@@ -117,6 +122,8 @@ def prefetch(
             continue  # reported when this Subscription is priced
         earliest = min(earliest, min(marks.values()) + HOUR if marks else first)
     found.start, found.namespaces = earliest, wanted
+    if boundary is not None:
+        boundary(earliest)  # which hours are settled, read before their rows (see UsageBoundary)
     if wanted:
         rows = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest, end=pinned.end,
                             namespaces=sorted(wanted))  # fmt: skip
@@ -136,7 +143,10 @@ class Priced:
 class UsageBoundary:
     """Where a source's usage stops being final: ``boundary(start)`` is the first hour at or after
     ``start`` that the hour ledger does not hold as settled (``finops.ledger.first_unsettled``),
-    never after the pinned hour. Settled hours are read once per run, further back only on demand."""
+    never after the pinned hour. Settled hours are read once per run, further back only on demand,
+    and always *before* the usage rows of those hours are read: an hour a concurrent run settles
+    in between then counts as not settled (its charge stays open and is priced again next run),
+    never as settled with the rows read before it was."""
 
     def __init__(self, db: Database, cluster: str, aggregation: str, pinned: Hour) -> None:
         self.db, self.end = db, pinned.start
@@ -243,7 +253,9 @@ def price_subscription(
             mine = namespaces(sources, namespace)
             fetched: Sequence[Mapping[str, Any]] = [r for ns in mine for r in data.usage.get(ns, [])]
             if data.start is None or earliest < data.start or not set(mine) <= data.namespaces:
-                # A meter newer than its siblings' watermarks: fetch what the prefetch did not cover.
+                # A meter newer than its siblings' watermarks: fetch what the prefetch did not cover
+                # (the settled hours first, as always).
+                boundary(earliest)
                 fetched = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, start=earliest,
                                        end=last_end, namespaces=mine)  # fmt: skip
             for row in fetched:
@@ -278,7 +290,7 @@ def collect_charges(
     result.reconcile = reconciled.counts()
     result.errors.update(reconciled.errors)
     boundary = UsageBoundary(db, cluster, aggregation, pinned)
-    data = prefetch(db, cluster, aggregation, subscriptions, pinned)
+    data = prefetch(db, cluster, aggregation, subscriptions, pinned, boundary)
     priced: dict[str, tuple[dict[str, Any], Priced]] = {}
     all_rows: list[tuple[Any, ...]] = []
     for sub in subscriptions:

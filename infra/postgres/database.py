@@ -168,6 +168,15 @@ class Database:
         self.pool.close()
 
 
+def _utc_session(conn: Connection) -> None:
+    """Every session in UTC, whatever the server's or role's default: timestamps come back in UTC
+    (so hour arithmetic never crosses a DST change) and advisory-lock keys built from their text
+    are the same for every client. Set per connection, so it also holds behind PgBouncer."""
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute("SET DateStyle = 'ISO, YMD'")
+    conn.commit()
+
+
 def connect(dsn: str, *, pool: str = "pool", max_size: int = 4, timeout: float = 10.0) -> Database:
     """Open a pool on ``dsn``; it connects lazily, so a down database fails the first request
     with a 503 rather than the cold start. A DSN that is neither a URL nor a conninfo string is
@@ -180,6 +189,7 @@ def connect(dsn: str, *, pool: str = "pool", max_size: int = 4, timeout: float =
     kwargs: dict[str, Any] = {
         "kwargs": {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))},
         "connection_class": _Connection,
+        "configure": _utc_session,
         "timeout": timeout,
         "open": False,
         "check": psycopg_pool.ConnectionPool.check_connection,

@@ -96,3 +96,26 @@ def test_the_boundary_reads_further_back_on_demand(db: Database) -> None:
     assert boundary(h(6)) == h(3)
     assert boundary(h(5)) == h(3)
     assert boundary(h(2)) == PINNED.start
+
+
+def test_settled_hours_are_read_before_their_usage_rows(db: Database, monkeypatch: Any) -> None:
+    """Rows read before the ledger could be from before a concurrent run settled the hour: a charge
+    finalized from them would be wrong for good. So the ledger is read first, in both paths."""
+    ledger(db, {h(n): "final" for n in range(1, 7)})
+    order: list[str] = []
+    fetch_all = Database.fetch_all
+
+    def recorded(self: Database, query: str, /, conn: Any = None, **params: Any) -> Any:
+        order.append(query)
+        return fetch_all(self, query, conn, **params)
+
+    monkeypatch.setattr(Database, "fetch_all", recorded)
+    boundary = UsageBoundary(db, "c", AGG, PINNED)
+    data = prefetch(db, "c", AGG, [SUB], PINNED, boundary)
+    assert order.index("settled_hours") < order.index("usage_rows")
+    # A meter the prefetch did not cover (its rows fetched on their own): the ledger first too.
+    order.clear()
+    data.start = PINNED.start
+    price_subscription(db, "c", AGG, SUB, OFFERING, (1, 1), PINNED, UsageBoundary(db, "c", AGG, PINNED),
+                       PINNED.start, data)  # fmt: skip
+    assert order.index("settled_hours") < order.index("usage_rows")
