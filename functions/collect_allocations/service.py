@@ -129,8 +129,7 @@ def collect(
     horizon = history_horizon(pinned, options.history_hours)
     if ledger_start is not None and ledger_start < horizon:
         reason = f"older than OPENCOST_HISTORY_HOURS ({options.history_hours} h): OpenCost no longer has it"
-        for row in db.fetch_all("unsettled_before", **key, start=ledger_start, horizon=horizon):
-            db.execute("give_up_hour", **key, hour=row["hour"], reason=reason)
+        for row in db.fetch_all("give_up_before", **key, start=ledger_start, horizon=horizon, reason=reason):
             result.hours_lost[row["hour"]] = reason
     start = window_start(
         pinned, lookback=options.hours_lookback, history_hours=options.history_hours, ledger_start=ledger_start

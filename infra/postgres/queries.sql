@@ -33,21 +33,18 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(star
 -- The first hour the collector ever stored or gave up (hours before it were never asked for).
 SELECT min(hour) AS hour FROM allocation_hours WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s;
 
--- name: unsettled_before
--- Hours in [start, horizon) that are neither final nor lost: missing (no row) or still open. The
--- collector gives them up, since OpenCost no longer answers for them.
-SELECT h AS hour FROM generate_series(%(start)s::timestamptz, %(horizon)s::timestamptz - interval '1 hour',
-                                      interval '1 hour') h
+-- name: give_up_before
+-- Gives up, in one statement, every hour in [start, horizon) that is neither final nor lost
+-- (missing: no row; or still open): OpenCost no longer answers for them. Rows stored before (an
+-- open hour) are kept as they are. Returns the hours given up.
+INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, reason)
+SELECT %(cluster)s, %(aggregation)s, h, 'lost', 0, %(reason)s
+FROM generate_series(%(start)s::timestamptz, %(horizon)s::timestamptz - interval '1 hour', interval '1 hour') h
 LEFT JOIN allocation_hours l ON l.cluster = %(cluster)s AND l.aggregation = %(aggregation)s AND l.hour = h
 WHERE l.state IS NULL OR l.state = 'open'
-ORDER BY h;
-
--- name: give_up_hour
--- An hour given up: lost, with the reason. Rows stored before (an open hour) are kept as they are.
-INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, reason)
-VALUES (%(cluster)s, %(aggregation)s, %(hour)s, 'lost', 0, %(reason)s)
 ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET state = 'lost', reason = EXCLUDED.reason, collected_at = now()
-WHERE allocation_hours.state = 'open';
+WHERE allocation_hours.state = 'open'
+RETURNING hour;
 
 -- name: mark_dirty_day
 INSERT INTO allocation_dirty_days (cluster, aggregation, day)
