@@ -20,21 +20,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
-from finops.conditions import set_condition
-from finops.errors import Conflict, FinOpsError, InvalidInput
+from finops.errors import FinOpsError, InvalidInput
 from finops.fees import FeeSchedule, parse_fee
 from finops.hours import HOUR, Hour, parse_timestamp, pin_hour, truncate_to_hour
 from finops.ledger import first_unsettled
-from finops.periods import ONE_MICROSECOND
 from finops.sources import matches, namespaces
-from finops.subscriptions import FINALIZER, meta, ref_of, reference
+from finops.subscriptions import meta, ref_of, reference
 from finops.usage import ActiveInterval, Meter, UsageRow, parse_margin, usage_charge
-from functions.reconcile.service import GROUP, VERSION, Kube, MtoTarget, OpenCostTarget, reconcile_all
+from functions.collect_charges.status import release_finalizer, write_costs
+from functions.reconcile.service import Kube, MtoTarget, OpenCostTarget, reconcile_all
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
@@ -317,8 +315,8 @@ def collect_charges(
     result.rows = len(all_rows)
     result.subscriptions = len(priced)
     for key, (sub, item) in priced.items():
-        _write_costs(db, kube, cluster, sub, item, pinned, now)
-        if _release_finalizer(db, kube, cluster, sub, item, now, error=result.errors.get(key)):
+        write_costs(db, kube, cluster, sub, item, pinned, now)
+        if release_finalizer(db, kube, cluster, sub, item, now, error=result.errors.get(key)):
             result.finalizers_released += 1
     return result
 
@@ -339,101 +337,3 @@ def _offering_of(
     if sub_version is None:
         raise InvalidInput("the Subscription has no mirrored version yet")
     return offering, (int(mirrored["id"]), int(sub_version["id"]))
-
-
-def _buckets(pinned: Hour) -> list[tuple[str, datetime, datetime]]:
-    day = pinned.start.replace(hour=0)
-    month = day.replace(day=1)
-    next_month = (month + timedelta(days=32)).replace(day=1)
-    return [("hour", pinned.start, pinned.end), ("day", day, day + timedelta(days=1)), ("month", month, next_month)]
-
-
-def _write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, pinned: Hour,
-                 now: datetime) -> None:  # fmt: skip
-    uid = str(meta(sub).get("uid", ""))
-    status = sub.get("status") or {}
-    activated = parse_timestamp(status["activatedAt"], field="status.activatedAt")
-    deactivated = parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt") if status.get(
-        "deactivatedAt"
-    ) else None  # fmt: skip
-    costs = []
-    for granularity, start, end in _buckets(pinned):
-        found = db.fetch_all("subscription_charge_totals", cluster=cluster, uid=uid, start=start, end=pinned.end)
-        totals = {r["source"]: int(r["micros"]) for r in found}
-        unpriced = {r["source"]: int(r["unpriced_rows"]) for r in found}
-        # The usage run-rate is over the time the Subscription was active in the bucket so far,
-        # projected over the time it is active in the whole bucket (not over the calendar bucket).
-        active_from, active_until = max(start, activated), min(end, deactivated or end)
-        elapsed = max(timedelta(0), min(pinned.end, active_until) - active_from) // ONE_MICROSECOND
-        length = max(timedelta(0), active_until - active_from) // ONE_MICROSECOND
-        breakdown: list[dict[str, Any]] = []
-        for source in (["fee"] if item.schedule else []) + item.meters:
-            current = totals.get(source, 0)
-            if source == "fee" and item.schedule is not None:
-                projected = item.schedule.amount(start, end)
-            else:  # half-even, exact
-                projected = round(Fraction(current * length, elapsed)) if elapsed else current
-            entry = {"name": "subscription" if source == "fee" else source, "current": current, "projected": projected}
-            if unpriced.get(source):  # usage rows without a rate: not charged, and said so
-                entry["unpricedRows"] = unpriced[source]
-            breakdown.append(entry)
-        costs.append({
-            "granularity": granularity, "start": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "endExclusive": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "current": sum(b["current"] for b in breakdown), "projected": sum(b["projected"] for b in breakdown),
-            "breakdown": breakdown,
-        })  # fmt: skip
-    namespace, name = ref_of(sub)
-    try:
-        # Fresh, with its resourceVersion: never overwrite conditions reconcile wrote meanwhile.
-        fresh = kube.get_object(GROUP, VERSION, "subscriptions", namespace, name)
-        conditions = set_condition((fresh.get("status") or {}).get("conditions"), "CostsResolved", True, "FromDB",
-                                   "from the charge rows", now=now)  # fmt: skip
-        patch = {"metadata": {"resourceVersion": meta(fresh).get("resourceVersion")},
-                 "status": {"costs": costs, "conditions": conditions}}  # fmt: skip
-        kube.patch_status(GROUP, VERSION, "subscriptions", namespace, name, patch)
-    except FinOpsError as exc:
-        log.warning("status.costs not written", extra={"fields": {"subscription": f"{namespace}/{name}",
-                                                                   "error": exc.message}})  # fmt: skip
-
-
-def _release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, now: datetime,
-                       *, error: str | None) -> bool:  # fmt: skip
-    status = sub.get("status") or {}
-    finalizers = list(meta(sub).get("finalizers") or [])
-    if not meta(sub).get("deletionTimestamp") or not status.get("deactivatedAt") or FINALIZER not in finalizers:
-        return False
-    where = {"subscription": "/".join(ref_of(sub))}
-    if error:
-        log.info("Charges errored this run, keeping finalizer", extra={"fields": {**where, "error": error}})
-        return False
-    if item.schedule is not None and not item.schedule.min_periods_satisfied(now):
-        log.info("MinPeriods not yet satisfied, keeping finalizer", extra={"fields": where})
-        return False
-    deactivated = truncate_to_hour(parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt"))
-    marks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster,
-                                                           uid=str(meta(sub).get("uid", "")))}  # fmt: skip
-    # Usage must be final through the deactivation hour; the fee through the hour that ends on
-    # the snapped deactivation (its last tick is charged in full there, possibly weeks later).
-    through = {meter: deactivated for meter in item.meters}
-    if item.schedule is not None:
-        snapped = item.schedule.snapped_end or deactivated
-        through["fee"] = truncate_to_hour(snapped - timedelta(microseconds=1))
-    if any(marks.get(source) is None or marks[source] < hour for source, hour in through.items()):
-        log.info("Charges not finalized through deactivation hour, keeping finalizer", extra={"fields": where})
-        return False
-    namespace, name = ref_of(sub)
-    fresh = kube.get_object(GROUP, VERSION, "subscriptions", namespace, name)  # statuses moved its resourceVersion
-    remaining = [f for f in meta(fresh).get("finalizers") or [] if f != FINALIZER]
-    precondition = {"finalizers": remaining, "resourceVersion": meta(fresh).get("resourceVersion")}
-    try:
-        kube.patch_object(GROUP, VERSION, "subscriptions", namespace, name, {"metadata": precondition})
-    except Conflict:
-        log.info("Subscription changed meanwhile, keeping finalizer until the next run", extra={"fields": where})
-        return False
-    log.info("Removed finalizer for deleted subscription", extra={"fields": where})
-    return True
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)

@@ -24,7 +24,8 @@ import pytest
 from finops.errors import Conflict
 from finops.fees import FeeSchedule, parse_fee
 from finops.subscriptions import FINALIZER
-from functions.collect_charges.service import Priced, _release_finalizer
+from functions.collect_charges.service import Priced
+from functions.collect_charges.status import release_finalizer
 from functions.reconcile.service import GROUP, VERSION
 from infra.postgres import Database
 
@@ -74,10 +75,10 @@ def test_the_finalizer_waits_for_the_snapped_last_tick(db: Database) -> None:
     assert SCHEDULE.snapped_end == datetime(2026, 4, 1, tzinfo=UTC)
     finalize_fee_through(db, datetime(2026, 3, 5, 11, tzinfo=UTC))  # past the deactivation hour
     now = datetime(2026, 3, 5, 12, 5, tzinfo=UTC)
-    assert not _release_finalizer(db, store, "c", store.sub, item, now, error=None)  # type: ignore[arg-type]
+    assert not release_finalizer(db, store, "c", store.sub, item, now, error=None)  # type: ignore[arg-type]
     assert store.sub["metadata"]["finalizers"] == [FINALIZER]
     finalize_fee_through(db, datetime(2026, 3, 31, 23, tzinfo=UTC))  # the hour ending on April 1st
-    assert _release_finalizer(db, store, "c", store.sub, item, now + timedelta(days=27), error=None)  # type: ignore[arg-type]
+    assert release_finalizer(db, store, "c", store.sub, item, now + timedelta(days=27), error=None)  # type: ignore[arg-type]
     assert store.sub["metadata"]["finalizers"] == []
 
 
@@ -115,11 +116,11 @@ def finalize_through(db: Database, source: str, last: datetime) -> None:
 
 def release(db: Database, store: Store, *, schedule: FeeSchedule = HOURLY, error: str | None = None) -> bool:
     item = Priced(rows=[], schedule=schedule, meters=["cpuHour"])
-    return _release_finalizer(db, store, "c", store.sub, item, SETTLED_AT, error=error)  # type: ignore[arg-type]
+    return release_finalizer(db, store, "c", store.sub, item, SETTLED_AT, error=error)  # type: ignore[arg-type]
 
 
 def test_the_finalizer_is_released_when_every_condition_holds(db: Database, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="functions.collect_charges.service")
+    caplog.set_level(logging.INFO, logger="functions.collect_charges.status")
     store = Store()
     finalize_through(db, "fee", LAST_HOUR)
     finalize_through(db, "cpuHour", LAST_HOUR)  # exactly the deactivation hour is enough
@@ -147,7 +148,7 @@ def test_the_finalizer_is_released_when_every_condition_holds(db: Database, capl
 def test_the_finalizer_is_kept_while_one_condition_fails(
     db: Database, caplog: pytest.LogCaptureFixture, case: str, reason: str | None
 ) -> None:
-    caplog.set_level(logging.INFO, logger="functions.collect_charges.service")
+    caplog.set_level(logging.INFO, logger="functions.collect_charges.status")
     store: Store = ConflictingStore() if case == "conflict" else Store()
     if case == "not-deleted":
         del store.sub["metadata"]["deletionTimestamp"]

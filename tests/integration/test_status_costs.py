@@ -1,4 +1,4 @@
-"""We test these aspects of ``status.costs`` (``collect_charges``' ``_write_costs``, in-process against
+"""We test these aspects of ``status.costs`` (``collect_charges``' ``write_costs``, in-process against
 a real PostgreSQL, with charge rows written by hand) and of a run's outcome:
 
 - a deactivated Subscription's usage run-rate is projected over the time it was active, so a
@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import ChargesResult, Priced, _write_costs
+from functions.collect_charges.service import ChargesResult, Priced
+from functions.collect_charges.status import write_costs
 from functions.reconcile.service import GROUP, VERSION
 from infra.postgres import Database
 
@@ -72,7 +73,7 @@ def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time
     }
     kube = Kube(sub)
     item = Priced(rows=[], schedule=None, meters=["cpuHour", "ramGbHour"])
-    _write_costs(db, kube, "c", sub, item, PINNED, PINNED.start)  # type: ignore[arg-type]
+    write_costs(db, kube, "c", sub, item, PINNED, PINNED.start)  # type: ignore[arg-type]
     (get, (*patched, patch)) = kube.calls
     assert get == ("get", GROUP, VERSION, "subscriptions", "shop", "s")
     assert patched == ["patch_status", GROUP, VERSION, "subscriptions", "shop", "s"]
