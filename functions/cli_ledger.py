@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from finops.hours import Hour, parse_timestamp
-from infra.settings import ConfigError
+from infra.settings import ConfigError, database_url
 
 DATE_HELP = "a UTC date (2026-10-01) or an RFC 3339 time"
 
@@ -111,10 +111,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from functions.verify import verify
     from infra.postgres import connect
 
-    url = os.environ.get("DATABASE_URL")
-    if not url:
-        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
-    db = connect(url)
+    db = connect(database_url())
     try:
         problems = verify(db, args.cluster)
     finally:

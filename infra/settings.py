@@ -8,6 +8,7 @@ down as arguments: nothing below ``functions/`` reads ``os.environ``.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -276,6 +277,14 @@ def _as_config(check: Callable[..., object], value: str, field: str) -> str:
 
 
 S = TypeVar("S", bound=BaseSettings)
+
+
+def database_url() -> str:
+    """``DATABASE_URL`` for the ``finops`` commands, or a ``ConfigError`` saying it is unset."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
+    return url
 
 
 @functools.cache
