@@ -29,6 +29,7 @@ from functions.collect_charges.service import (
     price_subscription,
 )
 from infra.postgres import Database
+from tests.integration.charges import charge_row
 
 AGG = "namespace,controllerKind,controller,pod,container"
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
@@ -73,17 +74,7 @@ def usage(db: Database) -> Database:
 
 def charged_through(db: Database, source: str, last: datetime) -> None:
     """A final charge row at ``last``: the source's watermark."""
-    with db.connection() as conn:
-        conn.execute("INSERT INTO offering_versions (id, cluster, uid, namespace, name, generation, fingerprint, spec)"
-                     " VALUES (1, 'c', 'o', 'n', 'o', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute("INSERT INTO subscription_versions (id, cluster, uid, namespace, name, generation, fingerprint,"
-                     " spec) VALUES (1, 'c', 'u-1', 'shop', 's', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute(
-            "INSERT INTO subscription_charges (cluster, subscription_uid, hour, source, namespace, name,"
-            " offering_version_id, subscription_version_id, quantity, amount_micros, is_finalized)"
-            " VALUES ('c', 'u-1', %s, %s, 'shop', 's', 1, 1, 0, 0, true)",
-            (last, source),
-        )
+    charge_row(db, last, source)
 
 
 def subscription(activated: str = iso(h(6)), deactivated: str | None = None, *, sources: bool = True) -> dict[str, Any]:

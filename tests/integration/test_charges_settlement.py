@@ -28,6 +28,7 @@ from functions.collect_charges.service import Priced
 from functions.collect_charges.status import release_finalizer
 from functions.reconcile.service import GROUP, VERSION
 from infra.postgres import Database
+from tests.integration.charges import charge_row
 
 ACTIVATED = datetime(2026, 1, 10, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
@@ -55,18 +56,7 @@ class Store:
 
 
 def finalize_fee_through(db: Database, last: datetime) -> None:
-    with db.connection() as conn:
-        conn.execute("INSERT INTO offering_versions (id, cluster, uid, namespace, name, generation, fingerprint, spec)"
-                     " VALUES (1, 'c', 'o', 'n', 'o', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute("INSERT INTO subscription_versions (id, cluster, uid, namespace, name, generation, fingerprint,"
-                     " spec) VALUES (1, 'c', 'u-1', 'shop', 's', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute(
-            "INSERT INTO subscription_charges (cluster, subscription_uid, hour, source, namespace, name,"
-            " offering_version_id, subscription_version_id, quantity, amount_micros, is_finalized)"
-            " VALUES ('c', 'u-1', %s, 'fee', 'shop', 's', 1, 1, 0, 0, true)"
-            " ON CONFLICT (cluster, subscription_uid, hour, source) DO NOTHING",
-            (last,),
-        )
+    charge_row(db, last, "fee")
 
 
 def test_the_finalizer_waits_for_the_snapped_last_tick(db: Database) -> None:
@@ -104,14 +94,7 @@ class ConflictingStore(Store):
 
 def finalize_through(db: Database, source: str, last: datetime) -> None:
     finalize_fee_through(db, datetime(2026, 1, 10, tzinfo=UTC))  # the versions the charge rows refer to
-    with db.connection() as conn:
-        conn.execute(
-            "INSERT INTO subscription_charges (cluster, subscription_uid, hour, source, namespace, name,"
-            " offering_version_id, subscription_version_id, quantity, amount_micros, is_finalized)"
-            " VALUES ('c', 'u-1', %s, %s, 'shop', 's', 1, 1, 0, 0, true)"
-            " ON CONFLICT (cluster, subscription_uid, hour, source) DO NOTHING",
-            (last, source),
-        )
+    charge_row(db, last, source)
 
 
 def release(db: Database, store: Store, *, schedule: FeeSchedule = HOURLY, error: str | None = None) -> bool:

@@ -22,6 +22,7 @@ from functions.collect_charges.service import ChargesResult, Priced
 from functions.collect_charges.status import write_costs
 from functions.reconcile.service import GROUP, VERSION
 from infra.postgres import Database
+from tests.integration.charges import charge_row
 
 ACTIVATED = datetime(2026, 10, 10, 8, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 10, 14, 18, tzinfo=UTC)
@@ -49,17 +50,7 @@ class Kube:
 
 
 def charge(db: Database, hour: datetime, source: str, micros: int, unpriced: int = 0) -> None:
-    with db.connection() as conn:
-        conn.execute("INSERT INTO offering_versions (id, cluster, uid, namespace, name, generation, fingerprint, spec)"
-                     " VALUES (1, 'c', 'o', 'n', 'o', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute("INSERT INTO subscription_versions (id, cluster, uid, namespace, name, generation, fingerprint,"
-                     " spec) VALUES (1, 'c', 'u-1', 'shop', 's', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute(
-            "INSERT INTO subscription_charges (cluster, subscription_uid, hour, source, namespace, name,"
-            " offering_version_id, subscription_version_id, quantity, amount_micros, is_finalized, unpriced_rows)"
-            " VALUES ('c', 'u-1', %s, %s, 'shop', 's', 1, 1, 0, %s, true, %s)",
-            (hour, source, micros, unpriced),
-        )
+    charge_row(db, hour, source, micros, unpriced)
 
 
 def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time(db: Database) -> None:
