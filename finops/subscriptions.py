@@ -20,7 +20,7 @@ that is not ready) keeps billing; deactivation is terminal and has one of four c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 FINALIZER = "subscriptions.finops.stakater.com/finalizer"
@@ -71,11 +71,17 @@ PASS = Gate(True, "ActivationSucceeded", "all activation gates passed")
 
 @dataclass
 class World:
-    """The objects the gates look at, indexed by (namespace, name)."""
+    """The objects the gates look at, indexed by (namespace, name). ``subscriptions`` needs to hold
+    a Subscription's parent chain and, when its Offering requires others, its family (every
+    Subscription under the same top of the chain); the indexes below are built once, so the gates
+    of every Subscription of a cluster cost linear time, not quadratic."""
 
     offerings: Mapping[Ref, Obj]
     subscriptions: Mapping[Ref, Obj]
     target_exists: Callable[[Mapping[str, Any]], bool]
+    _roots: dict[Ref, str] = field(default_factory=dict, init=False, repr=False)
+    _children: dict[Ref, list[Ref]] | None = field(default=None, init=False, repr=False)
+    _families: dict[str, list[Ref]] | None = field(default=None, init=False, repr=False)
 
     def parent_of(self, sub: Obj) -> Ref | None:
         parent = ((sub.get("spec") or {}).get("parent") or {}).get("subscriptionRef")
@@ -83,23 +89,39 @@ class World:
 
     def root_uid(self, sub: Obj) -> str:
         """The uid of the top of the parent chain (the family)."""
+        mine = ref_of(sub)
+        if mine in self._roots and self.subscriptions.get(mine) is sub:
+            return self._roots[mine]
         current, seen = sub, set()
         while (parent := self.parent_of(current)) is not None and parent in self.subscriptions and parent not in seen:
             seen.add(parent)
             current = self.subscriptions[parent]
-        return str(meta(current).get("uid", ""))
+        root = str(meta(current).get("uid", ""))
+        if self.subscriptions.get(mine) is sub:
+            self._roots[mine] = root
+        return root
+
+    def family(self, root: str) -> list[Ref]:
+        """Every Subscription whose chain tops at ``root``."""
+        if self._families is None:
+            self._families = {}
+            for ref, other in self.subscriptions.items():
+                self._families.setdefault(self.root_uid(other), []).append(ref)
+        return self._families.get(root, [])
 
     def descendants(self, sub: Obj) -> set[Ref]:
-        mine = ref_of(sub)
-        found: set[Ref] = set()
-        changed = True
-        while changed:
-            changed = False
+        if self._children is None:
+            self._children = {}
             for ref, other in self.subscriptions.items():
-                parent = self.parent_of(other)
-                if ref not in found and parent is not None and (parent == mine or parent in found):
-                    found.add(ref)
-                    changed = True
+                if (parent := self.parent_of(other)) is not None:
+                    self._children.setdefault(parent, []).append(ref)
+        found: set[Ref] = set()
+        todo = list(self._children.get(ref_of(sub), []))
+        while todo:
+            ref = todo.pop()
+            if ref not in found:
+                found.add(ref)
+                todo.extend(self._children.get(ref, []))
         return found
 
 
@@ -129,9 +151,9 @@ def gates(sub: Obj, world: World) -> Gate:
         root = world.root_uid(sub)
         excluded = world.descendants(sub) | {ref_of(sub)}
         covered = {
-            reference((other.get("spec") or {}).get("offeringRef"), ref[0])
-            for ref, other in world.subscriptions.items()
-            if ref not in excluded and is_active(other) and world.root_uid(other) == root
+            reference((world.subscriptions[ref].get("spec") or {}).get("offeringRef"), ref[0])
+            for ref in world.family(root)
+            if ref not in excluded and is_active(world.subscriptions[ref])
         }
         for need in required:
             wanted = reference(need, namespace)

@@ -266,6 +266,16 @@ class CollectChargesSettings(PingSettings, KubeSettings, BillingSettings):
     OPENCOST_AGGREGATE: str = DEFAULT_AGGREGATION
     """The aggregation of the allocation rows usage is priced from (as collect_allocations')."""
 
+    CHARGES_BUDGET_SECONDS: float = Field(default=240, gt=0, le=590)
+    """Pricing stops between batches after this long and answers ``remaining``; the next ping
+    continues (keep it under the Service's timeout, with room for the status writes)."""
+
+    CHARGES_CHUNK_HOURS: int = Field(default=168, ge=1, le=8784)
+    """At most this many hours of one Subscription's source in one batch (a backlog is priced in turns)."""
+
+    CHARGES_BATCH_ROWS: int = Field(default=20_000, ge=100, le=1_000_000)
+    """About this many charge rows per batch: one transaction, and what bounds a run's memory."""
+
 
 def _as_config(check: Callable[..., object], value: str, field: str) -> str:
     """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import flask
 import functions_framework
 
+from functions.collect_charges.service import Limits
 from functions.collect_charges.service import collect_charges as run_charges
 from functions.costjobs import record_execution, require_costjob
 from functions.edge import (
@@ -46,6 +47,7 @@ def collect_charges(request: flask.Request) -> flask.Response:
             result = run_charges(
                 run.db, kube_from(s), s.CLUSTER_ID, s.OPENCOST_AGGREGATE, opencost_target(s),
                 scheduled=scheduled, now=datetime.now(UTC), mto=mto_target(s),
+                limits=Limits(s.CHARGES_CHUNK_HOURS, s.CHARGES_BATCH_ROWS, s.CHARGES_BUDGET_SECONDS),
             )  # fmt: skip
             run.counts = result.counts()
             run.outcome = result.outcome

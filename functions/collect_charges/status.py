@@ -15,16 +15,16 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from finops.conditions import set_condition
+from finops.conditions import get_condition, set_condition
 from finops.errors import Conflict, FinOpsError
 from finops.hours import Hour, parse_timestamp, truncate_to_hour
 from finops.periods import ONE_MICROSECOND
 from finops.subscriptions import FINALIZER, meta, ref_of
-from functions.reconcile.service import GROUP, VERSION, Kube
+from functions.reconcile.objects import GROUP, VERSION, Kube
 from infra.postgres import Database
 
 if TYPE_CHECKING:
-    from functions.collect_charges.service import Priced
+    from functions.collect_charges.pricing import Plan
 
 log = logging.getLogger(__name__)
 
@@ -36,34 +36,44 @@ def _buckets(pinned: Hour) -> list[tuple[str, datetime, datetime]]:
     return [("hour", pinned.start, pinned.end), ("day", day, day + timedelta(days=1)), ("month", month, next_month)]
 
 
-def write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, pinned: Hour,
-                 now: datetime) -> None:  # fmt: skip
-    uid = str(meta(sub).get("uid", ""))
-    status = sub.get("status") or {}
-    activated = parse_timestamp(status["activatedAt"], field="status.activatedAt")
-    deactivated = parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt") if status.get(
-        "deactivatedAt"
-    ) else None  # fmt: skip
+Totals = dict[str, dict[str, tuple[int, int]]]  # source -> granularity -> (micros, unpriced rows)
+
+
+def read_totals(db: Database, cluster: str, uids: list[str], pinned: Hour) -> dict[str, Totals]:
+    """Every priced Subscription's charges in the pinned hour's buckets, in one statement."""
+    if not uids:
+        return {}
+    (_, hour, _), (_, day, _), (_, month, _) = _buckets(pinned)
+    found: dict[str, Totals] = {}
+    for row in db.fetch_all("charge_totals", cluster=cluster, uids=uids, hour=hour, day=day, month=month,
+                            end=pinned.end):  # fmt: skip
+        found.setdefault(row["uid"], {})[row["source"]] = {
+            granularity: (int(row[f"{granularity}_micros"]), int(row[f"{granularity}_unpriced"]))
+            for granularity in ("hour", "day", "month")
+        }
+    return found
+
+
+def costs_of(plan: Plan, totals: Totals, pinned: Hour) -> list[dict[str, Any]]:
+    """``status.costs``: per bucket, ``current`` from the charges and ``projected``."""
+    activated, deactivated = plan.active.start, plan.active.end
     costs = []
     for granularity, start, end in _buckets(pinned):
-        found = db.fetch_all("subscription_charge_totals", cluster=cluster, uid=uid, start=start, end=pinned.end)
-        totals = {r["source"]: int(r["micros"]) for r in found}
-        unpriced = {r["source"]: int(r["unpriced_rows"]) for r in found}
         # The usage run-rate is over the time the Subscription was active in the bucket so far,
         # projected over the time it is active in the whole bucket (not over the calendar bucket).
         active_from, active_until = max(start, activated), min(end, deactivated or end)
         elapsed = max(timedelta(0), min(pinned.end, active_until) - active_from) // ONE_MICROSECOND
         length = max(timedelta(0), active_until - active_from) // ONE_MICROSECOND
         breakdown: list[dict[str, Any]] = []
-        for source in (["fee"] if item.schedule else []) + item.meters:
-            current = totals.get(source, 0)
-            if source == "fee" and item.schedule is not None:
-                projected = item.schedule.amount(start, end)
+        for source in (["fee"] if plan.schedule else []) + plan.meters:
+            current, unpriced = totals.get(source, {}).get(granularity, (0, 0))
+            if source == "fee" and plan.schedule is not None:
+                projected = plan.schedule.amount(start, end)
             else:  # half-even, exact
                 projected = round(Fraction(current * length, elapsed)) if elapsed else current
             entry = {"name": "subscription" if source == "fee" else source, "current": current, "projected": projected}
-            if unpriced.get(source):  # usage rows without a rate: not charged, and said so
-                entry["unpricedRows"] = unpriced[source]
+            if unpriced:  # usage rows without a rate: not charged, and said so
+                entry["unpricedRows"] = unpriced
             breakdown.append(entry)
         costs.append({
             "granularity": granularity, "start": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -71,21 +81,33 @@ def write_costs(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], 
             "current": sum(b["current"] for b in breakdown), "projected": sum(b["projected"] for b in breakdown),
             "breakdown": breakdown,
         })  # fmt: skip
+    return costs
+
+
+def write_costs(kube: Kube, sub: Mapping[str, Any], plan: Plan, totals: Totals, pinned: Hour, now: datetime) -> bool:
+    """Patch ``status.costs`` when it changed (True when patched). The precondition is the
+    resourceVersion this run last saw, so conditions reconcile wrote meanwhile are never
+    overwritten: on a conflict the next run writes it."""
+    costs = costs_of(plan, totals, pinned)
+    status = sub.get("status") or {}
+    resolved = get_condition(sub, "CostsResolved")
+    if status.get("costs") == costs and resolved is not None and resolved.get("status") == "True":
+        return False
     namespace, name = ref_of(sub)
+    conditions = set_condition(status.get("conditions"), "CostsResolved", True, "FromDB", "from the charge rows",
+                               now=now)  # fmt: skip
+    patch = {"metadata": {"resourceVersion": meta(sub).get("resourceVersion")},
+             "status": {"costs": costs, "conditions": conditions}}  # fmt: skip
     try:
-        # Fresh, with its resourceVersion: never overwrite conditions reconcile wrote meanwhile.
-        fresh = kube.get_object(GROUP, VERSION, "subscriptions", namespace, name)
-        conditions = set_condition((fresh.get("status") or {}).get("conditions"), "CostsResolved", True, "FromDB",
-                                   "from the charge rows", now=now)  # fmt: skip
-        patch = {"metadata": {"resourceVersion": meta(fresh).get("resourceVersion")},
-                 "status": {"costs": costs, "conditions": conditions}}  # fmt: skip
         kube.patch_status(GROUP, VERSION, "subscriptions", namespace, name, patch)
     except FinOpsError as exc:
         log.warning("status.costs not written", extra={"fields": {"subscription": f"{namespace}/{name}",
                                                                    "error": exc.message}})  # fmt: skip
+        return False
+    return True
 
 
-def release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Priced, now: datetime,
+def release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Plan, now: datetime,
                        *, error: str | None) -> bool:  # fmt: skip
     status = sub.get("status") or {}
     finalizers = list(meta(sub).get("finalizers") or [])
@@ -100,7 +122,7 @@ def release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, 
         return False
     deactivated = truncate_to_hour(parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt"))
     marks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster,
-                                                           uid=str(meta(sub).get("uid", "")))}  # fmt: skip
+                                                           uids=[str(meta(sub).get("uid", ""))])}  # fmt: skip
     # Usage must be final through the deactivation hour; the fee through the hour that ends on
     # the snapped deactivation (its last tick is charged in full there, possibly weeks later).
     through = {meter: deactivated for meter in item.meters}

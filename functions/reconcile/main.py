@@ -1,9 +1,11 @@
 """``reconcile``: PriceBook, Offering and Subscription changes, delivered as CloudEvents by a Knative
-``ApiServerSource`` (or any POST). Each delivery reconciles everything (level-based, idempotent),
-so a lost or duplicated event is harmless; ``collect_charges`` runs the same every hour.
+``ApiServerSource`` in Reference mode (``dev.knative.apiserver.ref.add|update|delete``, the data
+naming the object). Each event reconciles the object it names and what depends on it, and an event
+for a generation already observed (a status-only change, such as ``collect_charges`` writing
+``status.costs``) does no work. A POST that is not such an event runs a full pass, as
+``collect_charges`` does every hour.
 
-Events carry no credentials (Knative delivers them inside the cluster, ``cluster-local``); the
-handler reads nothing from the event but the fact that something changed.
+Events carry no credentials (Knative delivers them inside the cluster, ``cluster-local``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from datetime import UTC, datetime
 import flask
 import functions_framework
 
-from functions.edge import database_from, error_response, health, kube_from, respond, settings_for
-from functions.reconcile.service import reconcile_all
+from functions.edge import database_from, error_response, health, kube_from, read_json, respond, settings_for
+from functions.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
 from functions.reconcile.targets import mto_target, opencost_target
 from functions.runs import Run, recorded_run
 from infra.settings import ReconcileSettings
 
 FUNCTION = "reconcile"
+EVENT_PREFIX = "dev.knative.apiserver.ref."
 settings = settings_for(FUNCTION, ReconcileSettings)
 
 
@@ -31,12 +34,19 @@ def reconcile(request: flask.Request) -> flask.Response:
     run: Run | None = None
     try:
         with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            run.trigger = "event" if request.headers.get("ce-type") else "manual"
+            event_type = request.headers.get("ce-type")
+            run.trigger = "event" if event_type else "manual"
+            ref = parse_event_ref(read_json(request)) if str(event_type).startswith(EVENT_PREFIX) else None
             run.db = database_from(s)
-            result, _, _ = reconcile_all(
-                kube_from(s), run.db, s.CLUSTER_ID, opencost_target(s), datetime.now(UTC), mto_target(s)
-            )
-            run.counts = {**result.counts(), "event_type": request.headers.get("ce-type")}
+            now = datetime.now(UTC)
+            kube, cluster, opencost, mto = kube_from(s), s.CLUSTER_ID, opencost_target(s), mto_target(s)
+            if ref is None:
+                result = reconcile_all(kube, run.db, cluster, opencost, now, mto).result
+            else:
+                result = reconcile_event(kube, run.db, cluster, ref, opencost, now, mto)
+            run.counts = {**result.counts(), "event_type": event_type}
+            if ref is not None:
+                run.counts["object"] = f"{ref.kind} {ref.namespace}/{ref.name}".replace(" /", " ")
             if result.errors:
                 run.outcome = "partial"
                 run.error = "; ".join(f"{k}: {v}" for k, v in result.errors.items())

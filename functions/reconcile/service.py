@@ -1,350 +1,48 @@
 """Reconciling PriceBooks, Offerings and Subscriptions (and the FinOpsProvider singleton).
 
-The ``reconcile`` target runs this on every change an ``ApiServerSource`` delivers, and
-``collect_charges`` runs it at the start of every hourly run, so a missed event costs at most an
-hour. It is level-based: it reads every object and writes only what differs, so running it twice,
-or concurrently, is harmless (status writes carry the object's ``resourceVersion``).
+Two entry points, one decision per object (level-based, idempotent, like kopf's handlers):
+
+- :func:`reconcile_event`: one object an ``ApiServerSource`` event names, and only what depends on
+  it: a PriceBook re-resolves the Offerings, an Offering whose readiness or pricing changed its
+  Subscriptions, a Subscription that activated or deactivated its children and family. An event
+  for a generation already observed (a status-only change: our own writes, ``status.costs``) does
+  no work beyond reading the object, so status writes never feed back into reconciles.
+- :func:`reconcile_all`: everything, in a constant number of reads (one list per kind, one per
+  target kind) and bulk mirror writes; ``collect_charges`` runs it at the start of every hourly run,
+  so a missed event costs at most an hour.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from finops.conditions import get_condition, rfc3339, set_condition
-from finops.errors import Conflict, FinOpsError, InvalidInput, NotFound
-from finops.offerings import needs_resolution, resolve
-from finops.pricebooks import PriceBook, elect_active, opencost_pricing, parse_pricebook
-from finops.subscriptions import FINALIZER, World, deactivation_cause, gates, meta, ref_of
+from finops.errors import InvalidInput
+from finops.subscriptions import FINALIZER, Ref, World, meta, ref_of, reference
+from functions.reconcile.objects import Kube, ReconcileResult, get_kind, list_kind, observed
+from functions.reconcile.offerings import Offerings, reconcile_offerings
+from functions.reconcile.opencost import MtoTarget, OpenCostTarget, reconcile_pricebooks, reconcile_provider
+from functions.reconcile.subscriptions import Targets, decide, mirror
+from infra.kube.discovery import Discovery, discovery_for
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
 
-GROUP, VERSION = "finops.stakater.com", "v1alpha1"
-RESTART_ANNOTATION = "finops.stakater.com/restartedAt"
-
-
-class Kube(Protocol):
-    def list_objects(
-        self, group: str, version: str, plural: str, *, namespace: str | None = None, label_selector: str | None = None
-    ) -> list[dict[str, Any]]: ...
-    def get_object(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]: ...
-    def create_object(
-        self, group: str, version: str, plural: str, namespace: str | None, body: dict[str, Any]
-    ) -> Any: ...
-    def patch_object(
-        self,
-        group: str,
-        version: str,
-        plural: str,
-        namespace: str | None,
-        name: str,
-        patch: Any,
-        *,
-        content_type: str = ...,
-    ) -> dict[str, Any]: ...
-    def patch_status(
-        self, group: str, version: str, plural: str, namespace: str | None, name: str, patch: dict[str, Any]
-    ) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class OpenCostTarget:
-    namespace: str
-    deployment: str
-    configmap: str
-
-
-@dataclass(frozen=True)
-class MtoTarget:
-    """The Multi Tenant Operator's OpenCost resource (only with ``MTO_ENABLED=true``)."""
-
-    group: str
-    version: str
-    plural: str
-    namespace: str
-    name: str
+KINDS = {"PriceBook": "pricebooks", "Offering": "offerings", "Subscription": "subscriptions"}
+MAX_CASCADE = 10_000  # Subscriptions one event may reach through its dependents
 
 
 @dataclass
-class ReconcileResult:
-    pricebook: PriceBook | None = None
-    pricing_changed: bool = False
-    statuses_written: int = 0
-    errors: dict[str, str] = field(default_factory=dict)  # object -> error
+class Reconciled:
+    """A full pass: the result, every Subscription as stored, the Offerings, the version ids."""
 
-    def counts(self) -> dict[str, Any]:
-        return {
-            "active_pricebook": f"{self.pricebook.namespace}/{self.pricebook.name}" if self.pricebook else None,
-            "opencost_pricing_changed": self.pricing_changed,
-            "statuses_written": self.statuses_written,
-            "reconcile_errors": len(self.errors),
-        }
-
-
-def _status_changed(obj: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    current = obj.get("status") or {}
-    return any(current.get(key) != value for key, value in status.items())
-
-
-def _write_status(
-    kube: Kube, plural: str, obj: Mapping[str, Any], status: dict[str, Any], result: ReconcileResult
-) -> bool:
-    """Write ``status`` when it differs; False when it could not be (the next run retries). One
-    object's failure (a conflict, a rejected patch, a missing permission) never stops the others."""
-    if not _status_changed(obj, status):
-        return True
-    namespace, name = ref_of(obj)
-    patch = {"metadata": {"resourceVersion": meta(obj).get("resourceVersion")}, "status": status}
-    try:
-        kube.patch_status(GROUP, VERSION, plural, namespace or None, name, patch)
-    except Conflict:
-        log.info("status not written: the object changed; the next event reconciles it",
-                 extra={"fields": {"object": f"{plural}/{namespace}/{name}"}})  # fmt: skip
-        return False
-    except FinOpsError as exc:
-        result.errors[f"{plural}/{namespace}/{name}"] = exc.message
-        return False
-    result.statuses_written += 1
-    return True
-
-
-def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult) -> None:
-    books = _list(kube, "pricebooks")
-    parsed: dict[tuple[str, str], PriceBook | InvalidInput] = {}
-    for book in books:
-        try:
-            parsed[ref_of(book)] = parse_pricebook(book)
-        except InvalidInput as exc:
-            parsed[ref_of(book)] = exc
-    winner = elect_active(books)
-    winner_ref = ref_of(winner) if winner is not None else None
-    for book in books:
-        ref = ref_of(book)
-        outcome = parsed[ref]
-        ready = isinstance(outcome, PriceBook)
-        active = ref == winner_ref
-        conditions = set_condition(
-            (book.get("status") or {}).get("conditions"), "Ready", ready,
-            "ValidationSucceeded" if ready else "PricebookParseFailed",
-            "rates parsed" if ready else outcome.message,  # type: ignore[union-attr]
-            now=now, generation=meta(book).get("generation"),
-        )  # fmt: skip
-        was_active = (book.get("status") or {}).get("active") is True
-        if active or was_active:
-            conditions = set_condition(conditions, "Active", active, "Activated" if active else "Demoted",
-                                       "the cluster's active PriceBook" if active else "another PriceBook is active",
-                                       now=now)  # fmt: skip
-        status: dict[str, Any] = {"ready": ready, "active": active, "conditions": conditions}
-        status["activePricing"] = opencost_pricing(book) if active and ready else None
-        _write_status(kube, "pricebooks", book, status, result)
-        if active and ready:
-            result.pricebook = outcome  # type: ignore[assignment]
-            if opencost is not None:
-                result.pricing_changed = _render_pricing(kube, opencost, opencost_pricing(book), now)
-
-
-def _render_pricing(kube: Kube, target: OpenCostTarget, document: dict[str, str], now: datetime) -> bool:
-    """Write OpenCost's pricing ConfigMap; restart OpenCost only when the document changed."""
-    body = json.dumps(document, indent=2, sort_keys=True)
-    try:
-        current = kube.get_object("", "v1", "configmaps", target.namespace, target.configmap)
-    except NotFound:
-        kube.create_object("", "v1", "configmaps", target.namespace, {
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": target.configmap, "namespace": target.namespace,
-                         "labels": {"app.kubernetes.io/managed-by": "finops"}},
-            "data": {"default.json": body},
-        })  # fmt: skip
-    else:
-        if (current.get("data") or {}).get("default.json") == body:
-            return False
-        kube.patch_object("", "v1", "configmaps", target.namespace, target.configmap, {"data": {"default.json": body}})
-    # OpenCost reads the file at start only (a subPath mount never refreshes): roll it.
-    _restart(kube, target, now, hashlib.sha256(body.encode()).hexdigest()[:12])
-    log.info("OpenCost pricing updated; OpenCost restarts", extra={"fields": {"configmap": target.configmap}})
-    return True
-
-
-def _fingerprint(document: Any) -> str:
-    return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-
-def reconcile_offerings(
-    kube: Kube, db: Database, cluster: str, now: datetime, result: ReconcileResult
-) -> dict[tuple[str, str], dict[str, Any]]:
-    offerings = {ref_of(o): o for o in _list(kube, "offerings")}
-    for ref, offering in offerings.items():
-        spec = offering.get("spec") or {}
-        db.fetch_one("upsert_offering_version", cluster=cluster, uid=meta(offering).get("uid", ""),
-                     namespace=ref[0], name=ref[1], generation=meta(offering).get("generation") or 0,
-                     fingerprint=_fingerprint(spec), spec=spec)  # fmt: skip
-        resolution = resolve(offering, result.pricebook, offerings, now=now)
-        conditions = (offering.get("status") or {}).get("conditions")
-        for kind in ("Ready", "PricingResolved"):
-            conditions = set_condition(conditions, kind, resolution.ready, resolution.reason, resolution.message,
-                                       now=now, generation=meta(offering).get("generation"))  # fmt: skip
-        status: dict[str, Any] = {"ready": resolution.ready, "conditions": conditions}
-        if resolution.ready and needs_resolution(offering, result.pricebook):
-            status["resolvedPricing"] = resolution.pricing
-        _write_status(kube, "offerings", offering, status, result)
-        offering.setdefault("status", {}).update(status)  # subscriptions below see the new readiness
-    return offerings
-
-
-def reconcile_subscriptions(
-    kube: Kube, db: Database, cluster: str, offerings: dict[tuple[str, str], dict[str, Any]], now: datetime,
-    result: ReconcileResult,
-) -> list[dict[str, Any]]:  # fmt: skip
-    subscriptions = _list(kube, "subscriptions")
-    world = World(offerings=offerings, subscriptions={ref_of(s): s for s in subscriptions},
-                  target_exists=lambda ref: _exists(kube, ref))  # fmt: skip
-    for sub in subscriptions:
-        namespace, name = ref_of(sub)
-        finalizers = list(meta(sub).get("finalizers") or [])
-        if FINALIZER not in finalizers and not meta(sub).get("deletionTimestamp"):
-            try:
-                added = {"finalizers": [*finalizers, FINALIZER], "resourceVersion": meta(sub).get("resourceVersion")}
-                sub = kube.patch_object(GROUP, VERSION, "subscriptions", namespace, name, {"metadata": added})
-            except FinOpsError as exc:
-                result.errors[f"{namespace}/{name}"] = exc.message
-                continue
-        status = dict(sub.get("status") or {})
-        try:
-            gate = gates(sub, world)
-        except FinOpsError as exc:  # e.g. no permission to read its target's kind: this one waits
-            result.errors[f"{namespace}/{name}"] = exc.message
-            continue
-        conditions = status.get("conditions")
-        if not status.get("activatedAt"):
-            if gate.ok and not meta(sub).get("deletionTimestamp"):
-                status["activatedAt"] = rfc3339(now)
-                status["compatibilityRoot"] = world.root_uid(sub)
-                conditions = set_condition(conditions, "Ready", True, gate.reason, gate.message, now=now)
-                conditions = set_condition(conditions, "Active", True, "ActivationSucceeded", "billing", now=now)
-            else:
-                conditions = set_condition(conditions, "Ready", False, gate.reason, gate.message, now=now)
-        elif not status.get("deactivatedAt"):
-            cause = deactivation_cause(sub, gate, world)
-            if cause is not None:
-                status["deactivatedAt"] = rfc3339(now)
-                conditions = set_condition(conditions, "Ready", False, "ValidationSucceeded", "deactivated", now=now)
-                conditions = set_condition(conditions, "Active", False, cause, f"deactivated: {cause}", now=now)
-        if meta(sub).get("deletionTimestamp") and FINALIZER in (meta(sub).get("finalizers") or []):
-            existing = get_condition({"status": {"conditions": conditions}}, "Deleting")
-            if existing is None or existing.get("reason") != "WaitingForCollectionJob":
-                conditions = set_condition(conditions, "Deleting", False, "WaitingForCollectionJob",
-                                           "charges are settled by the next collect_charges run", now=now)  # fmt: skip
-        status["ready"] = bool(status.get("activatedAt")) and not status.get("deactivatedAt")
-        status["conditions"] = conditions
-        if not _write_status(kube, "subscriptions", sub, status, result):
-            # Never price from a status Kubernetes did not store; the next run retries.
-            result.errors.setdefault(f"{namespace}/{name}", "status not stored this run; priced next run")
-            continue
-        sub["status"] = status
-        lifecycle = [sub.get("spec"), status.get("activatedAt"), status.get("deactivatedAt")]
-        db.fetch_one(
-            "upsert_subscription_version",
-            cluster=cluster,
-            uid=meta(sub).get("uid", ""),
-            namespace=namespace,
-            name=name,
-            generation=meta(sub).get("generation") or 0,
-            fingerprint=_fingerprint(lifecycle),
-            spec=sub.get("spec") or {},
-            activated_at=status.get("activatedAt"),
-            deactivated_at=status.get("deactivatedAt"),
-        )
-    return subscriptions
-
-
-CLUSTER_SCOPED = frozenset(
-    {"Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "CustomResourceDefinition",
-     "FinOpsProvider", "PriorityClass", "IngressClass"}
-)  # fmt: skip
-
-
-def _exists(kube: Kube, ref: Mapping[str, Any]) -> bool:
-    group, _, version = str(ref.get("apiVersion", "")).rpartition("/")
-    kind = str(ref.get("kind", ""))
-    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
-    namespace = None if kind in CLUSTER_SCOPED else str(ref.get("namespace") or "") or None
-    try:
-        kube.get_object(group, version, plural, namespace, str(ref.get("name", "")))
-    except NotFound:
-        return False
-    return True
-
-
-def _list(kube: Kube, plural: str) -> list[dict[str, Any]]:
-    """All objects of one of our kinds; none when its CRD is not installed (yet)."""
-    try:
-        return kube.list_objects(GROUP, VERSION, plural)
-    except NotFound:
-        log.warning("CRD not installed; nothing to reconcile", extra={"fields": {"resource": f"{plural}.{GROUP}"}})
-        return []
-
-
-PROVIDER_BLOCKS = ("awsoptions", "gcpoptions", "azureoptions", "onpremoptions")
-
-
-def reconcile_provider(
-    kube: Kube, mto: MtoTarget | None, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult
-) -> None:
-    """The ``default`` FinOpsProvider. With MTO, patch its OpenCost resource on a real diff and
-    restart OpenCost (unless this run already did); without, OpenCost follows the PriceBook path.
-    Unlike the operator, its status says what happened, and why nothing was applied."""
-    try:
-        provider = kube.get_object(GROUP, VERSION, "finopsproviders", None, "default")
-    except NotFound:
-        return
-    spec = provider.get("spec") or {}
-    blocks = [name for name in PROVIDER_BLOCKS if spec.get(name)]
-    ready, reason, message = True, "Synced", "nothing to apply: MTO_ENABLED is not true (PriceBooks drive OpenCost)"
-    if len(blocks) != 1:
-        ready, reason, message = False, "ValidationError", "exactly one provider block must be set"
-    elif mto is not None:
-        block = spec[blocks[0]] or {}
-        secret = block.get("cloudIntegrationSecret")
-        if blocks[0] != "onpremoptions" and not secret:
-            ready, reason = False, "MissingCloudIntegrationSecret"
-            message = f"{blocks[0]} has no cloudIntegrationSecret: nothing applied"
-        else:
-            desired = {
-                "cloudIntegrationSecret": secret or "",
-                "cloudCost": {"enabled": bool(secret)},
-                "customPricing": {"enabled": block.get("pricingModelSource") == "Pricebook"},
-            }
-            try:
-                current = kube.get_object(mto.group, mto.version, mto.plural, mto.namespace, mto.name)
-            except NotFound:
-                ready, reason, message = False, "OpenCostResourceNotFound", f"{mto.plural} {mto.namespace}/{mto.name}"
-            else:
-                have = (current.get("spec") or {}).get("opencost") or {}
-                if any(have.get(key) != value for key, value in desired.items()):
-                    kube.patch_object(mto.group, mto.version, mto.plural, mto.namespace, mto.name,
-                                      {"spec": {"opencost": desired}})  # fmt: skip
-                    if opencost is not None and not result.pricing_changed:  # one restart per change
-                        _restart(kube, opencost, now, "provider")
-                    message = "applied to the MTO OpenCost resource; OpenCost restarted"
-                else:
-                    message = "the MTO OpenCost resource is up to date"
-    conditions = set_condition((provider.get("status") or {}).get("conditions"), "Ready", ready, reason, message,
-                               now=now, generation=meta(provider).get("generation"))  # fmt: skip
-    status = {"observedGeneration": meta(provider).get("generation"), "lastSyncTime": rfc3339(now),
-              "conditions": conditions}  # fmt: skip
-    if _status_changed(provider, {k: v for k, v in status.items() if k != "lastSyncTime"}):
-        _write_status(kube, "finopsproviders", provider, status, result)
-
-
-def _restart(kube: Kube, target: OpenCostTarget, now: datetime, why: str) -> None:
-    patch = {"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: f"{rfc3339(now)}-{why}"}}}}}
-    kube.patch_object("apps", "v1", "deployments", target.namespace, target.deployment, patch)
+    result: ReconcileResult
+    subscriptions: list[dict[str, Any]]
+    offerings: Offerings
+    subscription_versions: dict[str, int] = field(default_factory=dict)  # uid -> id
 
 
 def reconcile_all(
@@ -354,11 +52,153 @@ def reconcile_all(
     opencost: OpenCostTarget | None,
     now: datetime,
     mto: MtoTarget | None = None,
-) -> tuple[ReconcileResult, list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+    discovery: Discovery | None = None,
+) -> Reconciled:
     """Everything, in dependency order: PriceBooks, the provider, Offerings, Subscriptions."""
     result = ReconcileResult()
     reconcile_pricebooks(kube, opencost, now, result)
     reconcile_provider(kube, mto, opencost, now, result)
     offerings = reconcile_offerings(kube, db, cluster, now, result)
-    subscriptions = reconcile_subscriptions(kube, db, cluster, offerings, now, result)
-    return result, subscriptions, offerings
+    listed = {ref_of(s): s for s in list_kind(kube, "subscriptions")}
+    targets = Targets(kube, discovery or discovery_for(kube), bulk=True)
+    world = World(offerings=offerings.objects, subscriptions=listed, target_exists=targets)
+    decided = []
+    for ref, sub in list(listed.items()):
+        outcome = decide(kube, sub, world, now, result)
+        if outcome is not None:
+            listed[ref] = outcome.sub
+            decided.append(outcome.sub)
+    versions = mirror(db, cluster, decided, world)
+    db.execute("prune_subscription_index", cluster=cluster, uids=[str(meta(s).get("uid", "")) for s in listed.values()])
+    return Reconciled(result, list(listed.values()), offerings, versions)
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """What an ``ApiServerSource`` event in Reference mode names."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+def parse_event_ref(data: Any) -> ObjectRef:
+    """The object an event's data names (``InvalidInput`` naming the field otherwise)."""
+    if not isinstance(data, dict):
+        raise InvalidInput("the event data must be a JSON object (an ApiServerSource reference)")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise InvalidInput(f"kind: expected one of {sorted(KINDS)}, got {kind!r}")
+    for key in ("name", "namespace"):
+        value = data.get(key, "")
+        if not isinstance(value, str) or len(value) > 253 or "/" in value:
+            raise InvalidInput(f"{key}: not an object name")
+    if not data.get("name"):
+        raise InvalidInput("name: missing")
+    return ObjectRef(str(kind), str(data.get("namespace") or ""), str(data["name"]))
+
+
+def reconcile_event(
+    kube: Kube,
+    db: Database,
+    cluster: str,
+    ref: ObjectRef,
+    opencost: OpenCostTarget | None,
+    now: datetime,
+    mto: MtoTarget | None = None,
+    discovery: Discovery | None = None,
+) -> ReconcileResult:
+    """The object ``ref`` names and what depends on it (see the module's docstring)."""
+    result = ReconcileResult()
+    obj = get_kind(kube, KINDS[ref.kind], ref.namespace, ref.name)
+    if obj is not None and observed(obj) and (ref.kind != "Subscription" or _settled_metadata(obj)):
+        result.skipped += 1
+        return result
+    events = _Cascade(kube, db, cluster, now, result, discovery or discovery_for(kube))
+    if ref.kind == "Subscription":
+        if obj is None:
+            db.execute("forget_subscription", cluster=cluster, namespace=ref.namespace, name=ref.name)
+        else:
+            events.subscriptions([obj])
+        return result
+    if ref.kind == "PriceBook":
+        reconcile_pricebooks(kube, opencost, now, result)
+        reconcile_provider(kube, mto, opencost, now, result)
+        offerings = reconcile_offerings(kube, db, cluster, now, result)
+        changed = offerings.changed
+    else:
+        reconcile_pricebooks(kube, None, now, result)  # the active book (OpenCost is left to its own events)
+        offerings = reconcile_offerings(kube, db, cluster, now, result, only=(ref.namespace, ref.name))
+        changed = offerings.changed | ({(ref.namespace, ref.name)} if obj is None else set())
+    events.offerings = offerings.objects
+    for namespace, name in sorted(changed):
+        rows = db.fetch_all("subscriptions_of_offering", cluster=cluster, namespace=namespace, name=name)
+        events.subscriptions(_fetch(kube, [(row["namespace"], row["name"]) for row in rows]))
+    return result
+
+
+def _settled_metadata(sub: dict[str, Any]) -> bool:
+    """Our finalizer is on the Subscription, or it is being deleted (which moves its generation)."""
+    return FINALIZER in (meta(sub).get("finalizers") or []) or bool(meta(sub).get("deletionTimestamp"))
+
+
+def _fetch(kube: Kube, refs: Iterable[Ref]) -> list[dict[str, Any]]:
+    found = (get_kind(kube, "subscriptions", namespace, name) for namespace, name in refs)
+    return [sub for sub in found if sub is not None]
+
+
+class _Cascade:
+    """Subscriptions reconciled for one event, with only what their gates read, and then the
+    Subscriptions whose gates read them when they activated or deactivated."""
+
+    def __init__(
+        self, kube: Kube, db: Database, cluster: str, now: datetime, result: ReconcileResult, discovery: Discovery
+    ) -> None:
+        self.kube, self.db, self.cluster, self.now, self.result = kube, db, cluster, now, result
+        self.targets = Targets(kube, discovery, bulk=False)
+        self.offerings: dict[Ref, dict[str, Any]] | None = None  # all of them, once read
+        self.done: set[Ref] = set()
+
+    def subscriptions(self, subs: list[dict[str, Any]]) -> None:
+        todo = list(subs)
+        while todo:
+            if len(self.done) >= MAX_CASCADE:
+                log.warning("event reached too many Subscriptions; the rest wait for the hourly full pass",
+                            extra={"fields": {"left": len(todo), "limit": MAX_CASCADE}})  # fmt: skip
+                return
+            sub = todo.pop(0)
+            if ref_of(sub) in self.done:
+                continue
+            self.done.add(ref_of(sub))
+            world = self._world(sub)
+            outcome = decide(self.kube, sub, world, self.now, self.result)
+            if outcome is None:
+                continue
+            mirror(self.db, self.cluster, [outcome.sub], world)
+            if outcome.lifecycle_changed:
+                namespace, name = ref_of(sub)
+                rows = self.db.fetch_all("subscription_relatives", cluster=self.cluster, namespace=namespace,
+                                         name=name, uid=str(meta(sub).get("uid", "")),
+                                         root=world.root_uid(outcome.sub))  # fmt: skip
+                todo.extend(_fetch(self.kube, [(r["namespace"], r["name"]) for r in rows if
+                                               (r["namespace"], r["name"]) not in self.done]))  # fmt: skip
+
+    def _world(self, sub: dict[str, Any]) -> World:
+        """What ``sub``'s gates read: the Offerings, its parent chain, and its family when its
+        Offering requires other Offerings."""
+        if self.offerings is None:
+            self.offerings = {ref_of(o): o for o in list_kind(self.kube, "offerings")}
+        known: dict[Ref, dict[str, Any]] = {ref_of(sub): sub}
+        chain = World(self.offerings, known, self.targets)
+        current: dict[str, Any] | None = sub
+        while current is not None and (parent := chain.parent_of(current)) is not None and parent not in known:
+            current = get_kind(self.kube, "subscriptions", *parent)
+            if current is not None:
+                known[parent] = current
+        offering_ref = reference((sub.get("spec") or {}).get("offeringRef"), ref_of(sub)[0])
+        offering = self.offerings.get(offering_ref) if offering_ref else None
+        if (((offering or {}).get("spec") or {}).get("compatibility") or {}).get("requiredOfferings"):
+            rows = self.db.fetch_all("subscription_family", cluster=self.cluster, root=chain.root_uid(sub))
+            missing = [(r["namespace"], r["name"]) for r in rows if (r["namespace"], r["name"]) not in known]
+            known.update({ref_of(s): s for s in _fetch(self.kube, missing)})
+        return World(self.offerings, known, self.targets)

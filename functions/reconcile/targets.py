@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from functions.reconcile.service import MtoTarget, OpenCostTarget
+from functions.reconcile.opencost import MtoTarget, OpenCostTarget
 from infra.settings import BillingSettings
 
 

@@ -9,6 +9,7 @@ cold-start.
 from __future__ import annotations
 
 from infra.kube.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient
+from infra.kube.discovery import ApiResource, Discovery, discovery_for
 from infra.kube.errors import AlreadyExists, wrap_errors
 from infra.kube.operations import METHOD_VERBS, Operation, Permission, permission_for
 
@@ -18,9 +19,12 @@ __all__ = [
     "METHOD_VERBS",
     "STRATEGIC_MERGE_PATCH",
     "AlreadyExists",
+    "ApiResource",
+    "Discovery",
     "KubeClient",
     "Operation",
     "Permission",
+    "discovery_for",
     "permission_for",
     "wrap_errors",
 ]

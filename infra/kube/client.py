@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from finops.errors import InvalidInput, KubernetesUnavailable, PermanentError
+from finops.errors import InvalidInput, KubernetesUnavailable, NotFound, PermanentError
 from infra.kube.errors import wrap_errors
 from infra.kube.operations import Operation
 
@@ -35,6 +36,9 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH)
 _RESPONSE_TYPES = {200: "object", 201: "object", 202: "object"}
 DEFAULT_PAGE_SIZE = 500
+# An API group is a DNS subdomain (the core group is ""), a version a DNS label ("v1", "v1beta1").
+API_GROUP = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+API_VERSION = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 
 
 def _configured(configuration: Any) -> Any:
@@ -241,6 +245,26 @@ class KubeClient:
     def delete_object(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> Obj:
         """Delete; with finalizers the answer is the object, now carrying ``deletionTimestamp``."""
         return self._call("DELETE", Operation("delete", group, version, plural, namespace, name))
+
+    def api_resources(self, group: str, version: str) -> list[Obj]:
+        """The ``resources`` of the APIResourceList of ``group``/``version`` (``""``: the core group).
+
+        Entries are as the server sends them (``name`` is the plural, ``kind``, ``namespaced``,
+        ``verbs``; subresources such as ``pods/status`` included). A group/version the server does
+        not serve (404, e.g. a CRD not installed yet) is ``[]``, not an error. Discovery needs no
+        Role rule (``METHOD_VERBS``): ``system:discovery`` grants it to every authenticated user.
+        """
+        if (group and not API_GROUP.fullmatch(group)) or not API_VERSION.fullmatch(version):
+            raise InvalidInput(
+                f"not a Kubernetes API group/version: group {group!r}, version {version!r} "
+                "(a group is a DNS subdomain, '' for the core group; a version is a DNS label such as 'v1')"
+            )
+        try:
+            document = self._call("GET", Operation.discovery(group, version))
+        except NotFound:
+            return []
+        resources = document.get("resources")
+        return [r for r in resources if isinstance(r, dict)] if isinstance(resources, list) else []
 
 
 def _check_patch(patch: Obj | list[Obj], content_type: str) -> None:

@@ -64,10 +64,14 @@ def from_status(status: int, message: str, operation: Operation, reason: str = "
         return InvalidInput(f"Kubernetes rejected {operation.describe()}: {message}")
     if status in (401, 403):
         what = "did not accept our credentials" if status == 401 else "denied the request"
-        return PermanentError(
-            f"Kubernetes {what} (HTTP {status}) to {operation.describe()}: grant the service account "
-            f"'{operation.permission}' in its Role/ClusterRole ({message})"
-        )
+        if operation.is_discovery:  # a nonResourceURL: no Role rule of ours would grant it
+            fix = (
+                "discovery is granted to every authenticated user by the ClusterRole system:discovery; "
+                "check the credentials and that ClusterRole's binding"
+            )
+        else:
+            fix = f"grant the service account '{operation.permission}' in its Role/ClusterRole"
+        return PermanentError(f"Kubernetes {what} (HTTP {status}) to {operation.describe()}: {fix} ({message})")
     if status == 429 or status >= 500 or status == 0:
         return KubernetesUnavailable(
             f"Kubernetes API unavailable (HTTP {status}) for {operation.describe()}: {message}"

@@ -6,6 +6,12 @@ The same value builds the request path, the error messages (a 403 names exactly 
 ``verb`` + ``group`` + ``resource``), and the permission list an RBAC test compares with the
 shipped Role: ``METHOD_VERBS`` says which verb each ``KubeClient`` method needs, so the rules
 a deployment must grant follow from the methods the product calls.
+
+Discovery (``Operation.discovery``: the APIResourceList at ``/api/v1`` or
+``/apis/{group}/{version}``) is the one request that is not on a resource: RBAC grants it as a
+``nonResourceURL``, which the built-in ClusterRole ``system:discovery`` gives every
+authenticated user. So ``METHOD_VERBS`` maps ``api_resources`` to ``None`` (no Role rule to
+ship) and ``permission_for`` answers ``None`` for it.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-# KubeClient method -> (RBAC verb, subresource). Keep in step with infra/kube/client.py.
-METHOD_VERBS: dict[str, tuple[str, str | None]] = {
+# KubeClient method -> (RBAC verb, subresource), or None when the method needs no Role rule.
+# Keep in step with infra/kube/client.py.
+METHOD_VERBS: dict[str, tuple[str, str | None] | None] = {
     "list_objects": ("list", None),
     "get_object": ("get", None),
     "create_object": ("create", None),
@@ -22,6 +29,8 @@ METHOD_VERBS: dict[str, tuple[str, str | None]] = {
     "patch_status": ("patch", "status"),
     "replace_status": ("update", "status"),
     "delete_object": ("delete", None),
+    # Discovery: a nonResourceURL every authenticated user may get (ClusterRole system:discovery).
+    "api_resources": None,
 }
 
 
@@ -37,9 +46,13 @@ class Permission:
         return f"{self.verb} {self.resource} in API group {self.group!r}"
 
 
-def permission_for(method: str, group: str, plural: str) -> Permission:
-    """The permission ``KubeClient.<method>`` needs on ``group``/``plural``."""
-    verb, subresource = METHOD_VERBS[method]
+def permission_for(method: str, group: str, plural: str) -> Permission | None:
+    """The permission ``KubeClient.<method>`` needs on ``group``/``plural``; ``None`` if it needs no
+    Role rule (discovery)."""
+    entry = METHOD_VERBS[method]
+    if entry is None:
+        return None
+    verb, subresource = entry
     return Permission(verb, group, f"{plural}/{subresource}" if subresource else plural)
 
 
@@ -54,6 +67,16 @@ class Operation:
     namespace: str | None = None
     name: str | None = None
     subresource: str | None = None
+
+    @classmethod
+    def discovery(cls, group: str, version: str) -> Operation:
+        """Reading the APIResourceList of ``group``/``version`` (``""`` is the core group)."""
+        return cls("get", group, version, "")
+
+    @property
+    def is_discovery(self) -> bool:
+        """A discovery request: no resource (``plural`` is empty), so no Role rule applies."""
+        return not self.plural
 
     @property
     def permission(self) -> Permission:
@@ -70,6 +93,8 @@ class Operation:
         A ``create`` posts to the collection; its name (if known) is only for messages.
         """
         path = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.is_discovery:
+            return path
         if self.namespace:
             path += f"/namespaces/{quote(self.namespace, safe='')}"
         path += f"/{self.plural}"
@@ -81,6 +106,8 @@ class Operation:
 
     def target(self) -> str:
         """Human wording of what was addressed, e.g. ``costjobs "job-1" in namespace "team-a"``."""
+        if self.is_discovery:
+            return f"the API resource list of {self.group_version}"
         what = f"{self.group_version} {self.plural}"
         if self.subresource:
             what += f"/{self.subresource}"

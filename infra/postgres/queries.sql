@@ -370,59 +370,113 @@ WHERE aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
 GROUP BY day, cluster, namespace, entry_kind = 'idle', team, cost_center
 ORDER BY day, cluster, namespace, is_idle, owner, cost_center;
 
--- name: upsert_offering_version
+-- name: upsert_offering_versions
+-- The mirror of many Offerings at once (equal-length arrays): each one's version id.
 INSERT INTO offering_versions (cluster, uid, namespace, name, generation, fingerprint, spec)
-VALUES (%(cluster)s, %(uid)s, %(namespace)s, %(name)s, %(generation)s, %(fingerprint)s, %(spec)s)
+SELECT %(cluster)s, uid, namespace, name, generation, fingerprint, spec::jsonb
+FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[], %(generations)s::bigint[],
+            %(fingerprints)s::text[], %(specs)s::text[]) AS v(uid, namespace, name, generation, fingerprint, spec)
 ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
-RETURNING id;
+RETURNING id, uid;
 
--- name: latest_offering_version
--- The mirror of an Offering that may be gone (its Subscriptions still settle from it).
-SELECT id, uid, namespace, name, spec FROM offering_versions
-WHERE cluster = %(cluster)s AND namespace = %(namespace)s AND name = %(name)s
-ORDER BY id DESC LIMIT 1;
+-- name: latest_offering_versions
+-- The last mirror of Offerings that may be gone (their Subscriptions still settle from them).
+SELECT DISTINCT ON (o.namespace, o.name) o.id, o.namespace, o.name, o.spec
+FROM offering_versions o
+JOIN unnest(%(namespaces)s::text[], %(names)s::text[]) AS r(namespace, name) USING (namespace, name)
+WHERE o.cluster = %(cluster)s
+ORDER BY o.namespace, o.name, o.id DESC;
 
--- name: upsert_subscription_version
+-- name: upsert_subscription_versions
+-- The mirror of many Subscriptions at once (equal-length arrays): each one's version id.
 INSERT INTO subscription_versions (cluster, uid, namespace, name, generation, fingerprint, spec, activated_at,
                                    deactivated_at)
-VALUES (%(cluster)s, %(uid)s, %(namespace)s, %(name)s, %(generation)s, %(fingerprint)s, %(spec)s,
-        %(activated_at)s, %(deactivated_at)s)
+SELECT %(cluster)s, uid, namespace, name, generation, fingerprint, spec::jsonb, activated_at, deactivated_at
+FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[], %(generations)s::bigint[],
+            %(fingerprints)s::text[], %(specs)s::text[], %(activated)s::timestamptz[],
+            %(deactivated)s::timestamptz[])
+     AS v(uid, namespace, name, generation, fingerprint, spec, activated_at, deactivated_at)
 ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
-RETURNING id;
+RETURNING id, uid;
+
+-- name: latest_subscription_versions
+SELECT DISTINCT ON (uid) uid, id FROM subscription_versions
+WHERE cluster = %(cluster)s AND uid = ANY(%(uids)s::text[])
+ORDER BY uid, id DESC;
+
+-- name: upsert_subscription_index
+-- Subscriptions as reconciled: what other objects' events need to find them.
+INSERT INTO subscription_index AS i (cluster, uid, namespace, name, offering_namespace, offering_name,
+                                     parent_namespace, parent_name, root_uid)
+SELECT %(cluster)s, * FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[],
+                                  %(offering_namespaces)s::text[], %(offering_names)s::text[],
+                                  %(parent_namespaces)s::text[], %(parent_names)s::text[], %(roots)s::text[])
+ON CONFLICT (cluster, uid) DO UPDATE SET
+    namespace = EXCLUDED.namespace, name = EXCLUDED.name, offering_namespace = EXCLUDED.offering_namespace,
+    offering_name = EXCLUDED.offering_name, parent_namespace = EXCLUDED.parent_namespace,
+    parent_name = EXCLUDED.parent_name, root_uid = EXCLUDED.root_uid
+WHERE (i.namespace, i.name, i.offering_namespace, i.offering_name, i.parent_namespace, i.parent_name, i.root_uid)
+      IS DISTINCT FROM (EXCLUDED.namespace, EXCLUDED.name, EXCLUDED.offering_namespace, EXCLUDED.offering_name,
+                        EXCLUDED.parent_namespace, EXCLUDED.parent_name, EXCLUDED.root_uid);
+
+-- name: prune_subscription_index
+-- Subscriptions the API server no longer has (a full pass lists every one that remains).
+DELETE FROM subscription_index WHERE cluster = %(cluster)s AND NOT (uid = ANY(%(uids)s::text[]));
+
+-- name: forget_subscription
+DELETE FROM subscription_index WHERE cluster = %(cluster)s AND namespace = %(namespace)s AND name = %(name)s;
+
+-- name: subscriptions_of_offering
+SELECT namespace, name FROM subscription_index
+WHERE cluster = %(cluster)s AND offering_namespace = %(namespace)s AND offering_name = %(name)s
+ORDER BY namespace, name;
+
+-- name: subscription_relatives
+-- The Subscriptions whose gates read this one: its children and the rest of its family.
+SELECT namespace, name FROM subscription_index
+WHERE cluster = %(cluster)s AND ((parent_namespace = %(namespace)s AND parent_name = %(name)s) OR root_uid = %(root)s)
+  AND uid <> %(uid)s
+ORDER BY namespace, name;
+
+-- name: subscription_family
+-- Every Subscription under the same top of the parent chain (the compatibility gate reads them).
+SELECT namespace, name FROM subscription_index WHERE cluster = %(cluster)s AND root_uid = %(root)s
+ORDER BY namespace, name;
 
 -- name: charge_watermarks
--- Per source, the last finalized hour of a Subscription's charges.
-SELECT source, max(hour) AS hour FROM subscription_charges
-WHERE cluster = %(cluster)s AND subscription_uid = %(uid)s AND is_finalized
-GROUP BY source;
+-- Per Subscription and source, the last finalized charge hour (kept by a trigger on the charges).
+SELECT subscription_uid AS uid, source, hour FROM subscription_charge_watermarks
+WHERE cluster = %(cluster)s AND subscription_uid = ANY(%(uids)s::text[]);
+
+-- name: usage_rows
+-- Allocation rows of (namespace, [start, end)) windows, disjoint per namespace, with the exact
+-- rates (currency units) of the PriceBook version each row was stamped with.
+SELECT a.hour, a.namespace, a.controller_kind, a.controller, a.pod, a.data_start, a.data_end,
+       a.cpu_core_usage_avg, a.ram_byte_usage_avg, a.pv_byte_hours, a.network_transfer_bytes,
+       a.network_receive_bytes, a.gpu_hours, a.minutes, a.currency, a.pricebook_id,
+       p.cpu_hour, p.ram_gb_hour, p.pv_gb_hour, p.gpu_hour, p.network_gib
+FROM unnest(%(namespaces)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[]) AS w(namespace, first, stop)
+JOIN provider_allocations a ON a.namespace = w.namespace AND a.hour >= w.first AND a.hour < w.stop
+LEFT JOIN pricebooks p ON p.id = a.pricebook_id
+WHERE a.cluster = %(cluster)s AND a.aggregation = %(aggregation)s AND a.entry_kind = 'workload';
+
+-- name: charge_totals
+-- Charges per Subscription and source for status.costs: the hour, the day and the month so far.
+SELECT subscription_uid AS uid, source,
+       coalesce(sum(amount_micros) FILTER (WHERE hour >= %(hour)s), 0)::bigint AS hour_micros,
+       coalesce(sum(unpriced_rows) FILTER (WHERE hour >= %(hour)s), 0)::bigint AS hour_unpriced,
+       coalesce(sum(amount_micros) FILTER (WHERE hour >= %(day)s), 0)::bigint AS day_micros,
+       coalesce(sum(unpriced_rows) FILTER (WHERE hour >= %(day)s), 0)::bigint AS day_unpriced,
+       sum(amount_micros)::bigint AS month_micros, sum(unpriced_rows)::bigint AS month_unpriced
+FROM subscription_charges
+WHERE cluster = %(cluster)s AND subscription_uid = ANY(%(uids)s::text[]) AND hour >= %(month)s AND hour < %(end)s
+GROUP BY subscription_uid, source;
 
 -- name: settled_hours
 -- Hours in [start, end) whose allocation rows will not change any more (final or lost).
 SELECT hour FROM allocation_hours
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
   AND state IN ('final', 'lost');
-
--- name: usage_rows
--- Allocation rows of some namespaces over [start, end), with the exact rates (currency units) of
--- the PriceBook version each row was stamped with.
-SELECT a.hour, a.namespace, a.controller_kind, a.controller, a.pod, a.data_start, a.data_end,
-       a.cpu_core_usage_avg, a.ram_byte_usage_avg, a.pv_byte_hours, a.network_transfer_bytes,
-       a.network_receive_bytes, a.gpu_hours, a.minutes, a.currency, a.pricebook_id,
-       p.cpu_hour, p.ram_gb_hour, p.pv_gb_hour, p.gpu_hour, p.network_gib
-FROM provider_allocations a LEFT JOIN pricebooks p ON p.id = a.pricebook_id
-WHERE a.cluster = %(cluster)s AND a.aggregation = %(aggregation)s
-  AND a.hour >= %(start)s AND a.hour < %(end)s AND a.namespace = ANY(%(namespaces)s)
-  AND a.entry_kind = 'workload';
-
--- name: lock_subscription_charges
-SELECT pg_advisory_xact_lock(hashtext('subscription_charges'), hashtext(%(cluster)s || '|' || %(uid)s));
-
--- name: subscription_charge_totals
--- Charges of a Subscription over [start, end), per source (for status.costs).
-SELECT source, sum(amount_micros)::bigint AS micros, sum(unpriced_rows)::bigint AS unpriced_rows
-FROM subscription_charges
-WHERE cluster = %(cluster)s AND subscription_uid = %(uid)s AND hour >= %(start)s AND hour < %(end)s
-GROUP BY source;
 
 -- name: create_charge_staging
 CREATE TEMPORARY TABLE charge_staging (LIKE subscription_charges INCLUDING DEFAULTS) ON COMMIT DROP;
@@ -436,14 +490,6 @@ ON CONFLICT (cluster, subscription_uid, hour, source) DO UPDATE SET
     quantity = EXCLUDED.quantity, amount_micros = EXCLUDED.amount_micros, currency = EXCLUDED.currency,
     is_finalized = EXCLUDED.is_finalized, computed_at = EXCLUDED.computed_at, unpriced_rows = EXCLUDED.unpriced_rows
 WHERE NOT c.is_finalized;
-
--- name: latest_subscription_version
-SELECT id FROM subscription_versions WHERE cluster = %(cluster)s AND uid = %(uid)s ORDER BY id DESC LIMIT 1;
-
--- name: all_charge_watermarks
-SELECT subscription_uid AS uid, source, max(hour) AS hour FROM subscription_charges
-WHERE cluster = %(cluster)s AND is_finalized
-GROUP BY subscription_uid, source;
 
 -- name: ledger_scopes
 -- Every (cluster, aggregation) with allocation data, with the days it spans.

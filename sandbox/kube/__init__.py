@@ -6,7 +6,8 @@ building and error handling are part of what is being tested. This package serve
 subset of the API the product uses (CRUD, merge and JSON patch, the status subresource,
 label and field selectors, optimistic concurrency, finalizers) from an in-memory store that
 can be seeded from a folder of YAML manifests. There is no watch, admission, validation
-against CRD schemas, garbage collection or authentication.
+against CRD schemas, garbage collection or authentication; ``KubeServer.attach_events`` does
+send change events the way a Knative ``ApiServerSource`` does (``sandbox.kube.events``).
 
     with serve(seed_dir=Path("sandbox/demo")) as server:
         client = KubeClient.from_url(server.url)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from sandbox.kube.app import make_app
 from sandbox.kube.errors import ApiError
+from sandbox.kube.events import CloudEvent, Delivery, EventSource
 from sandbox.kube.resources import ResourceType
 from sandbox.kube.seed import ManifestError, load_manifests
 from sandbox.kube.server import KubeServer, serve
@@ -26,6 +28,9 @@ from sandbox.kube.store import KubeStore
 
 __all__ = [
     "ApiError",
+    "CloudEvent",
+    "Delivery",
+    "EventSource",
     "KubeServer",
     "KubeStore",
     "ManifestError",

@@ -9,7 +9,10 @@ the store's. The path grammar is the apiserver's:
 
 ``/api/v1/namespaces/{name}[/status]`` is the Namespace object itself, the same ambiguity
 the real server resolves the same way. ``/version``, ``/api`` and ``/apis`` answer minimal
-discovery documents so ``kubectl version`` style probes work.
+discovery documents so ``kubectl version`` style probes work, and ``/api/v1`` and
+``/apis/{group}/{version}`` the APIResourceList of the declared resources (built in or from a
+CRD: plural, kind, scope, ``status`` subresource); a group/version never seen is a 404
+``NotFound`` Status, as on a real apiserver.
 """
 
 from __future__ import annotations
@@ -186,22 +189,41 @@ class KubeApp:
             return {"kind": "APIGroup", "apiVersion": "v1", **_group(parts[1], versions[parts[1]])}
         if parts == ["api", "v1"] or (len(parts) == 3 and parts[0] == "apis"):
             group = "" if parts[0] == "api" else parts[1]
+            if group and parts[2] not in versions.get(group, []):
+                raise errors.resource_not_found("/" + "/".join(parts))  # like the apiserver: 404, a Status
             return {
                 "kind": "APIResourceList",
                 "apiVersion": "v1",
                 "groupVersion": join_api_version(group, parts[-1]),
-                "resources": [
-                    {
-                        "name": r.plural,
-                        "singularName": r.kind.lower(),
-                        "namespaced": r.namespaced is not False,
-                        "kind": r.kind,
-                        "verbs": ["create", "delete", "get", "list", "patch", "update"],
-                    }
-                    for r in self.store.registry.resources(group)
-                ],
+                "resources": [entry for r in self.store.registry.resources(group) for entry in _resource_entries(r)],
             }
         return None
+
+
+def _resource_entries(resource: ResourceType) -> list[dict[str, Any]]:
+    """A resource's APIResourceList entries: itself and its ``status`` subresource.
+
+    Only declared resources (built-in or from a CRD) are listed: one nobody declared (scope
+    ``None``) is served leniently at either URL shape, but its scope is unknown, so discovery
+    leaves it out as a real apiserver would leave out a kind without a CRD.
+    """
+    if resource.namespaced is None:
+        return []
+    main = {
+        "name": resource.plural,
+        "singularName": resource.kind.lower(),
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": ["create", "delete", "get", "list", "patch", "update"],
+    }
+    status = {
+        "name": f"{resource.plural}/status",
+        "singularName": "",
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": ["get", "patch", "update"],
+    }
+    return [main, status]
 
 
 def _group(name: str, versions: list[str]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The apiserver's rules for how an object may change, as pure functions over dicts.
 
 Controllers in the product rely on apiserver invariants, not just on storage: ``generation``
-moves only when the desired state changes, so ``status.observedGeneration`` means something;
+moves only when the desired state changes (and once when deletion starts), so
+``status.observedGeneration`` means something;
 the main resource cannot overwrite ``status`` and the ``/status`` subresource cannot
 overwrite anything else, so a reconciler and a user never clobber each other; fields the
 server owns (``uid``, ``creationTimestamp``, ``deletionTimestamp``) cannot be forged; and once
@@ -134,8 +135,15 @@ def added_finalizers(stored: Obj, result: Obj) -> list[str]:
 
 
 def mark_deleting(obj: Obj) -> Obj:
-    """Start graceful deletion: the object stays until its finalizers are gone."""
+    """Start graceful deletion: the object stays until its finalizers are gone.
+
+    Like the apiserver (``BeforeDelete``, and ``markAsDeleting`` in the generic registry), the
+    start of deletion bumps ``generation`` of an object that has one, so a controller comparing
+    ``status.observedGeneration`` sees that there is something new to act on.
+    """
     meta = metadata(obj)
+    if not is_deleting(obj) and int(meta.get("generation") or 0) > 0:
+        meta["generation"] = int(meta["generation"]) + 1
     meta["deletionTimestamp"] = now_rfc3339()
     meta["deletionGracePeriodSeconds"] = 0
     return obj

@@ -20,6 +20,7 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from sandbox.kube.app import make_app
+from sandbox.kube.events import DEFAULT_RETRIES, REFERENCE, EventSource, Mode
 from sandbox.kube.seed import load_manifests
 from sandbox.kube.store import KubeStore
 
@@ -46,6 +47,7 @@ class KubeServer:
             daemon=True,
         )
         self._stopped = False
+        self._event_sources: list[EventSource] = []
 
     @property
     def host(self) -> str:
@@ -73,8 +75,32 @@ class KubeServer:
             self._stopped = True
             self._server.server_close()
 
+    def attach_events(
+        self,
+        sink_url: str,
+        resources: Iterable[tuple[str, str]],
+        *,
+        mode: Mode = REFERENCE,
+        retries: int = DEFAULT_RETRIES,
+    ) -> EventSource:
+        """Deliver later changes of ``resources`` (``(apiVersion, kind)`` pairs) to ``sink_url`` as a
+        Knative ``ApiServerSource`` in ``mode`` would (``sandbox.kube.events``); ``stop()`` ends it."""
+        source = EventSource(sink_url, resources, source=self.url, mode=mode, retries=retries).start()
+        self.store.add_listener(source)
+        self._event_sources.append(source)
+        return source
+
+    def detach_events(self, source: EventSource) -> None:
+        """Stop ``source``: no more events are queued, undelivered ones are dropped."""
+        self.store.remove_listener(source)
+        if source in self._event_sources:
+            self._event_sources.remove(source)
+            source.stop()
+
     def stop(self) -> None:
         """Stop serving and release the port; safe to call twice."""
+        for source in list(self._event_sources):
+            self.detach_events(source)
         if self._stopped:
             return
         self._stopped = True

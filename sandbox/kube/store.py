@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import builtins
 import copy
+import logging
 import threading
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from sandbox.kube import errors, objects
 from sandbox.kube.objects import Obj
@@ -45,6 +46,29 @@ from sandbox.kube.selectors import (
 )
 
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" when cluster-scoped), name
+Change = Literal["add", "update", "delete"]  # a watch's ADDED, MODIFIED, DELETED
+
+log = logging.getLogger("sandbox.kube")
+
+
+class ChangeListener(Protocol):
+    """Told of every committed change, in resourceVersion order, while the store's lock is held.
+
+    It must only record or enqueue (no I/O, no waiting) and must copy what it keeps: ``obj`` is
+    the stored object. ``sandbox.kube.events.EventSource`` is one.
+    """
+
+    def changed(self, change: Change, obj: Obj) -> None: ...
+
+
+def _only_revision_differs(stored: Obj, result: Obj) -> bool:
+    """A no-op write: the apiserver neither bumps resourceVersion nor emits a watch event for it."""
+    if stored.keys() != result.keys() or any(stored[k] != result[k] for k in stored if k != "metadata"):
+        return False
+    before, after = dict(stored.get("metadata") or {}), dict(result.get("metadata") or {})
+    before.pop("resourceVersion", None)
+    after.pop("resourceVersion", None)
+    return before == after
 
 
 class KubeStore:
@@ -55,6 +79,25 @@ class KubeStore:
         self._objects: dict[Key, Obj] = {}
         self._revision = 0
         self.registry = ResourceRegistry()
+        self._listeners: tuple[ChangeListener, ...] = ()  # empty: writes skip notifying entirely
+
+    # ----------------------------------------------------------------- change notification
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        """Tell ``listener`` of every later add, update and delete (see ``ChangeListener``)."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: ChangeListener) -> None:
+        with self._lock:
+            self._listeners = tuple(known for known in self._listeners if known is not listener)
+
+    def _notify(self, change: Change, obj: Obj) -> None:
+        for listener in self._listeners:
+            try:
+                listener.changed(change, obj)
+            except Exception:  # a listener's bug must not fail a write that is already committed
+                log.exception("change listener %r failed on %s", listener, change)
 
     # ----------------------------------------------------------------- resource-level API
     # Used by the HTTP layer: the resource and version come from the URL, ``namespace`` is
@@ -116,12 +159,15 @@ class KubeStore:
                 "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted",
             )
         objects.metadata(result)["resourceVersion"] = self._next_revision()
-        if objects.is_deleting(result) and not objects.finalizers(result):
+        gone = objects.is_deleting(result) and not objects.finalizers(result)
+        if gone:
             del self._objects[key]
         else:
             self._objects[key] = result
         if (resource.group, resource.kind) == (CRD_GROUP, "CustomResourceDefinition"):
             self.registry.register_crd(result)
+        if self._listeners and (gone or not _only_revision_differs(stored, result)):
+            self._notify("delete" if gone else "update", result)
         return result
 
     def create_in(
@@ -165,6 +211,8 @@ class KubeStore:
             self._objects[key] = obj
             if (resource.group, resource.kind) == (CRD_GROUP, "CustomResourceDefinition"):
                 self.registry.register_crd(obj)
+            if self._listeners:
+                self._notify("add", obj)
             return self._view(obj, resource, version)
 
     def get_in(self, resource: ResourceType, version: str | None, namespace: str | None, name: str) -> Obj:
@@ -280,7 +328,9 @@ class KubeStore:
                     raise errors.conflict(resource.group, resource.plural, name)
             if not objects.finalizers(stored):
                 del self._objects[key]
-                self._next_revision()
+                revision = self._next_revision()
+                if self._listeners:  # a watch's DELETED carries the deletion's resourceVersion
+                    self._notify("delete", {**stored, "metadata": {**stored["metadata"], "resourceVersion": revision}})
                 return self._view(stored, resource, version), True
             if objects.is_deleting(stored):
                 return self._view(stored, resource, version), False

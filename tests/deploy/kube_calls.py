@@ -3,7 +3,8 @@
 A call is ``kube.<method>(group, version, plural, ...)`` where ``<method>`` is a ``KubeClient``
 method (``infra.kube.METHOD_VERBS``); group and plural are constants or module-level names. A
 call whose group or plural is a variable is declared by the caller (``dynamic``), and one that is
-not is an error naming the line.
+not is an error naming the line. A method that needs no Role rule (``METHOD_VERBS`` maps it to
+``None``: discovery, ``api_resources``) is not a call here.
 
 Reachability is by reference, and conservative: starting from the target's handler and its
 ``warm_up``, a top-level function or class of the ``functions`` package is reached when a reached
@@ -183,7 +184,11 @@ def call_sites(module: str) -> tuple[CallSite, ...]:
                 inner[node] = function.name
     sites: list[CallSite] = []
     for node in ast.walk(parsed.tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in METHOD_VERBS):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and METHOD_VERBS.get(node.func.attr) is not None  # None: no permission needed (discovery)
+        ):
             continue
         receiver = node.func.value
         where = f"{path.relative_to(ROOT) if path else module}:{node.lineno}"

@@ -38,6 +38,7 @@ RECONCILE = [
     ("get_object", MTO_GROUP, MTO_PLURAL),  # the Multi Tenant Operator's OpenCost resource
     ("patch_object", MTO_GROUP, MTO_PLURAL),
 ]
+EVENT = [("get_object", FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")]  # one event's object
 COSTJOB = [("get_object", FINOPS, "costjobs"), ("patch_status", FINOPS, "costjobs")]  # the CostJob a ping names
 CALLS: dict[str, list[tuple[str, str, str]]] = {
     "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB, *MEASURE],  # MEASURE: the re-drive
@@ -45,20 +46,22 @@ CALLS: dict[str, list[tuple[str, str, str]]] = {
     "backfill": [("list_objects", "argoproj.io", "applications"), *MEASURE],
     "cost_api": [],
     "collect_charges": [*RECONCILE, *COSTJOB, ("get_object", FINOPS, "subscriptions")],
-    "reconcile": RECONCILE,
+    "reconcile": [*RECONCILE, *EVENT],
 }
 # Call sites whose group or plural is a variable: the (group, plural) pairs they are called with.
 DYNAMIC_CALLS: dict[tuple[str, str], list[tuple[str, str]]] = {
-    ("functions.reconcile.service", "_write_status"): [
+    ("functions.reconcile.objects", "write_status"): [
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions", "finopsproviders")
     ],
-    ("functions.reconcile.service", "reconcile_provider"): [(MTO_GROUP, MTO_PLURAL)],
-    ("functions.reconcile.service", "_list"): [
+    ("functions.reconcile.opencost", "reconcile_provider"): [(MTO_GROUP, MTO_PLURAL)],
+    ("functions.reconcile.objects", "list_kind"): [
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")
     ],
-    # A Subscription's spec.lifecycle.targetRef names any kind. None is granted by default: a rule
-    # per kind goes into ClusterRole finops-subscription-targets (knative/billing-rbac.yaml) and here.
-    ("functions.reconcile.service", "_exists"): [],
+    ("functions.reconcile.objects", "get_kind"): [(FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")],
+    # A Subscription's spec.lifecycle.targetRef names any kind (resolved through discovery). None is
+    # granted by default: a rule per kind (get, list) goes into ClusterRole
+    # finops-subscription-targets (knative/billing-rbac.yaml) and here.
+    ("functions.reconcile.subscriptions", "__call__"): [],
 }
 
 

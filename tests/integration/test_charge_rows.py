@@ -20,18 +20,10 @@ import pytest
 
 from finops.errors import InvalidInput
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import (
-    COLUMNS,
-    Prefetched,
-    Priced,
-    UsageBoundary,
-    prefetch,
-    price_subscription,
-)
+from functions.collect_charges.pricing import Plan
 from infra.postgres import Database
-from tests.integration.charges import charge_row
-
-AGG = "namespace,controllerKind,controller,pod,container"
+from tests.integration import charges
+from tests.integration.charges import AGG, charge_row
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 CPU = 1_000_000  # an hour of web's usage: 2 cores x 1 h x 0.5 a core-hour
 FEE = {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt"}
@@ -92,15 +84,9 @@ def offering(*meters: str, fee: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"spec": {"pricing": pricing}}
 
 
-def price(
-    db: Database, sub: dict[str, Any], offer: dict[str, Any], data: Prefetched | None = None
-) -> tuple[Priced, dict[tuple[datetime, str], dict[str, Any]]]:
-    """The run pinned at PINNED: (what it priced, its rows by (hour, source) as column -> value)."""
-    data = data if data is not None else prefetch(db, "c", AGG, [sub], PINNED)
-    boundary = UsageBoundary(db, "c", AGG, PINNED)
-    item = price_subscription(db, "c", AGG, sub, offer, (1, 1), PINNED, boundary, PINNED.start, data)
-    rows = [dict(zip(COLUMNS, row, strict=True)) for row in item.rows]
-    return item, {(row["hour"], row["source"]): row for row in rows}
+def price(db: Database, sub: dict[str, Any], offer: dict[str, Any]) -> tuple[Plan, dict[tuple[datetime, str], Any]]:
+    """The run pinned at PINNED: (its Plan, its rows by (hour, source) as column -> value)."""
+    return charges.price(db, sub, offer, PINNED)
 
 
 def test_a_fee_hour_is_the_fees_price_final_before_the_pinned_hour(usage: Database) -> None:
@@ -118,14 +104,10 @@ def test_a_fee_hour_is_the_fees_price_final_before_the_pinned_hour(usage: Databa
 
 def test_each_source_continues_after_its_own_watermark(usage: Database) -> None:
     # The fee is charged through h(2), ramGbHour through h(4); cpuHour was added to the Offering
-    # since: it is priced from activation, from rows older than the prefetch (which starts after
-    # the oldest meter watermark) had to read.
+    # since: it is priced from activation, from rows older than its siblings' watermarks.
     charged_through(usage, "fee", h(2))
     charged_through(usage, "ramGbHour", h(4))
-    sub = subscription()
-    data = prefetch(usage, "c", AGG, [sub], PINNED)
-    assert data.start == h(3)
-    item, rows = price(usage, sub, offering("subscription", "cpuHour", "ramGbHour", fee=FEE), data)
+    item, rows = price(usage, subscription(), offering("subscription", "cpuHour", "ramGbHour", fee=FEE))
     assert item.meters == ["cpuHour", "ramGbHour"]  # `subscription` is the fee, no meter
     assert sorted(hour for hour, source in rows if source == "fee") == [h(1), h(0)]
     assert sorted(hour for hour, source in rows if source == "ramGbHour") == [h(3), h(2), h(1), h(0)]
@@ -135,11 +117,25 @@ def test_each_source_continues_after_its_own_watermark(usage: Database) -> None:
     assert {hour for hour, row in cpu.items() if row["is_finalized"]} == {h(n) for n in range(1, 7)}
 
 
-def test_rows_a_prefetch_did_not_hold_are_read(usage: Database) -> None:
-    # A prefetch for other Subscriptions (not shop's namespace), though from early enough.
-    data = Prefetched(start=h(6), namespaces={"other"})
-    _, rows = price(usage, subscription(), offering("cpuHour"), data)
-    assert {hour: row["amount_micros"] for (hour, _), row in rows.items()} == {h(n): CPU for n in range(7)}
+@pytest.mark.parametrize(("chunk_hours", "batch_rows"), [(1, 1), (2, 3), (3, 100), (168, 1)])
+def test_chunks_and_batches_write_what_one_pass_would(usage: Database, chunk_hours: int, batch_rows: int) -> None:
+    # The same Subscription priced an hour (or two, three) at a time, a batch per chunk or two:
+    # the rows are those of pricing it whole (amounts, finality, unpriced counts).
+    charged_through(usage, "ramGbHour", h(5))
+    offer = offering("cpuHour", "ramGbHour", fee=FEE)
+    _, whole = price(usage, subscription(), offer)
+    with usage.connection() as conn:
+        conn.execute("DELETE FROM subscription_charges WHERE source <> 'ramGbHour' OR hour <> %s", (h(5),))
+        conn.execute("DELETE FROM subscription_charge_watermarks")
+        conn.execute("INSERT INTO subscription_charge_watermarks VALUES ('c', 'u-1', 'ramGbHour', %s)", (h(5),))
+    plan, chunked = charges.price(usage, subscription(), offer, PINNED, chunk_hours=chunk_hours,
+                                  batch_rows=batch_rows)  # fmt: skip
+    assert plan.done
+    fields = ("amount_micros", "unit_price_micros", "quantity", "is_finalized", "unpriced_rows")
+    assert {k: [r[f] for f in fields] for k, r in chunked.items()} == {
+        k: [r[f] for f in fields] for k, r in whole.items()
+    }
+    assert len(whole) == 7 + 7 + 5  # fee and cpuHour from activation, ramGbHour after its watermark
 
 
 def test_usage_stops_with_the_hour_holding_the_deactivation(usage: Database) -> None:
@@ -149,6 +145,8 @@ def test_usage_stops_with_the_hour_holding_the_deactivation(usage: Database) -> 
         h(6): CPU, h(5): CPU, h(4): CPU, h(3): CPU // 2,
     }  # fmt: skip
     # Deactivated on the hour: that hour is not active at all and gets no row.
+    with usage.connection() as conn:
+        conn.execute("TRUNCATE subscription_charges, subscription_charge_watermarks")
     _, rows = price(usage, subscription(deactivated=iso(h(3))), offering("cpuHour"))
     assert sorted(hour for hour, _ in rows) == [h(6), h(5), h(4)]
 
@@ -190,5 +188,5 @@ def test_the_last_hour_left_is_the_pinned_one(usage: Database) -> None:
 def test_invalid_input_names_its_field(usage: Database, sub: dict[str, Any], offer: dict[str, Any], field: str) -> None:
     # The message is what the run reports for the Subscription it could not price.
     with pytest.raises(InvalidInput) as raised:
-        price(usage, sub, offer, Prefetched())
+        price(usage, sub, offer)
     assert raised.value.message.startswith(f"{field}: ")

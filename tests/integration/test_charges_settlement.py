@@ -24,11 +24,10 @@ import pytest
 from finops.errors import Conflict
 from finops.fees import FeeSchedule, parse_fee
 from finops.subscriptions import FINALIZER
-from functions.collect_charges.service import Priced
 from functions.collect_charges.status import release_finalizer
-from functions.reconcile.service import GROUP, VERSION
+from functions.reconcile.objects import GROUP, VERSION
 from infra.postgres import Database
-from tests.integration.charges import charge_row
+from tests.integration.charges import charge_row, plan_of
 
 ACTIVATED = datetime(2026, 1, 10, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
@@ -61,7 +60,7 @@ def finalize_fee_through(db: Database, last: datetime) -> None:
 
 def test_the_finalizer_waits_for_the_snapped_last_tick(db: Database) -> None:
     store = Store()
-    item = Priced(rows=[], schedule=SCHEDULE, meters=[])
+    item = plan_of(ACTIVATED, DEACTIVATED, schedule=SCHEDULE)
     assert SCHEDULE.snapped_end == datetime(2026, 4, 1, tzinfo=UTC)
     finalize_fee_through(db, datetime(2026, 3, 5, 11, tzinfo=UTC))  # past the deactivation hour
     now = datetime(2026, 3, 5, 12, 5, tzinfo=UTC)
@@ -98,7 +97,7 @@ def finalize_through(db: Database, source: str, last: datetime) -> None:
 
 
 def release(db: Database, store: Store, *, schedule: FeeSchedule = HOURLY, error: str | None = None) -> bool:
-    item = Priced(rows=[], schedule=schedule, meters=["cpuHour"])
+    item = plan_of(ACTIVATED, DEACTIVATED, schedule=schedule, meters=("cpuHour",))
     return release_finalizer(db, store, "c", store.sub, item, SETTLED_AT, error=error)  # type: ignore[arg-type]
 
 

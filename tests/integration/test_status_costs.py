@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import ChargesResult, Priced
-from functions.collect_charges.status import write_costs
-from functions.reconcile.service import GROUP, VERSION
+from functions.collect_charges.service import ChargesResult
+from functions.collect_charges.status import read_totals, write_costs
+from functions.reconcile.objects import GROUP, VERSION
 from infra.postgres import Database
-from tests.integration.charges import charge_row
+from tests.integration.charges import charge_row, plan_of
 
 ACTIVATED = datetime(2026, 10, 10, 8, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 10, 14, 18, tzinfo=UTC)
@@ -32,21 +32,14 @@ READY = {"type": "Ready", "status": "True", "reason": "Active", "message": "",
 
 
 class Kube:
-    """Our Kubernetes port, for one Subscription, which the API server has moved on since the run
-    read it (a newer resourceVersion, a condition reconcile wrote): records the calls it gets."""
+    """Our Kubernetes port, for one Subscription: records the calls it gets."""
 
-    def __init__(self, sub: dict[str, Any]) -> None:
-        self.fresh = {**sub, "metadata": {**sub["metadata"], "resourceVersion": "9"},
-                      "status": {**sub["status"], "conditions": [READY]}}  # fmt: skip
+    def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
-
-    def get_object(self, *args: Any) -> dict[str, Any]:
-        self.calls.append(("get", *args))
-        return self.fresh
 
     def patch_status(self, *args: Any) -> dict[str, Any]:
         self.calls.append(("patch_status", *args))
-        return self.fresh
+        return {}
 
 
 def charge(db: Database, hour: datetime, source: str, micros: int, unpriced: int = 0) -> None:
@@ -60,17 +53,18 @@ def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time
         charge(db, DEACTIVATED - (8 - n) * HOUR, "cpuHour", 1_000, unpriced=2 if n == 3 else 0)
     sub: dict[str, Any] = {
         "metadata": {"namespace": "shop", "name": "s", "uid": "u-1", "resourceVersion": "7"},
-        "status": {"activatedAt": "2026-10-10T08:00:00Z", "deactivatedAt": "2026-10-14T18:00:00Z"},
+        "status": {"activatedAt": "2026-10-10T08:00:00Z", "deactivatedAt": "2026-10-14T18:00:00Z",
+                   "conditions": [READY]},
     }
-    kube = Kube(sub)
-    item = Priced(rows=[], schedule=None, meters=["cpuHour", "ramGbHour"])
-    write_costs(db, kube, "c", sub, item, PINNED, PINNED.start)  # type: ignore[arg-type]
-    (get, (*patched, patch)) = kube.calls
-    assert get == ("get", GROUP, VERSION, "subscriptions", "shop", "s")
+    kube = Kube()
+    plan = plan_of(ACTIVATED, DEACTIVATED, meters=("cpuHour", "ramGbHour"))
+    totals = read_totals(db, "c", ["u-1"], PINNED)["u-1"]
+    assert write_costs(kube, sub, plan, totals, PINNED, PINNED.start)  # type: ignore[arg-type]
+    ((*patched, patch),) = kube.calls
     assert patched == ["patch_status", GROUP, VERSION, "subscriptions", "shop", "s"]
-    # Under the current resourceVersion (never overwrite what reconcile wrote meanwhile), its
-    # conditions kept, CostsResolved added.
-    assert patch["metadata"] == {"resourceVersion": "9"}
+    # Under the resourceVersion this run last saw (a conflict if reconcile wrote meanwhile: never
+    # overwritten), its conditions kept, CostsResolved added.
+    assert patch["metadata"] == {"resourceVersion": "7"}
     assert patch["status"]["conditions"] == [
         READY,
         {"type": "CostsResolved", "status": "True", "reason": "FromDB", "message": "from the charge rows",
@@ -93,6 +87,10 @@ def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time
          "breakdown": [{"name": "cpuHour", "current": 8_000, "projected": 8_000, "unpricedRows": 2},
                        {"name": "ramGbHour", "current": 0, "projected": 0}]},
     ]  # fmt: skip
+    # Unchanged costs are not written again (status writes are what an hourly run costs the API).
+    sub["status"] = {**sub["status"], **patch["status"]}
+    assert not write_costs(kube, sub, plan, totals, PINNED, PINNED.start)  # type: ignore[arg-type]
+    assert len(kube.calls) == 1
 
 
 def test_a_run_with_unpriced_subscriptions_or_usage_is_partial_and_says_why() -> None:

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import UsageBoundary, prefetch, price_subscription
+from functions.collect_charges.pricing import UsageBoundary, plan_subscription, price_plans
 from infra.postgres import Database
-
-AGG = "namespace,controllerKind,controller,pod,container"
+from tests.integration import charges
+from tests.integration.charges import AGG
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 ACTIVATED = PINNED.start - 6 * HOUR
 SUB: dict[str, Any] = {
@@ -52,10 +52,8 @@ def ledger(db: Database, states: dict[datetime, str], *, priced: bool = True) ->
 
 
 def price(db: Database) -> Any:
-    data = prefetch(db, "c", AGG, [SUB], PINNED)
-    boundary = UsageBoundary(db, "c", AGG, PINNED)
-    item = price_subscription(db, "c", AGG, SUB, OFFERING, (1, 1), PINNED, boundary, PINNED.start, data)
-    return item, {row[2]: row for row in item.rows}
+    item, rows = charges.price(db, SUB, OFFERING, PINNED)
+    return item, {hour: row for (hour, _), row in rows.items()}
 
 
 def h(n: int) -> datetime:
@@ -65,26 +63,26 @@ def h(n: int) -> datetime:
 def test_a_gap_stops_finality_even_before_final_hours(db: Database) -> None:
     ledger(db, {h(6): "final", h(5): "final", h(3): "final", h(2): "lost", h(1): "final"})  # h(4) missing
     _, rows = price(db)
-    final = {hour for hour, row in rows.items() if row[12]}
+    final = {hour for hour, row in rows.items() if row["is_finalized"]}
     assert final == {h(6), h(5)}
-    assert rows[h(5)][10] == 1_000_000  # 2 cores x 1 h x 0.5 = 1.00
-    assert rows[h(4)][10] == 0 and not rows[h(4)][12]  # the gap: open, never a final zero
+    assert rows[h(5)]["amount_micros"] == 1_000_000  # 2 cores x 1 h x 0.5 = 1.00
+    assert rows[h(4)]["amount_micros"] == 0 and not rows[h(4)]["is_finalized"]  # the gap: open, never a final zero
 
 
 def test_lost_hours_are_settled_and_the_pinned_hour_stays_open(db: Database) -> None:
     ledger(db, {h(6): "final", h(5): "lost", h(4): "final", h(3): "final", h(2): "final", h(1): "final",
                 PINNED.start: "final"})  # fmt: skip
     _, rows = price(db)
-    assert {hour for hour, row in rows.items() if row[12]} == {h(n) for n in range(1, 7)}
-    assert not rows[PINNED.start][12]
+    assert {hour for hour, row in rows.items() if row["is_finalized"]} == {h(n) for n in range(1, 7)}
+    assert not rows[PINNED.start]["is_finalized"]
 
 
 def test_usage_rows_without_a_rate_are_counted_not_silently_charged(db: Database) -> None:
     ledger(db, {h(n): "final" for n in range(1, 7)}, priced=False)
     item, rows = price(db)
     assert item.unpriced_rows == 6
-    assert {row[10] for row in rows.values()} == {0}
-    assert rows[h(3)][14] == 1  # counted on the charge row (status.costs shows it)
+    assert {row["amount_micros"] for row in rows.values()} == {0}
+    assert rows[h(3)]["unpriced_rows"] == 1  # counted on the charge row (status.costs shows it)
 
 
 def test_the_boundary_reads_further_back_on_demand(db: Database) -> None:
@@ -110,12 +108,9 @@ def test_settled_hours_are_read_before_their_usage_rows(db: Database, monkeypatc
         return fetch_all(self, query, conn, **params)
 
     monkeypatch.setattr(Database, "fetch_all", recorded)
+    charges.versions(db)
     boundary = UsageBoundary(db, "c", AGG, PINNED)
-    data = prefetch(db, "c", AGG, [SUB], PINNED, boundary)
+    plan = plan_subscription(SUB, OFFERING, (1, 1), PINNED, {}, boundary)
+    price_plans(db, "c", AGG, [plan], now=PINNED.start, chunk_hours=2, batch_rows=1)
     assert order.index("settled_hours") < order.index("usage_rows")
-    # A meter the prefetch did not cover (its rows fetched on their own): the ledger first too.
-    order.clear()
-    data.start = PINNED.start
-    price_subscription(db, "c", AGG, SUB, OFFERING, (1, 1), PINNED, UsageBoundary(db, "c", AGG, PINNED),
-                       PINNED.start, data)  # fmt: skip
-    assert order.index("settled_hours") < order.index("usage_rows")
+    assert order.count("usage_rows") == 4  # h(6) to the pinned hour, a batch of two hours at a time

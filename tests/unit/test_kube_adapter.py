@@ -38,6 +38,8 @@ def test_paths() -> None:
         == "/apis/apps/v1/namespaces/ns/deployments"
     )
     assert Operation("get", "g", "v1", "things", None, "a/b").path() == "/apis/g/v1/things/a%2Fb"
+    assert Operation.discovery("", "v1").path() == "/api/v1"
+    assert Operation.discovery("networking.k8s.io", "v1").path() == "/apis/networking.k8s.io/v1"
 
 
 def test_every_request_method_declares_its_permission() -> None:
@@ -51,6 +53,7 @@ def test_every_request_method_declares_its_permission() -> None:
         "patch", "finops.stakater.com", "costjobs/status"
     )
     assert COSTJOB.permission == permission_for("patch_status", "finops.stakater.com", "costjobs")
+    assert permission_for("api_resources", "apps", "") is None  # discovery: system:discovery grants it
 
 
 @pytest.mark.parametrize(
@@ -82,6 +85,8 @@ def test_messages_name_what_was_addressed() -> None:
         assert part in not_found
     forbidden = from_status(403, "RBAC: denied", COSTJOB).message
     assert "patch costjobs/status in API group 'finops.stakater.com'" in forbidden
+    discovery = from_status(403, "RBAC: denied", Operation.discovery("apps", "v1")).message
+    assert "the API resource list of apps/v1" in discovery and "system:discovery" in discovery
 
 
 def test_translate_library_exceptions() -> None:

@@ -131,6 +131,17 @@ def test_finalizers_hold_deletion_until_removed() -> None:
     assert store.get(FINOPS, "costjobs", "team-a", "job-1") is None
 
 
+def test_starting_deletion_bumps_generation_once() -> None:
+    store = KubeStore()
+    job = cost_job()
+    job["metadata"]["finalizers"] = ["finops.stakater.com/cleanup"]
+    assert store.create(job)["metadata"]["generation"] == 1
+    deleting = store.delete(FINOPS, "costjobs", "team-a", "job-1")
+    assert deleting is not None and deleting["metadata"]["generation"] == 2  # as the apiserver's BeforeDelete
+    again = store.delete(FINOPS, "costjobs", "team-a", "job-1")
+    assert again is not None and again["metadata"]["generation"] == 2
+
+
 def test_delete_without_finalizers_and_not_found() -> None:
     store = KubeStore()
     store.create(cost_job())

@@ -34,6 +34,7 @@ ADAPTERS = {
         "functions/cli.py",
         "functions/cli_ledger.py",
         "functions/localstack.py",
+        "sandbox/kube/events.py",  # the sandbox API server delivering events, as Knative's adapter does
     ),
     "boto3": ("infra/objectstore",),
     "flask": ("functions/", "sandbox/"),
