@@ -308,4 +308,3 @@ def price_plans(
             run.remaining = [plan for plan in queue if not plan.done]
             break
     return run
-

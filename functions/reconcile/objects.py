@@ -79,9 +79,7 @@ def status_changed(obj: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
     return any(current.get(key) != value for key, value in status.items())
 
 
-def write_status(
-    kube: Kube, plural: str, obj: dict[str, Any], status: dict[str, Any], result: ReconcileResult
-) -> bool:
+def write_status(kube: Kube, plural: str, obj: dict[str, Any], status: dict[str, Any], result: ReconcileResult) -> bool:
     """Write ``status`` (with ``observedGeneration``) when it differs, updating ``obj`` in place with
     what the API server stored; False when it could not be (the next event or run retries). One
     object's failure (a conflict, a rejected patch, a missing permission) never stops the others."""

@@ -42,9 +42,9 @@ in the core group (``apiVersion: v1``) leaves the group as a wildcard and so fet
 resource list of every group that serves a ``v1`` (eleven requests on the sandbox, one per
 such group on a real cluster). A miss invalidates the whole cache and starts over
 (``/version``, ``/apis``, the list, the file), on every miss. On the cold start of a
-scale-to-zero function that is many requests where one suffices, and its requests bypass ``KubeClient._call`` (our timeout, retry
-policy and error translation into ``finops.errors``). This module makes exactly one request per
-group/version it is asked about.
+scale-to-zero function that is many requests where one suffices, and its requests bypass
+``KubeClient._call`` (our timeout, retry policy and error translation into ``finops.errors``).
+This module makes exactly one request per group/version it is asked about.
 """
 
 from __future__ import annotations

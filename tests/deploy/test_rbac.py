@@ -38,7 +38,8 @@ RECONCILE = [
     ("get_object", MTO_GROUP, MTO_PLURAL),  # the Multi Tenant Operator's OpenCost resource
     ("patch_object", MTO_GROUP, MTO_PLURAL),
 ]
-EVENT = [("get_object", FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")]  # one event's object
+# One event's object, read first.
+EVENT = [("get_object", FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")]
 COSTJOB = [("get_object", FINOPS, "costjobs"), ("patch_status", FINOPS, "costjobs")]  # the CostJob a ping names
 CALLS: dict[str, list[tuple[str, str, str]]] = {
     "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB, *MEASURE],  # MEASURE: the re-drive
@@ -57,7 +58,9 @@ DYNAMIC_CALLS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("functions.reconcile.objects", "list_kind"): [
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")
     ],
-    ("functions.reconcile.objects", "get_kind"): [(FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")],
+    ("functions.reconcile.objects", "get_kind"): [
+        (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")
+    ],
     # A Subscription's spec.lifecycle.targetRef names any kind (resolved through discovery). None is
     # granted by default: a rule per kind (get, list) goes into ClusterRole
     # finops-subscription-targets (knative/billing-rbac.yaml) and here.

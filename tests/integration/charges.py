@@ -42,7 +42,8 @@ def price(
     """One run pinned at ``pinned`` pricing ``sub`` (through ``collect_charges``' planning and
     batches, into PostgreSQL): (its Plan, the rows it wrote by (hour, source))."""
     versions(db)
-    marks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster="c", uids=[sub["metadata"]["uid"]])}
+    found = db.fetch_all("charge_watermarks", cluster="c", uids=[sub["metadata"]["uid"]])
+    marks = {row["source"]: row["hour"] for row in found}
     plan = plan_subscription(sub, offering, (1, 1), pinned, marks, UsageBoundary(db, "c", AGG, pinned))
     stamp = pinned.start + timedelta(minutes=7)  # computed_at of this run's rows
     price_plans(db, "c", AGG, [plan], now=stamp, chunk_hours=limits.get("chunk_hours", 168),
@@ -60,6 +61,7 @@ def plan_of(
     from finops.usage import NO_MARGIN, ActiveInterval, Meter
 
     pinned = Hour(activated)
+    margins = {Meter(m): NO_MARGIN for m in meters}
     return Plan(key="shop/s", uid="u-1", namespace="shop", name="s", versions=(1, 1), schedule=schedule,
-                margins={Meter(m): NO_MARGIN for m in meters}, sources=[], active=ActiveInterval(activated, deactivated),
-                pinned=pinned, end=pinned.start, cursor={})  # fmt: skip
+                margins=margins, sources=[], active=ActiveInterval(activated, deactivated), pinned=pinned,
+                end=pinned.start, cursor={})  # fmt: skip

@@ -53,8 +53,11 @@ def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time
         charge(db, DEACTIVATED - (8 - n) * HOUR, "cpuHour", 1_000, unpriced=2 if n == 3 else 0)
     sub: dict[str, Any] = {
         "metadata": {"namespace": "shop", "name": "s", "uid": "u-1", "resourceVersion": "7"},
-        "status": {"activatedAt": "2026-10-10T08:00:00Z", "deactivatedAt": "2026-10-14T18:00:00Z",
-                   "conditions": [READY]},
+        "status": {
+            "activatedAt": "2026-10-10T08:00:00Z",
+            "deactivatedAt": "2026-10-14T18:00:00Z",
+            "conditions": [READY],
+        },
     }
     kube = Kube()
     plan = plan_of(ACTIVATED, DEACTIVATED, meters=("cpuHour", "ramGbHour"))

@@ -17,6 +17,7 @@ from functions.collect_charges.pricing import UsageBoundary, plan_subscription, 
 from infra.postgres import Database
 from tests.integration import charges
 from tests.integration.charges import AGG
+
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 ACTIVATED = PINNED.start - 6 * HOUR
 SUB: dict[str, Any] = {
