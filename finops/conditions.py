@@ -11,6 +11,11 @@ def rfc3339(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def condition_status(value: bool) -> str:
+    """A condition's (and the CRDs' ``status.ready``) string form: ``True`` or ``False``."""
+    return "True" if value else "False"
+
+
 def set_condition(
     conditions: Sequence[Mapping[str, Any]] | None,
     type_: str,
@@ -22,7 +27,7 @@ def set_condition(
     generation: int | None = None,
 ) -> list[dict[str, Any]]:
     """The conditions with ``type_`` set; others unchanged, order kept."""
-    value = "True" if status else "False"
+    value = condition_status(status)
     result: list[dict[str, Any]] = []
     found = False
     for condition in conditions or []:

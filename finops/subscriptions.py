@@ -49,7 +49,7 @@ def is_ready(obj: Obj | None) -> bool:
     if obj is None:
         return False
     status = obj.get("status") or {}
-    if status.get("ready") is True:
+    if status.get("ready") in ("True", True):  # the CRDs' string; a boolean from older writers
         return True
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 

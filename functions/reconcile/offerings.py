@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from finops.conditions import set_condition
+from finops.conditions import condition_status, set_condition
 from finops.offerings import needs_resolution, resolve
 from finops.subscriptions import Ref, meta, ref_of
 from functions.reconcile.objects import Kube, ReconcileResult, fingerprint, list_kind, write_status
@@ -48,7 +48,7 @@ def reconcile_offerings(
         for kind in ("Ready", "PricingResolved"):
             conditions = set_condition(conditions, kind, resolution.ready, resolution.reason, resolution.message,
                                        now=now, generation=meta(offering).get("generation"))  # fmt: skip
-        status: dict[str, Any] = {"ready": resolution.ready, "conditions": conditions}
+        status: dict[str, Any] = {"ready": condition_status(resolution.ready), "conditions": conditions}
         if resolution.ready and needs_resolution(offering, result.pricebook):
             status["resolvedPricing"] = resolution.pricing
         write_status(kube, "offerings", offering, status, result)

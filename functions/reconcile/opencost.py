@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from finops.conditions import rfc3339, set_condition
+from finops.conditions import condition_status, rfc3339, set_condition
 from finops.errors import InvalidInput, NotFound
 from finops.pricebooks import PriceBook, elect_active, opencost_pricing, parse_pricebook
 from finops.subscriptions import meta, ref_of
@@ -69,7 +69,7 @@ def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datet
             conditions = set_condition(conditions, "Active", active, "Activated" if active else "Demoted",
                                        "the cluster's active PriceBook" if active else "another PriceBook is active",
                                        now=now)  # fmt: skip
-        status: dict[str, Any] = {"ready": ready, "active": active, "conditions": conditions}
+        status: dict[str, Any] = {"ready": condition_status(ready), "active": active, "conditions": conditions}
         status["activePricing"] = opencost_pricing(book) if active and ready else None
         write_status(kube, "pricebooks", book, status, result)
         if active and ready:

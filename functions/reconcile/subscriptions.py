@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from finops.conditions import get_condition, rfc3339, set_condition
+from finops.conditions import condition_status, get_condition, rfc3339, set_condition
 from finops.errors import FinOpsError, NotFound
 from finops.subscriptions import FINALIZER, Ref, World, deactivation_cause, gates, meta, ref_of, reference
 from functions.reconcile.objects import GROUP, VERSION, Kube, ReconcileResult, fingerprint, write_status
@@ -101,7 +101,7 @@ def decide(kube: Kube, sub: dict[str, Any], world: World, now: datetime, result:
         if existing is None or existing.get("reason") != "WaitingForCollectionJob":
             conditions = set_condition(conditions, "Deleting", False, "WaitingForCollectionJob",
                                        "charges are settled by the next collect_charges run", now=now)  # fmt: skip
-    status["ready"] = bool(status.get("activatedAt")) and not status.get("deactivatedAt")
+    status["ready"] = condition_status(bool(status.get("activatedAt")) and not status.get("deactivatedAt"))
     status["conditions"] = conditions
     if not write_status(kube, "subscriptions", sub, status, result):
         result.errors.setdefault(key, "status not stored this run; priced next run")

@@ -57,7 +57,7 @@ def subscription(n: int, activated: datetime | None = ACTIVATED, **spec: Any) ->
                  "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}], **spec},
     }  # fmt: skip
     if activated is not None:
-        sub["status"] = {"activatedAt": iso(activated), "ready": True}
+        sub["status"] = {"activatedAt": iso(activated), "ready": "True"}
     return sub
 
 
@@ -178,7 +178,7 @@ def test_one_event_costs_the_same_whatever_the_cluster_holds(db: Database, monke
                                          PINNED.start)  # fmt: skip
             assert result.reconciled == 1 and not result.errors
             stored = kube.store.get(FB, "subscriptions", "team-3", "sub-3")
-            assert stored is not None and stored["status"]["ready"] is True
+            assert stored is not None and stored["status"]["ready"] == "True"
             counts.append((counted.kube, counted.db))
     assert counts[0] == counts[1]
 
@@ -282,7 +282,7 @@ def test_target_kinds_are_resolved_through_discovery(db: Database) -> None:
             reconcile_event(client, db, "c", ObjectRef("Offering", "finops", "gold"), None, PINNED.start)
             reconcile_event(client, db, "c", ObjectRef("Subscription", "team-0", "sub-0"), None, PINNED.start)
             sub = kube.store.get(FB, "subscriptions", "team-0", "sub-0")
-            assert sub is not None and sub["status"]["ready"] is True
+            assert sub is not None and sub["status"]["ready"] == "True"
             kube.store.delete("networking.k8s.io/v1", "NetworkPolicy", "team-0", "deny-all")
             run(db, kube, PINNED)  # the full pass lists NetworkPolicies once
         sub = kube.store.get(FB, "subscriptions", "team-0", "sub-0")

@@ -58,7 +58,7 @@ def billing_objects() -> list[dict[str, Any]]:
         {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "gold-web", "namespace": "shop"},
          "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
                   "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}]},
-         "status": {"activatedAt": iso(ACTIVATED), "ready": True}},
+         "status": {"activatedAt": iso(ACTIVATED), "ready": "True"}},
     ]  # fmt: skip
 
 
@@ -124,7 +124,7 @@ def test_a_subscriptions_life(db: Database, billing: tuple[str, str], billing_ku
     restarts = deployment["spec"]["template"]["metadata"]["annotations"]
     assert "finops.stakater.com/restartedAt" in restarts
     offering = store.get(FB, "offerings", "finops", "gold")
-    assert offering is not None and offering["status"]["ready"] is True
+    assert offering is not None and offering["status"]["ready"] == "True"
     # The CRD's unitPriceMicros is an integer: displayed rounded half-even; charges use UNIT.
     assert offering["status"]["resolvedPricing"]["meters"] == [{"name": "cpuHour", "unitPriceMicros": 47_416}]
     sub = store.get(FB, "subscriptions", "shop", "gold-web")
@@ -225,7 +225,7 @@ def silver_objects() -> list[dict[str, Any]]:
         {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "silver-web", "namespace": "shop"},
          "spec": {"offeringRef": {"name": "silver", "namespace": "finops"},
                   "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}]},
-         "status": {"activatedAt": iso(SILVER_ACTIVATED), "ready": True}},
+         "status": {"activatedAt": iso(SILVER_ACTIVATED), "ready": "True"}},
     ]  # fmt: skip
 
 
