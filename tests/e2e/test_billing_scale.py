@@ -65,15 +65,12 @@ def usage(db: Database, n: int, first: datetime, last: datetime) -> None:
     """Final ledger hours from ``first`` through ``last``, each with a row of every app-i using half
     a core, stamped with a PriceBook of 0.04 a core-hour."""
     with db.connection() as conn:
-        book = (
-            conn.execute(
-                "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, cpu_hour,"
-                " spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib)"
-                " VALUES ('c', 'finops', 'b', 'u', 'f', 'USD', 'currency', 0.04, 0, 0, 0, 0, 0, 0)"
-                " ON CONFLICT DO NOTHING RETURNING id"
-            ).fetchone()
-            or conn.execute("SELECT id FROM pricebooks WHERE cluster = 'c'").fetchone()
+        conn.execute(
+            "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, cpu_hour,"
+            " spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib)"
+            " VALUES ('c', 'finops', 'b', 'u', 'f', 'USD', 'currency', 0.04, 0, 0, 0, 0, 0, 0) ON CONFLICT DO NOTHING"
         )
+        book = conn.execute("SELECT id FROM pricebooks WHERE cluster = 'c'").fetchone()
         assert book is not None
         conn.execute("SELECT finops_ensure_allocation_partition(%s)", (first,))
         conn.execute("SELECT finops_ensure_allocation_partition(%s)", (last,))
