@@ -30,16 +30,10 @@ class Offerings:
     changed: set[Ref] = field(default_factory=set)
 
 
-def reconcile_offerings(
-    kube: Kube, db: Database, cluster: str, now: datetime, result: ReconcileResult, *, only: Ref | None = None
-) -> Offerings:
-    """Resolve and write every Offering's status (or only ``only``'s, the others read for its
-    required Offerings), then mirror the reconciled ones in one statement."""
+def reconcile_offerings(kube: Kube, db: Database, cluster: str, now: datetime, result: ReconcileResult) -> Offerings:
+    """Resolve and write every Offering's status, then mirror them all in one statement."""
     found = Offerings(objects={ref_of(o): o for o in list_kind(kube, "offerings")})
-    if only is None:
-        reconciled = list(found.objects.values())
-    else:
-        reconciled = [found.objects[only]] if only in found.objects else []
+    reconciled = list(found.objects.values())
     for offering in reconciled:
         result.reconciled += 1
         before = (offering.get("status") or {}).get("ready"), (offering.get("status") or {}).get("resolvedPricing")

@@ -121,15 +121,13 @@ def reconcile_event(
         else:
             events.subscriptions([obj])
         return result
+    # A PriceBook or an Offering: the books and Offerings are few, and an Offering's readiness
+    # follows the active book and the Offerings it requires, so all of them are re-resolved.
+    reconcile_pricebooks(kube, opencost if ref.kind == "PriceBook" else None, now, result)
     if ref.kind == "PriceBook":
-        reconcile_pricebooks(kube, opencost, now, result)
         reconcile_provider(kube, mto, opencost, now, result)
-        offerings = reconcile_offerings(kube, db, cluster, now, result)
-        changed = offerings.changed
-    else:
-        reconcile_pricebooks(kube, None, now, result)  # the active book (OpenCost is left to its own events)
-        offerings = reconcile_offerings(kube, db, cluster, now, result, only=(ref.namespace, ref.name))
-        changed = offerings.changed | ({(ref.namespace, ref.name)} if obj is None else set())
+    offerings = reconcile_offerings(kube, db, cluster, now, result)
+    changed = offerings.changed | ({(ref.namespace, ref.name)} if ref.kind == "Offering" and obj is None else set())
     events.offerings = offerings.objects
     for namespace, name in sorted(changed):
         rows = db.fetch_all("subscriptions_of_offering", cluster=cluster, namespace=namespace, name=name)
