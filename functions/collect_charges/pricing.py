@@ -104,6 +104,12 @@ class Plan:
     def done(self) -> bool:
         return self.error is not None or all(hour >= self.end for hour in self.cursor.values())
 
+    def settle(self, boundary: UsageBoundary) -> None:
+        """Where each meter's usage stops being final this run (read before any of its usage rows)."""
+        for meter in self.margins:
+            start = self.cursor[meter.value]
+            self.until[meter.value] = boundary(start) if start < self.end else self.pinned.start
+
     def take(self, hours: int) -> dict[str, tuple[datetime, datetime]]:
         """The next chunk (at most ``hours`` hours of each unfinished source); the cursors move past it."""
         chunk = {}
@@ -120,9 +126,9 @@ def plan_subscription(
     versions: tuple[int, int],
     pinned: Hour,
     watermarks: Mapping[str, datetime],
-    boundary: UsageBoundary,
 ) -> Plan:
-    """The Plan of an activated Subscription (``InvalidInput`` naming the field when it cannot be)."""
+    """The Plan of an activated Subscription (``InvalidInput`` naming the field when it cannot be);
+    ``Plan.settle`` then says where its usage is final."""
     namespace, name = ref_of(sub)
     status = sub.get("status") or {}
     activated = parse_timestamp(status["activatedAt"], field="status.activatedAt")
@@ -146,14 +152,11 @@ def plan_subscription(
     first = truncate_to_hour(activated)
     names = ([FEE] if schedule is not None else []) + [meter.value for meter in margins]
     cursor = {source: watermarks[source] + HOUR if source in watermarks else first for source in names}
-    plan = Plan(
+    return Plan(
         key=f"{namespace}/{name}", uid=str(meta(sub).get("uid", "")), namespace=namespace, name=name,
         versions=versions, schedule=schedule, margins=margins, sources=sources,
         active=ActiveInterval(activated, deactivated), pinned=pinned, end=end, cursor=cursor,
     )  # fmt: skip
-    for meter in margins:  # read before any usage row of this run (see UsageBoundary)
-        plan.until[meter.value] = boundary(cursor[meter.value]) if cursor[meter.value] < end else pinned.start
-    return plan
 
 
 def _usage_row(row: Mapping[str, Any]) -> UsageRow:

@@ -143,7 +143,6 @@ def _plans(
     if unmirrored:  # its reconcile failed this run: priced from its last mirrored version
         versions.update({r["uid"]: int(r["id"]) for r in db.fetch_all("latest_subscription_versions",
                                                                        cluster=cluster, uids=unmirrored)})  # fmt: skip
-    boundary = UsageBoundary(db, cluster, aggregation, pinned)
     plans: dict[str, Plan] = {}
     for sub, uid in zip(active, uids, strict=True):
         key = "/".join(ref_of(sub))
@@ -162,10 +161,17 @@ def _plans(
             if uid not in versions:
                 raise InvalidInput("the Subscription has no mirrored version yet")
             plans[uid] = plan_subscription(sub, offering, (offering_version, versions[uid]), pinned,
-                                           marks.get(uid, {}), boundary)  # fmt: skip
+                                           marks.get(uid, {}))  # fmt: skip
         except (FinOpsError, KeyError, ValueError) as exc:
             result.errors[key] = exc.message if isinstance(exc, FinOpsError) else f"{type(exc).__name__}: {exc}"
             log.warning("subscription not priced", extra={"fields": {"subscription": key, "error": result.errors[key]}})
+    boundary = UsageBoundary(db, cluster, aggregation, pinned)
+    # The ledger's settled hours, read once from the earliest hour any meter prices, before any usage row.
+    starts = [plan.cursor[meter] for plan in plans.values() for meter in plan.meters]
+    if starts:
+        boundary(min(starts))
+    for plan in plans.values():
+        plan.settle(boundary)
     return plans
 
 

@@ -44,7 +44,8 @@ def price(
     versions(db)
     found = db.fetch_all("charge_watermarks", cluster="c", uids=[sub["metadata"]["uid"]])
     marks = {row["source"]: row["hour"] for row in found}
-    plan = plan_subscription(sub, offering, (1, 1), pinned, marks, UsageBoundary(db, "c", AGG, pinned))
+    plan = plan_subscription(sub, offering, (1, 1), pinned, marks)
+    plan.settle(UsageBoundary(db, "c", AGG, pinned))
     stamp = pinned.start + timedelta(minutes=7)  # computed_at of this run's rows
     price_plans(db, "c", AGG, [plan], now=stamp, chunk_hours=limits.get("chunk_hours", 168),
                 batch_rows=limits.get("batch_rows", 20_000))  # fmt: skip

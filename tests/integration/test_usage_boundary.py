@@ -111,7 +111,8 @@ def test_settled_hours_are_read_before_their_usage_rows(db: Database, monkeypatc
     monkeypatch.setattr(Database, "fetch_all", recorded)
     charges.versions(db)
     boundary = UsageBoundary(db, "c", AGG, PINNED)
-    plan = plan_subscription(SUB, OFFERING, (1, 1), PINNED, {}, boundary)
+    plan = plan_subscription(SUB, OFFERING, (1, 1), PINNED, {})
+    plan.settle(boundary)
     price_plans(db, "c", AGG, [plan], now=PINNED.start, chunk_hours=2, batch_rows=1)
     assert order.index("settled_hours") < order.index("usage_rows")
     assert order.count("usage_rows") == 4  # h(6) to the pinned hour, a batch of two hours at a time
