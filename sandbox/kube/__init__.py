@@ -5,9 +5,12 @@ through the official ``kubernetes`` client over real HTTP, because the client's 
 building and error handling are part of what is being tested. This package serves the
 subset of the API the product uses (CRUD, merge and JSON patch, the status subresource,
 label and field selectors, optimistic concurrency, finalizers) from an in-memory store that
-can be seeded from a folder of YAML manifests. There is no watch, admission, validation
-against CRD schemas, garbage collection or authentication; ``KubeServer.attach_events`` does
-send change events the way a Knative ``ApiServerSource`` does (``sandbox.kube.events``).
+can be seeded from a folder of YAML manifests. Objects of a kind whose CRD (with a schema) was
+created in the sandbox are pruned, defaulted and validated against it on every write like on a
+real server (``sandbox.kube.schema``; CEL rules excepted), and what was pruned or refused is
+recorded in ``KubeStore.schemas``; other kinds are stored as sent. There is no watch, admission
+webhook, garbage collection or authentication; ``KubeServer.attach_events`` does send change
+events the way a Knative ``ApiServerSource`` does (``sandbox.kube.events``).
 
     with serve(seed_dir=Path("sandbox/demo")) as server:
         client = KubeClient.from_url(server.url)
@@ -22,6 +25,7 @@ from sandbox.kube.app import make_app
 from sandbox.kube.errors import ApiError
 from sandbox.kube.events import CloudEvent, Delivery, EventSource
 from sandbox.kube.resources import ResourceType
+from sandbox.kube.schema import CrdSchemas, FieldError, Pruned, Rejected
 from sandbox.kube.seed import ManifestError, load_manifests
 from sandbox.kube.server import KubeServer, serve
 from sandbox.kube.store import KubeStore
@@ -29,11 +33,15 @@ from sandbox.kube.store import KubeStore
 __all__ = [
     "ApiError",
     "CloudEvent",
+    "CrdSchemas",
     "Delivery",
     "EventSource",
+    "FieldError",
     "KubeServer",
     "KubeStore",
     "ManifestError",
+    "Pruned",
+    "Rejected",
     "ResourceType",
     "load_manifests",
     "make_app",

@@ -36,6 +36,7 @@ from sandbox.kube.resources import (
     join_api_version,
     split_api_version,
 )
+from sandbox.kube.schema import CrdSchemas
 from sandbox.kube.seed import apply_order
 from sandbox.kube.selectors import (
     SelectorError,
@@ -79,6 +80,7 @@ class KubeStore:
         self._objects: dict[Key, Obj] = {}
         self._revision = 0
         self.registry = ResourceRegistry()
+        self.schemas = CrdSchemas()  # kinds whose CRD has a schema are pruned and validated on write
         self._listeners: tuple[ChangeListener, ...] = ()  # empty: writes skip notifying entirely
 
     # ----------------------------------------------------------------- change notification
@@ -149,6 +151,18 @@ class KubeStore:
             raise errors.not_found(key[0], key[1], key[3])
         return found
 
+    def _admit(
+        self, resource: ResourceType, version: str | None, stored: Obj, candidate: Obj, subresource: str | None
+    ) -> Obj:
+        """The object a PUT or PATCH (``candidate``: the patched object) of the main resource or of
+        ``/status`` would store; of a kind with a CRD schema, pruned, defaulted and validated (422)."""
+        version = version or split_api_version(str(stored.get("apiVersion", "")))[1]
+        candidate = self.schemas.decode(resource, version, candidate, subresource=subresource)
+        merge = objects.merge_status if subresource == "status" else objects.merge_main
+        result = merge(stored, candidate)
+        self.schemas.validate(resource, version, result, str(stored["metadata"].get("name", "")))
+        return result
+
     def _commit(self, key: Key, resource: ResourceType, stored: Obj, result: Obj) -> Obj:
         """Store ``result`` as the next revision; drop it if its deletion is now unblocked."""
         if objects.is_deleting(stored) and objects.added_finalizers(stored, result):
@@ -166,6 +180,7 @@ class KubeStore:
             self._objects[key] = result
         if (resource.group, resource.kind) == (CRD_GROUP, "CustomResourceDefinition"):
             self.registry.register_crd(result)
+            (self.schemas.unregister if gone else self.schemas.register)(result)
         if self._listeners and (gone or not _only_revision_differs(stored, result)):
             self._notify("delete" if gone else "update", result)
         return result
@@ -202,6 +217,9 @@ class KubeStore:
             meta["namespace"] = namespace
         obj = {"apiVersion": join_api_version(resource.group, version), "kind": resource.kind, **obj}
         obj["apiVersion"], obj["kind"] = join_api_version(resource.group, version), resource.kind
+        # Of a kind with a CRD schema: pruned, defaulted and validated (422) like on the apiserver.
+        obj = self.schemas.decode(resource, version, obj, create=True)
+        self.schemas.validate(resource, version, obj, name)
         self.registry.note_version(resource.group, version)
         with self._lock:
             key = self._key(resource, namespace, name)
@@ -211,6 +229,7 @@ class KubeStore:
             self._objects[key] = obj
             if (resource.group, resource.kind) == (CRD_GROUP, "CustomResourceDefinition"):
                 self.registry.register_crd(obj)
+                self.schemas.register(obj)
             if self._listeners:
                 self._notify("add", obj)
             return self._view(obj, resource, version)
@@ -267,8 +286,8 @@ class KubeStore:
             stored = self._stored(key)
             if objects.stale_precondition(body, stored):
                 raise errors.conflict(resource.group, resource.plural, name)
-            merge = objects.merge_status if subresource == "status" else objects.merge_main
-            return self._view(self._commit(key, resource, stored, merge(stored, body)), resource, version)
+            result = self._admit(resource, version, stored, body, subresource)
+            return self._view(self._commit(key, resource, stored, result), resource, version)
 
     def patch_in(
         self,
@@ -305,8 +324,8 @@ class KubeStore:
             objects.check_identity(resource, namespace, name, candidate)
             if objects.stale_precondition(candidate, stored):
                 raise errors.conflict(resource.group, resource.plural, name)
-            merge = objects.merge_status if subresource == "status" else objects.merge_main
-            return self._view(self._commit(key, resource, stored, merge(stored, candidate)), resource, version)
+            result = self._admit(resource, version, stored, candidate, subresource)
+            return self._view(self._commit(key, resource, stored, result), resource, version)
 
     def delete_in(
         self,
@@ -328,6 +347,8 @@ class KubeStore:
                     raise errors.conflict(resource.group, resource.plural, name)
             if not objects.finalizers(stored):
                 del self._objects[key]
+                if (resource.group, resource.kind) == (CRD_GROUP, "CustomResourceDefinition"):
+                    self.schemas.unregister(stored)
                 revision = self._next_revision()
                 if self._listeners:  # a watch's DELETED carries the deletion's resourceVersion
                     self._notify("delete", {**stored, "metadata": {**stored["metadata"], "resourceVersion": revision}})
@@ -431,7 +452,7 @@ class KubeStore:
                     applied.append(self.create(doc, keep_status=True, keep_identity=True))
                     continue
                 key = self._key(resource, namespace, name)
-                result = objects.merge_main(existing, doc)
-                result = objects.merge_status(result, doc)
+                result = self._admit(resource, version, existing, doc, None)
+                result = self._admit(resource, version, result, doc, "status")
                 applied.append(self._view(self._commit(key, resource, existing, result), resource, version))
         return applied

@@ -1,0 +1,503 @@
+"""What the API server does with a custom resource's body before storing it: prune, default, validate.
+
+A real kube-apiserver decodes every write of a custom resource (create, update, patch after
+applying it, ``/status``) against the structural ``openAPIV3Schema`` of the served version of its
+CRD. Fields the schema does not declare are *pruned* silently (unless a node says
+``x-kubernetes-preserve-unknown-fields: true``), nulls of non-nullable fields are dropped,
+``default`` values are filled in, and then the whole object is validated (``type``, ``nullable``,
+``enum``, ``required``, ``minimum``/``maximum``, ``minLength``/``maxLength``, ``pattern``,
+``minItems``/``maxItems``, ``items``, ``x-kubernetes-int-or-string``, list-map keys, a few string
+``format`` s). A failure is a ``422 Invalid`` Status listing every field error, worded like the real
+server (``status.ready: Invalid value: "boolean": status.ready in body must be of type string:
+"boolean"``). ``metadata`` is the server's own business and is never pruned or validated here; CEL
+rules (``x-kubernetes-validations``) are not evaluated (tests/deploy/test_crds.py evaluates them).
+
+``CrdSchemas`` holds the schemas of the CRDs created in a sandbox store; kinds without a CRD (or
+whose CRD has no schema) are stored as sent, which keeps the sandbox lenient for everything else.
+Pruning is what a test cannot see from an answer, so every pruned field of a write is also
+recorded in ``CrdSchemas.pruned`` (and every refused write in ``CrdSchemas.rejected``, for
+callers that swallow errors).
+
+    schemas = CrdSchemas()
+    schemas.register(crd_manifest)
+    body = schemas.decode(resource, "v1alpha1", body)   # pruned and defaulted copy
+    schemas.validate(resource, "v1alpha1", body)        # ApiError 422 Invalid if not admissible
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from sandbox.kube.errors import ApiError
+from sandbox.kube.resources import ResourceType, guess_plural, split_api_version
+
+Schema = Mapping[str, Any]
+
+# Root fields every object keeps whatever its schema says; ``metadata`` is validated by the server.
+_ROOT_KEPT = ("apiVersion", "kind", "metadata")
+_EMBEDDED_KEPT = ("apiVersion", "kind", "metadata")  # inside x-kubernetes-embedded-resource nodes
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field error of a 422 answer: ``field`` is a path like ``status.costs[0].current``."""
+
+    field: str
+    reason: str  # the Status cause reason: FieldValueInvalid, FieldValueRequired, ...
+    message: str  # the whole text, field path included
+
+    def cause(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """A field the server dropped from a write because the schema does not declare it."""
+
+    kind: str
+    namespace: str
+    name: str
+    path: str
+    value: Any
+    subresource: str | None = None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A write the server refused with ``422 Invalid`` because of the schema."""
+
+    kind: str
+    namespace: str
+    name: str
+    errors: tuple[FieldError, ...]
+
+
+# ----------------------------------------------------------------------------- pure functions
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def prune(schema: Schema, value: Any, path: str = "", *, root: bool = True) -> tuple[Any, list[tuple[str, Any]]]:
+    """``value`` without the fields ``schema`` does not declare, and ``(path, value)`` of each dropped.
+
+    Also drops ``null`` s of fields that are not ``nullable`` (the server does this before defaulting).
+    ``value`` is not modified. A value of the wrong type is kept as is, for validation to reject.
+    """
+    dropped: list[tuple[str, Any]] = []
+    result = _prune(schema, copy.deepcopy(value), path, dropped, root=root, embedded=False)
+    return result, dropped
+
+
+def _prune(schema: Schema, value: Any, path: str, dropped: list[tuple[str, Any]], *, root: bool, embedded: bool) -> Any:
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or extra is True
+        kept_anyway = _ROOT_KEPT if root else _EMBEDDED_KEPT if embedded else ()
+        for name in list(value):
+            child = _join(path, name)
+            item = value[name]
+            if name in kept_anyway and name not in properties:
+                continue
+            if root and name == "metadata":
+                continue  # ObjectMeta is the server's: neither pruned nor validated against the schema
+            sub = properties.get(name)
+            if sub is None and isinstance(extra, Mapping):
+                sub = extra
+            if sub is None:
+                if not preserve:
+                    dropped.append((child, value.pop(name)))
+                continue
+            if item is None and not sub.get("nullable"):
+                del value[name]  # a null of a non-nullable field is dropped, not rejected
+                continue
+            value[name] = _prune(
+                sub, item, child, dropped, root=False, embedded=bool(sub.get("x-kubernetes-embedded-resource"))
+            )
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        items: Schema = schema["items"]
+        embedded_items = bool(items.get("x-kubernetes-embedded-resource"))
+        return [
+            _prune(items, item, f"{path}[{index}]", dropped, root=False, embedded=embedded_items)
+            for index, item in enumerate(value)
+        ]
+    return value
+
+
+def apply_defaults(schema: Schema, value: Any, *, root: bool = True) -> Any:
+    """Fill in the ``default`` of every absent field under a present parent (in place); returns ``value``."""
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        for name, sub in properties.items():
+            if root and name == "metadata":
+                continue
+            if name not in value and "default" in sub:
+                value[name] = copy.deepcopy(sub["default"])
+            if name in value:
+                apply_defaults(sub, value[name], root=False)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            for name, item in value.items():
+                if name not in properties:
+                    apply_defaults(extra, item, root=False)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for item in value:
+            apply_defaults(schema["items"], item, root=False)
+    return value
+
+
+def _quote(value: Any) -> str:
+    """A value as the server prints it in a field error: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _has_type(value: Any, wanted: str) -> bool:
+    actual = _json_type(value)
+    if wanted == "number":
+        return actual in ("integer", "number")
+    if wanted == "integer" and isinstance(value, float):
+        return value.is_integer()  # JSON has one number type: 3.0 is an integer
+    return actual == wanted
+
+
+def _format_ok(fmt: str, value: str) -> bool:
+    """The string formats the server checks, loosely (the rest are accepted)."""
+    if fmt == "date-time":
+        text = value.strip()
+        if not re.match(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}", text):
+            return False
+        try:
+            datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.replace("t", "T")))
+        except ValueError:
+            return False
+        return True
+    if fmt == "date":
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            return False
+        return True
+    if fmt == "uuid":
+        try:
+            uuid.UUID(value)
+        except ValueError:
+            return False
+        return True
+    return True
+
+
+def validate(schema: Schema, value: Any, path: str = "", *, root: bool = True) -> list[FieldError]:
+    """Every structural error of ``value`` against ``schema``, in document order (``[]`` if valid)."""
+    found: list[FieldError] = []
+    _validate(schema, value, path, found, root=root)
+    return found
+
+
+def _invalid(found: list[FieldError], path: str, value: Any, detail: str) -> None:
+    found.append(FieldError(path, "FieldValueInvalid", f"{path}: Invalid value: {_quote(value)}: {detail}"))
+
+
+def _validate(schema: Schema, value: Any, path: str, found: list[FieldError], *, root: bool) -> None:
+    where = path or "<root>"
+    if value is None:
+        if schema.get("nullable") or not (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
+            return
+        wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
+        _invalid(found, where, "null", f'{where} in body must be of type {wanted}: "null"')
+        return
+    if schema.get("x-kubernetes-int-or-string"):
+        if not (_has_type(value, "integer") or isinstance(value, str)):
+            actual = _json_type(value)
+            _invalid(found, where, actual, f'{where} in body must be of type integer,string: "{actual}"')
+            return
+    elif isinstance(schema.get("type"), str) and not _has_type(value, schema["type"]):
+        actual = _json_type(value)
+        _invalid(found, where, actual, f'{where} in body must be of type {schema["type"]}: "{actual}"')
+        return
+    if "enum" in schema and value not in schema["enum"]:
+        supported = ", ".join(_quote(option) for option in schema["enum"])
+        message = f"{where}: Unsupported value: {_quote(value)}: supported values: {supported}"
+        found.append(FieldError(where, "FieldValueNotSupported", message))
+    if isinstance(value, str):
+        _validate_string(schema, value, where, found)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        _validate_number(schema, value, where, found)
+    elif isinstance(value, list):
+        _validate_array(schema, value, path, found)
+    elif isinstance(value, dict):
+        _validate_object(schema, value, path, found, root=root)
+
+
+def _validate_string(schema: Schema, value: str, where: str, found: list[FieldError]) -> None:
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        _invalid(found, where, value, f"{where} in body should be at least {schema['minLength']} chars long")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        message = f"{where}: Too long: may not be more than {schema['maxLength']} bytes"
+        found.append(FieldError(where, "FieldValueTooLong", message))
+    if "pattern" in schema and not re.search(schema["pattern"], value):
+        _invalid(found, where, value, f"{where} in body should match '{schema['pattern']}'")
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and not _format_ok(fmt, value):
+        _invalid(found, where, value, f"{where} in body must be of type {fmt}: {_quote(value)}")
+
+
+def _validate_number(schema: Schema, value: float, where: str, found: list[FieldError]) -> None:
+    if "minimum" in schema:
+        low = schema["minimum"]
+        if value < low or (schema.get("exclusiveMinimum") and value == low):
+            strictly = "" if schema.get("exclusiveMinimum") else " or equal to"
+            _invalid(found, where, value, f"{where} in body should be greater than{strictly} {low}")
+    if "maximum" in schema:
+        high = schema["maximum"]
+        if value > high or (schema.get("exclusiveMaximum") and value == high):
+            strictly = "" if schema.get("exclusiveMaximum") else " or equal to"
+            _invalid(found, where, value, f"{where} in body should be less than{strictly} {high}")
+    step = schema.get("multipleOf")
+    if step and (value / step) != int(value / step):
+        _invalid(found, where, value, f"{where} in body should be a multiple of {step}")
+
+
+def _validate_array(schema: Schema, value: list[Any], path: str, found: list[FieldError]) -> None:
+    where = path or "<root>"
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        _invalid(found, where, len(value), f"{where} in body should have at least {schema['minItems']} items")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        message = f"{where}: Too many: {len(value)}: must have at most {schema['maxItems']} items"
+        found.append(FieldError(where, "FieldValueTooMany", message))
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        for index, item in enumerate(value):
+            _validate(items, item, f"{path}[{index}]", found, root=False)
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "map":
+        keys = list(schema.get("x-kubernetes-list-map-keys") or [])
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            key = json.dumps({k: item.get(k) for k in keys}, sort_keys=True)
+            if key in seen:
+                child = f"{path}[{index}]"
+                message = f"{child}: Duplicate value: {key}"
+                found.append(FieldError(child, "FieldValueDuplicate", message))
+            seen.add(key)
+    elif list_type == "set" or schema.get("uniqueItems"):
+        seen_items: set[str] = set()
+        for index, item in enumerate(value):
+            key = json.dumps(item, sort_keys=True)
+            if key in seen_items:
+                child = f"{path}[{index}]"
+                found.append(FieldError(child, "FieldValueDuplicate", f"{child}: Duplicate value: {key}"))
+            seen_items.add(key)
+
+
+def _validate_object(schema: Schema, value: dict[str, Any], path: str, found: list[FieldError], *, root: bool) -> None:
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        if name not in value and not (root and name == "metadata"):
+            child = _join(path, name)
+            found.append(FieldError(child, "FieldValueRequired", f"{child}: Required value"))
+    extra = schema.get("additionalProperties")
+    for name, item in value.items():
+        if root and name == "metadata":
+            continue
+        sub = properties.get(name)
+        if sub is None and isinstance(extra, Mapping):
+            sub = extra
+        if sub is not None:
+            _validate(sub, item, _join(path, name), found, root=False)
+    if "minProperties" in schema and len(value) < schema["minProperties"]:
+        where = path or "<root>"
+        _invalid(found, where, len(value), f"{where} in body should have at least {schema['minProperties']} properties")
+    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        where = path or "<root>"
+        _invalid(found, where, len(value), f"{where} in body should have at most {schema['maxProperties']} properties")
+
+
+# ----------------------------------------------------------------------------- CRD schemas
+
+
+def crd_schemas(crd: Mapping[str, Any]) -> tuple[dict[str, Schema], str | None]:
+    """``({version: openAPIV3Schema}, storage version)`` of a CRD manifest (v1, or v1beta1's
+    top-level ``validation``); versions without a schema are left out."""
+    spec = crd.get("spec") or {}
+    found: dict[str, Schema] = {}
+    storage: str | None = None
+    common = ((spec.get("validation") or {}).get("openAPIV3Schema")) if isinstance(spec, dict) else None
+    for entry in spec.get("versions") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        schema = (entry.get("schema") or {}).get("openAPIV3Schema") or common
+        if isinstance(schema, Mapping):
+            found[entry["name"]] = schema
+        if entry.get("storage") or storage is None:
+            storage = entry["name"]
+    if not found and isinstance(common, Mapping) and isinstance(spec.get("version"), str):
+        found[spec["version"]] = common
+        storage = spec["version"]
+    return found, storage
+
+
+@dataclass(frozen=True)
+class _Crd:
+    kind: str
+    group: str
+    schemas: dict[str, Schema]
+    storage: str | None
+    prunes: bool  # v1beta1's spec.preserveUnknownFields: true turns pruning off
+
+
+class CrdSchemas:
+    """The schemas of the CRDs created in one store, keyed by ``(group, plural)``; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._crds: dict[tuple[str, str], _Crd] = {}
+        self.pruned: list[Pruned] = []  # every field pruned from a write, oldest first
+        self.rejected: list[Rejected] = []  # every write refused by ``validate``, oldest first
+
+    def register(self, crd: Mapping[str, Any]) -> None:
+        """Use ``crd``'s schemas from now on (replacing an earlier version of the same CRD)."""
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
+        if not isinstance(group, str) or not isinstance(kind, str):
+            return
+        if not isinstance(plural, str):
+            plural = guess_plural(kind)
+        schemas, storage = crd_schemas(crd)
+        with self._lock:
+            if not schemas:
+                self._crds.pop((group, plural), None)
+                return
+            prunes = spec.get("preserveUnknownFields") is not True
+            self._crds[(group, plural)] = _Crd(kind, group, schemas, storage, prunes)
+
+    def unregister(self, crd: Mapping[str, Any]) -> None:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        with self._lock:
+            self._crds.pop((str(spec.get("group")), str(names.get("plural"))), None)
+
+    def _crd(self, resource: ResourceType) -> _Crd | None:
+        with self._lock:
+            return self._crds.get((resource.group, resource.plural))
+
+    def schema_for(self, resource: ResourceType, version: str | None) -> Schema | None:
+        """The schema of ``version`` of ``resource`` (the storage version's if it has none), or ``None``."""
+        crd = self._crd(resource)
+        if crd is None:
+            return None
+        if version and version in crd.schemas:
+            return crd.schemas[version]
+        if crd.storage and crd.storage in crd.schemas:
+            return crd.schemas[crd.storage]
+        return next(iter(crd.schemas.values()))
+
+    def governs(self, resource: ResourceType) -> bool:
+        return self._crd(resource) is not None
+
+    def decode(
+        self,
+        resource: ResourceType,
+        version: str | None,
+        body: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        create: bool = False,
+    ) -> dict[str, Any]:
+        """``body`` pruned and defaulted as the server decodes it (a copy; ``body`` itself if no CRD).
+
+        Pruned fields that would have reached the stored object (all of them on ``create``, the
+        ``status`` ones for a ``/status`` write, the others for a main resource write) are
+        appended to ``pruned``.
+        """
+        crd = self._crd(resource)
+        schema = self.schema_for(resource, version or _version_of(body))
+        if crd is None or schema is None:
+            return body
+        if crd.prunes:
+            result, dropped = prune(schema, body)
+        else:
+            result, dropped = copy.deepcopy(body), []
+        if not isinstance(result, dict):
+            return body
+        apply_defaults(schema, result)
+        meta = body.get("metadata") or {}
+        for path, value in dropped:
+            in_status = path == "status" or path.startswith(("status.", "status["))
+            if create or in_status == (subresource == "status"):
+                entry = Pruned(
+                    crd.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""), path, value, subresource
+                )
+                with self._lock:
+                    self.pruned.append(entry)
+        return result
+
+    def errors(self, resource: ResourceType, version: str | None, obj: Mapping[str, Any]) -> list[FieldError]:
+        """The field errors of ``obj`` (``[]`` if it has no CRD here, or is valid)."""
+        schema = self.schema_for(resource, version or _version_of(obj))
+        if schema is None:
+            return []
+        return validate(schema, obj)
+
+    def validate(self, resource: ResourceType, version: str | None, obj: Mapping[str, Any], name: str = "") -> None:
+        """Raise the server's ``422 Invalid`` if ``obj`` breaks its CRD's schema."""
+        found = self.errors(resource, version, obj)
+        if found:
+            crd = self._crd(resource)
+            kind = crd.kind if crd is not None else resource.kind
+            meta = obj.get("metadata") or {}
+            name = name or str(meta.get("name") or "")
+            with self._lock:
+                self.rejected.append(Rejected(kind, str(meta.get("namespace") or ""), name, tuple(found)))
+            raise invalid(kind, resource.group, name, found)
+
+
+def _version_of(obj: Mapping[str, Any]) -> str | None:
+    api_version = obj.get("apiVersion")
+    return split_api_version(api_version)[1] if isinstance(api_version, str) else None
+
+
+def invalid(kind: str, group: str, name: str, found: list[FieldError]) -> ApiError:
+    """The ``422 Invalid`` Status of a custom resource's field errors, as the real server words it."""
+    listed = found[0].message if len(found) == 1 else "[" + ", ".join(e.message for e in found) + "]"
+    qualified = f"{kind}.{group}" if group else kind
+    return ApiError(
+        422,
+        "Invalid",
+        f'{qualified} "{name}" is invalid: {listed}',
+        details={"name": name, "group": group, "kind": kind, "causes": [e.cause() for e in found]},
+    )
