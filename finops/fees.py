@@ -28,8 +28,7 @@ MonthBoundary  ``N`` or ``Nmo`` months             the 1st at 00:00 UTC of the m
 Since v0.1.5 the operator accepts a suffixed period for the boundary alignments. Here a boundary
 alignment accepts the bare integer or its *own* unit only (``h``, ``d``, ``mo``); a suffix
 belonging to another unit (``3h`` under DayBoundary, ``90m`` under HourBoundary) is refused rather
-than converted, so nobody's ``3h`` silently becomes three days. ``Fee.period_text`` always renders
-the suffixed form. A period of zero, or longer than 100 years, is refused.
+than converted, so nobody's ``3h`` silently becomes three days. A period of zero, or longer than 100 years, is refused.
 
 **Proration** (boundary alignments only, opening tick only)::
 
@@ -137,15 +136,6 @@ class Fee:
         }[self.alignment]
         return self.period * per_unit
 
-    @property
-    def period_text(self) -> str:
-        """The period with an explicit unit: ``90m``, ``6h``, ``7d``, ``3mo``."""
-        if self.alignment is TickAlignment.ACTIVATED_AT:
-            for suffix in ("h", "m"):
-                if self.period % _SECONDS_IN[suffix] == 0:
-                    return f"{self.period // _SECONDS_IN[suffix]}{suffix}"
-            return f"{self.period}s"
-        return f"{self.period}{_UNIT[self.alignment][0]}"
 
 
 def parse_fee(spec: Mapping[str, Any], *, field: str = "spec.pricing.subscriptionFee") -> Fee:
@@ -309,10 +299,6 @@ class FeeSchedule:
         if end < start:
             raise ValueError(f"window end {end.isoformat()} is before its start {start.isoformat()}")
         return self.charged_through(end) - self.charged_through(start)
-
-    def boundaries(self, start: datetime, end: datetime) -> list[datetime]:
-        """The charged boundaries in ``(start, end]``, oldest first."""
-        return [self._boundary(k) for k in range(self.ticks(start) + 1, self.ticks(end) + 1)]
 
     def periods_elapsed(self, now: datetime) -> int:
         """Boundaries passed since activation, not clamped by deactivation (the minPeriods clock)."""

@@ -6,11 +6,8 @@ what is served).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-Handler = Callable[..., Any]
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,6 @@ from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
 from functions.report_table import render
 
-FORMATS = ("table", "json", "csv")
-
 
 def load_policy(path: str | Path) -> Policy:
     """Read and validate a policy YAML file; errors name the file and the key."""

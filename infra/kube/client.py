@@ -232,20 +232,6 @@ class KubeClient:
         operation = Operation("patch", group, version, plural, namespace, name, subresource="status")
         return self._call("PATCH", operation, body=patch, content_type=MERGE_PATCH)
 
-    def replace_status(self, group: str, version: str, plural: str, namespace: str | None, name: str, obj: Obj) -> Obj:
-        """Replace ``status`` from ``obj`` (as read, then edited) if it has not changed since.
-
-        ``obj`` must carry ``metadata.resourceVersion``; a stale one raises ``Conflict``.
-        """
-        if not (obj.get("metadata") or {}).get("resourceVersion"):
-            raise InvalidInput("replace_status needs metadata.resourceVersion as a precondition")
-        operation = Operation("update", group, version, plural, namespace, name, subresource="status")
-        return self._call("PUT", operation, body=obj)
-
-    def delete_object(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> Obj:
-        """Delete; with finalizers the answer is the object, now carrying ``deletionTimestamp``."""
-        return self._call("DELETE", Operation("delete", group, version, plural, namespace, name))
-
     def api_resources(self, group: str, version: str) -> list[Obj]:
         """The ``resources`` of the APIResourceList of ``group``/``version`` (``""``: the core group).
 

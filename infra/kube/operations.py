@@ -27,8 +27,6 @@ METHOD_VERBS: dict[str, tuple[str, str | None] | None] = {
     "create_object": ("create", None),
     "patch_object": ("patch", None),
     "patch_status": ("patch", "status"),
-    "replace_status": ("update", "status"),
-    "delete_object": ("delete", None),
     # Discovery: a nonResourceURL every authenticated user may get (ClusterRole system:discovery).
     "api_resources": None,
 }

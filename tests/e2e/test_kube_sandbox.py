@@ -128,10 +128,13 @@ def test_stale_resource_version_is_a_conflict(kube: KubeClient, api: k8s.ApiClie
     stale = {"metadata": {"resourceVersion": old["metadata"]["resourceVersion"]}, "spec": {"window": "2d"}}
     with pytest.raises(Conflict):
         kube.patch_object(GROUP, VERSION, "costjobs", "team-a", "a", stale)
-    with pytest.raises(Conflict):
-        kube.replace_status(GROUP, VERSION, "costjobs", "team-a", "a", {**old, "status": {"phase": "X"}})
+    with pytest.raises(ApiException) as stale_status:
+        custom.replace_namespaced_custom_object_status(GROUP, VERSION, "team-a", "costjobs", "a",
+                                                       {**old, "status": {"phase": "X"}})  # fmt: skip
+    assert stale_status.value.status == 409
     current = kube.get_object(GROUP, VERSION, "costjobs", "team-a", "a")
-    replaced = kube.replace_status(GROUP, VERSION, "costjobs", "team-a", "a", {**current, "status": {"phase": "Y"}})
+    replaced = custom.replace_namespaced_custom_object_status(GROUP, VERSION, "team-a", "costjobs", "a",
+                                                              {**current, "status": {"phase": "Y"}})  # fmt: skip
     assert replaced["status"] == {"phase": "Y"} and replaced["spec"] == {"window": "7d"}
 
 
@@ -182,9 +185,10 @@ def test_finalizers_delay_deletion(kube: KubeClient, api: k8s.ApiClient) -> None
         kube.get_object(GROUP, VERSION, "costjobs", "team-a", "a")
 
 
-def test_delete_without_finalizers_and_not_found(kube: KubeClient) -> None:
+def test_delete_without_finalizers_and_not_found(kube: KubeClient, api: k8s.ApiClient) -> None:
     kube.create_object(GROUP, VERSION, "costjobs", "team-a", cost_job("a"))
-    assert kube.delete_object(GROUP, VERSION, "costjobs", "team-a", "a")["status"] == "Success"
+    deleted = k8s.CustomObjectsApi(api).delete_namespaced_custom_object(GROUP, VERSION, "team-a", "costjobs", "a")
+    assert deleted["status"] == "Success"
     with pytest.raises(NotFound) as caught:
         kube.get_object(GROUP, VERSION, "costjobs", "team-a", "a")
     for part in (GROUP, "costjobs", "team-a", "'a'"):

@@ -45,15 +45,6 @@ def test_a_rejected_status_patch_is_invalid_input_naming_the_field(
     assert "status" not in stored(server)
 
 
-def test_a_rejected_status_replace_is_invalid_input(served: tuple[sandbox_kube.KubeServer, KubeClient]) -> None:
-    server, client = served
-    current = client.get_object(GROUP, "v1", "widgets", "ns", "w")
-    with pytest.raises(InvalidInput, match=r"status\.at: Invalid value: \"soon\""):
-        client.replace_status(GROUP, "v1", "widgets", "ns", "w", {**current, "status": {"at": "soon"}})
-    revision = stored(server)["metadata"]["resourceVersion"]
-    assert revision == current["metadata"]["resourceVersion"]
-
-
 def test_an_undeclared_status_field_is_pruned(served: tuple[sandbox_kube.KubeServer, KubeClient]) -> None:
     server, client = served
     answer = client.patch_status(GROUP, "v1", "widgets", "ns", "w", {"status": {"ready": "True", "seen": 4}})
