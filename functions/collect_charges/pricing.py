@@ -200,23 +200,48 @@ def usage_windows(work: Iterable[tuple[Plan, Chunk]]) -> dict[str, list[tuple[da
     return merged
 
 
+class Usage:
+    """A batch's allocation rows, indexed by namespace, by controller and by pod, so each
+    Subscription looks only at the rows its ``usageSources`` can name (not at every row of its
+    namespace: many Subscriptions share one)."""
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]] = ()) -> None:
+        self.by_namespace: dict[str, list[Mapping[str, Any]]] = {}
+        self.by_controller: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        self.by_pod: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for row in rows:
+            namespace = row["namespace"]
+            self.by_namespace.setdefault(namespace, []).append(row)
+            self.by_controller.setdefault((namespace, row["controller"]), []).append(row)
+            self.by_pod.setdefault((namespace, row["pod"]), []).append(row)
+
+    def candidates(self, sources: list[Mapping[str, Any]], default: str) -> list[Mapping[str, Any]]:
+        """Every row some entry of ``sources`` may match (each once); ``matches`` decides."""
+        found: dict[int, Mapping[str, Any]] = {}
+        for source in sources:
+            namespace, name = str(source.get("namespace") or default), source.get("name")
+            if name is None:
+                pool = self.by_namespace.get(namespace, [])
+            elif source.get("resourceType") == "Pod":
+                pool = self.by_pod.get((namespace, name), [])
+            else:
+                pool = self.by_controller.get((namespace, name), [])
+            found.update((id(row), row) for row in pool)
+        return list(found.values())
+
+
 def read_usage(
     db: Database, cluster: str, aggregation: str, windows: Mapping[str, list[tuple[datetime, datetime]]]
-) -> dict[str, list[Mapping[str, Any]]]:
-    """The allocation rows of ``windows`` (one query), by namespace."""
+) -> Usage:
+    """The allocation rows of ``windows`` (one query)."""
     flat = [(namespace, start, end) for namespace, spans in windows.items() for start, end in spans]
-    found: dict[str, list[Mapping[str, Any]]] = {}
-    if flat:
-        rows = db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, namespaces=[w[0] for w in flat],
-                            starts=[w[1] for w in flat], ends=[w[2] for w in flat])  # fmt: skip
-        for row in rows:
-            found.setdefault(row["namespace"], []).append(row)
-    return found
+    if not flat:
+        return Usage()
+    return Usage(db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, namespaces=[w[0] for w in flat],
+                              starts=[w[1] for w in flat], ends=[w[2] for w in flat]))  # fmt: skip
 
 
-def price_chunk(
-    plan: Plan, chunk: Chunk, usage: Mapping[str, list[Mapping[str, Any]]], cluster: str, now: datetime
-) -> list[tuple[Any, ...]]:
+def price_chunk(plan: Plan, chunk: Chunk, usage: Usage, cluster: str, now: datetime) -> list[tuple[Any, ...]]:
     """The charge rows of one chunk of one Plan (one per hour and source)."""
     rows: list[tuple[Any, ...]] = []
     offering_version, subscription_version = plan.versions
@@ -237,10 +262,9 @@ def price_chunk(
     if span is None:
         return rows
     by_hour: dict[datetime, list[UsageRow]] = {}
-    for namespace in namespaces(plan.sources, plan.namespace):
-        for row in usage.get(namespace, []):
-            if span[0] <= row["hour"] < span[1] and matches(row, plan.sources, plan.namespace):
-                by_hour.setdefault(row["hour"], []).append(_usage_row(row))
+    for row in usage.candidates(plan.sources, plan.namespace):
+        if span[0] <= row["hour"] < span[1] and matches(row, plan.sources, plan.namespace):
+            by_hour.setdefault(row["hour"], []).append(_usage_row(row))
     for meter, margin in plan.margins.items():
         if meter.value not in chunk:
             continue

@@ -371,13 +371,22 @@ GROUP BY day, cluster, namespace, entry_kind = 'idle', team, cost_center
 ORDER BY day, cluster, namespace, is_idle, owner, cost_center;
 
 -- name: upsert_offering_versions
--- The mirror of many Offerings at once (equal-length arrays): each one's version id.
-INSERT INTO offering_versions (cluster, uid, namespace, name, generation, fingerprint, spec)
-SELECT %(cluster)s, uid, namespace, name, generation, fingerprint, spec::jsonb
-FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[], %(generations)s::bigint[],
-            %(fingerprints)s::text[], %(specs)s::text[]) AS v(uid, namespace, name, generation, fingerprint, spec)
-ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
-RETURNING id, uid;
+-- The mirror of many Offerings at once (equal-length arrays): each one's version id. A version
+-- already mirrored is not rewritten unless its generation moved (an hourly pass writes nothing).
+WITH v AS (
+    SELECT * FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[], %(generations)s::bigint[],
+                         %(fingerprints)s::text[], %(specs)s::text[]) AS v(uid, namespace, name, generation, fingerprint, spec)
+), written AS (
+    INSERT INTO offering_versions AS o (cluster, uid, namespace, name, generation, fingerprint, spec)
+    SELECT %(cluster)s, uid, namespace, name, generation, fingerprint, spec::jsonb FROM v
+    ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
+    WHERE o.generation IS DISTINCT FROM EXCLUDED.generation
+    RETURNING o.id, o.uid, o.fingerprint
+)
+SELECT id, uid FROM written
+UNION ALL
+SELECT o.id, o.uid FROM offering_versions o JOIN v USING (uid, fingerprint)
+WHERE o.cluster = %(cluster)s AND NOT EXISTS (SELECT 1 FROM written w WHERE w.uid = o.uid AND w.fingerprint = o.fingerprint);
 
 -- name: latest_offering_versions
 -- The last mirror of Offerings that may be gone (their Subscriptions still settle from them).
@@ -388,16 +397,27 @@ WHERE o.cluster = %(cluster)s
 ORDER BY o.namespace, o.name, o.id DESC;
 
 -- name: upsert_subscription_versions
--- The mirror of many Subscriptions at once (equal-length arrays): each one's version id.
-INSERT INTO subscription_versions (cluster, uid, namespace, name, generation, fingerprint, spec, activated_at,
-                                   deactivated_at)
-SELECT %(cluster)s, uid, namespace, name, generation, fingerprint, spec::jsonb, activated_at, deactivated_at
-FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[], %(generations)s::bigint[],
-            %(fingerprints)s::text[], %(specs)s::text[], %(activated)s::timestamptz[],
-            %(deactivated)s::timestamptz[])
-     AS v(uid, namespace, name, generation, fingerprint, spec, activated_at, deactivated_at)
-ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
-RETURNING id, uid;
+-- The mirror of many Subscriptions at once (equal-length arrays): each one's version id. A
+-- version already mirrored is not rewritten unless its generation moved (an hourly pass writes
+-- nothing, however many Subscriptions).
+WITH v AS (
+    SELECT * FROM unnest(%(uids)s::text[], %(namespaces)s::text[], %(names)s::text[], %(generations)s::bigint[],
+                         %(fingerprints)s::text[], %(specs)s::text[], %(activated)s::timestamptz[],
+                         %(deactivated)s::timestamptz[])
+         AS v(uid, namespace, name, generation, fingerprint, spec, activated_at, deactivated_at)
+), written AS (
+    INSERT INTO subscription_versions AS s (cluster, uid, namespace, name, generation, fingerprint, spec,
+                                            activated_at, deactivated_at)
+    SELECT %(cluster)s, uid, namespace, name, generation, fingerprint, spec::jsonb, activated_at, deactivated_at
+    FROM v
+    ON CONFLICT (cluster, uid, fingerprint) DO UPDATE SET generation = EXCLUDED.generation
+    WHERE s.generation IS DISTINCT FROM EXCLUDED.generation
+    RETURNING s.id, s.uid, s.fingerprint
+)
+SELECT id, uid FROM written
+UNION ALL
+SELECT s.id, s.uid FROM subscription_versions s JOIN v USING (uid, fingerprint)
+WHERE s.cluster = %(cluster)s AND NOT EXISTS (SELECT 1 FROM written w WHERE w.uid = s.uid AND w.fingerprint = s.fingerprint);
 
 -- name: latest_subscription_versions
 SELECT DISTINCT ON (uid) uid, id FROM subscription_versions

@@ -137,10 +137,20 @@ def steady_run(db: Database, n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[C
         run(db, kube, PINNED)
         nxt = Hour(PINNED.end)
         usage(db, n, nxt.start, nxt.start)
+        mirrors = versions(db)
         with monkeypatch.context() as patched:
             counted = Counted(patched)
             result = run(db, kube, nxt)
+        assert versions(db) == mirrors  # nothing changed: no mirror row rewritten (no dead rows an hour)
     return counted, result
+
+
+def versions(db: Database) -> list[tuple[str, str]]:
+    """Every mirrored version with its row version (``xmin`` moves when a row is rewritten)."""
+    with db.connection() as conn:
+        rows = conn.execute("SELECT 's' || id AS id, xmin::text AS v FROM subscription_versions UNION ALL"
+                            " SELECT 'o' || id, xmin::text FROM offering_versions ORDER BY 1").fetchall()  # fmt: skip
+    return [(row["id"], row["v"]) for row in rows]
 
 
 def test_a_steady_run_makes_the_same_statements_and_requests_at_10_and_100(
