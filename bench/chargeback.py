@@ -42,21 +42,87 @@ def _rows() -> list[tuple[object, ...]]:
         for n in range(NAMESPACES):
             micros = rng.randrange(1_000, 50_000_000)
             team = "" if n % 97 == 0 else f"team-{n % TEAMS:02d}"
-            rows.append(("bench", AGGREGATION, d, f"ns-{n:04d}", "workload", team, f"cc-{n % 7}", "USD", 24,
-                         micros, 0, 0, 0, 0, 0, micros, 24, 24, 10, 48, 48, 20))  # fmt: skip
-        rows.append(("bench", AGGREGATION, d, "", "idle", "", "", "USD", 24, 9_000_000_000, 0, 0, 0, 0, 0,
-                     9_000_000_000, 0, 0, 0, 0, 0, 0))  # fmt: skip
+            rows.append(
+                (
+                    "bench",
+                    AGGREGATION,
+                    d,
+                    f"ns-{n:04d}",
+                    "workload",
+                    team,
+                    f"cc-{n % 7}",
+                    "USD",
+                    24,
+                    micros,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    micros,
+                    24,
+                    24,
+                    10,
+                    48,
+                    48,
+                    20,
+                )
+            )
+        rows.append(
+            (
+                "bench",
+                AGGREGATION,
+                d,
+                "",
+                "idle",
+                "",
+                "",
+                "USD",
+                24,
+                9_000_000_000,
+                0,
+                0,
+                0,
+                0,
+                0,
+                9_000_000_000,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            )
+        )
     return rows
 
 
 def main() -> None:
     with database() as db:
         columns = [
-            "cluster", "aggregation", "day", "namespace", "entry_kind", "team", "cost_center", "currency", "hours",
-            "cpu_cost_micros", "gpu_cost_micros", "ram_cost_micros", "pv_cost_micros", "lb_cost_micros",
-            "network_cost_micros", "total_cost_micros", "billed_core_hours", "requested_core_hours", "used_core_hours",
-            "billed_gib_hours", "requested_gib_hours", "used_gib_hours",
-        ]  # fmt: skip
+            "cluster",
+            "aggregation",
+            "day",
+            "namespace",
+            "entry_kind",
+            "team",
+            "cost_center",
+            "currency",
+            "hours",
+            "cpu_cost_micros",
+            "gpu_cost_micros",
+            "ram_cost_micros",
+            "pv_cost_micros",
+            "lb_cost_micros",
+            "network_cost_micros",
+            "total_cost_micros",
+            "billed_core_hours",
+            "requested_core_hours",
+            "used_core_hours",
+            "billed_gib_hours",
+            "requested_gib_hours",
+            "used_gib_hours",
+        ]
         rows = _rows()
         with db.connection() as conn:
             db.copy_rows(conn, "allocation_daily", columns, rows)
@@ -92,8 +158,9 @@ def main() -> None:
                 "currency: USD\nidle: separate\nshared:\n  namespaces: [ns-0000, ns-0001]\n"
                 "  fixed:\n    - {name: control-plane, amount: '73.00'}\n"
             )
-            stack = Stack(dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", "bench", "bench",
-                          log_dir=Path(folder) / "logs")  # fmt: skip
+            stack = Stack(
+                dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", "bench", "bench", log_dir=Path(folder) / "logs"
+            )
             with serve_function(stack, "cost_api", PROXY_TOKEN="bench", POLICY_PATH=str(policy_path)) as url:
                 headers = {"Argocd-Application-Name": "argocd:cost-gate", "X-Finops-Proxy-Token": "bench"}
                 client = httpx.Client(base_url=url, headers=headers, timeout=60)
@@ -101,8 +168,10 @@ def main() -> None:
                 http_s = timed(lambda: client.get("/api/v1/chargeback?month=2026-10").raise_for_status())
                 client.close()
 
-    print(f"chargeback: one month of a {NAMESPACES:,}-namespace cluster ({len(rows):,} daily rollup rows, "
-          f"{len(report.lines)} lines, total {report.total} {report.currency})")  # fmt: skip
+    print(
+        f"chargeback: one month of a {NAMESPACES:,}-namespace cluster ({len(rows):,} daily rollup rows, "
+        f"{len(report.lines)} lines, total {report.total} {report.currency})"
+    )
     print(f"  ours  cost_api GET /api/v1/chargeback over HTTP  median of {REPEATS}: {http_s * 1000:7.1f} ms")
     print(f"  ours  the report in-process (SQL + allocation)   median of {REPEATS}: {service_s * 1000:7.1f} ms")
     print(f"  floor SELECT count(*) over the same rows        median of {REPEATS}: {floor_s * 1000:7.1f} ms")

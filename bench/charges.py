@@ -79,8 +79,16 @@ def world(db: Database, cluster: str, subscriptions: int) -> Iterator[World]:
     """The world after one un-timed run pinned at ``PINNED`` (steady state)."""
     book = pricebook_row(db, cluster)
     if subscriptions > 1:
-        add_usage(db, cluster, book, subscriptions=subscriptions, pods=PODS, first=ACTIVATED.replace(minute=0),
-                  last=PINNED - HOUR, state="final")  # fmt: skip
+        add_usage(
+            db,
+            cluster,
+            book,
+            subscriptions=subscriptions,
+            pods=PODS,
+            first=ACTIVATED.replace(minute=0),
+            last=PINNED - HOUR,
+            state="final",
+        )
         add_usage(db, cluster, book, subscriptions=subscriptions, pods=PODS, first=PINNED, last=PINNED, state="open")
         with db.connection() as conn:  # what autovacuum would have done by the next hour
             conn.execute("ANALYZE provider_allocations")
@@ -88,8 +96,9 @@ def world(db: Database, cluster: str, subscriptions: int) -> Iterator[World]:
     with serve_world(billing_objects(subscriptions, ACTIVATED)) as (server, requests):
         kube = KubeClient.from_url(server.url)
         try:
-            first = collect_charges(db, kube, cluster, AGGREGATION, None, scheduled=PINNED,
-                                    now=PINNED + timedelta(minutes=5))  # fmt: skip
+            first = collect_charges(
+                db, kube, cluster, AGGREGATION, None, scheduled=PINNED, now=PINNED + timedelta(minutes=5)
+            )
             _check(first, subscriptions)
             yield World(db, cluster, server, requests, kube, book, subscriptions)
         finally:
@@ -132,8 +141,9 @@ def steady_state(w: World) -> Steady:
     phases = Phases(service, ("reconcile_all", "price_plans", "read_totals", "write_costs", "release_finalizer"))
     with statements.active(), phases.active():
         start, cpu = time.perf_counter(), time.process_time()
-        result = collect_charges(w.db, w.kube, w.cluster, AGGREGATION, None, scheduled=hour,
-                                 now=hour + timedelta(minutes=5))  # fmt: skip
+        result = collect_charges(
+            w.db, w.kube, w.cluster, AGGREGATION, None, scheduled=hour, now=hour + timedelta(minutes=5)
+        )
         ours, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
     _check(result, w.subscriptions)
     counts = result.counts()
@@ -147,16 +157,34 @@ def steady_state(w: World) -> Steady:
             " (SELECT max(id) FROM subscription_versions WHERE cluster = %(cluster)s),"
             " 1000000, 1, 1000000, 'USD', true, now(), 0 FROM generate_series(1, %(rows)s) s",
             {"floor": f"{w.cluster}-floor", "cluster": w.cluster, "hour": hour, "rows": counts["rows_written"]},
-        )  # fmt: skip
+        )
     floor_insert = time.perf_counter() - start
     subs = w.server.store.list(FB, "subscriptions")[: counts["statuses_patched"]]
     start = time.perf_counter()
     for i, sub in enumerate(subs):
-        w.kube.patch_status(GROUP, VERSION, "subscriptions", sub["metadata"]["namespace"], sub["metadata"]["name"],
-                            {"status": {"benchFloor": i}})  # fmt: skip
+        w.kube.patch_status(
+            GROUP,
+            VERSION,
+            "subscriptions",
+            sub["metadata"]["namespace"],
+            sub["metadata"]["name"],
+            {"status": {"benchFloor": i}},
+        )
     floor_patches, floor_cpu = time.perf_counter() - start, time.process_time() - cpu
-    return Steady(w.subscriptions, ours, floor_insert, floor_patches, ours_cpu, floor_cpu, counts, statements.total,
-                  len(statements.counts), requests, server_seconds, phases.seconds)  # fmt: skip
+    return Steady(
+        w.subscriptions,
+        ours,
+        floor_insert,
+        floor_patches,
+        ours_cpu,
+        floor_cpu,
+        counts,
+        statements.total,
+        len(statements.counts),
+        requests,
+        server_seconds,
+        phases.seconds,
+    )
 
 
 @dataclass
@@ -188,14 +216,21 @@ def event(w: World, kind: str, i: int, found: Events) -> None:
         sources = [{"resourceType": "Deployment", "name": "app-0"}, {"resourceType": "Deployment", "name": f"x-{i}"}]
         w.server.store.patch(FB, "subscriptions", namespace, name, {"spec": {"usageSources": sources}})
     else:
-        w.server.store.patch(FB, "subscriptions", namespace, name, {"status": {"benchNote": f"n-{i}"}},
-                             subresource="status")  # fmt: skip
+        w.server.store.patch(
+            FB, "subscriptions", namespace, name, {"status": {"benchNote": f"n-{i}"}}, subresource="status"
+        )
     w.requests.reset()
     statements = StatementCounter()
     with statements.active():
         start = time.perf_counter()
-        result = reconcile_event(w.kube, w.db, w.cluster, ObjectRef("Subscription", namespace, name), None,
-                                 PINNED + 2 * HOUR + timedelta(minutes=1))  # fmt: skip
+        result = reconcile_event(
+            w.kube,
+            w.db,
+            w.cluster,
+            ObjectRef("Subscription", namespace, name),
+            None,
+            PINNED + 2 * HOUR + timedelta(minutes=1),
+        )
         found.seconds[kind].append(time.perf_counter() - start)
     if result.errors or not EXPECT[kind](result.counts()):
         raise RuntimeError(f"reconcile_event ({kind}) did not do what it should: {result.counts()}")
@@ -231,31 +266,46 @@ def main() -> None:
     print("  over a sandbox Kubernetes API (HTTP, in process) and PostgreSQL; fee + cpuHour, 2 pods per Deployment")
     for s in steady:
         c = s.counts
-        print(f"  N={s.subscriptions:,}: {c['rows_written']:,} rows, {c['statuses_patched']:,} status patches,"
-              f" {c['objects_reconciled']:,} objects reconciled,"
-              f" {c['statuses_written']} reconcile status writes")  # fmt: skip
+        print(
+            f"  N={s.subscriptions:,}: {c['rows_written']:,} rows, {c['statuses_patched']:,} status patches,"
+            f" {c['objects_reconciled']:,} objects reconciled,"
+            f" {c['statuses_written']} reconcile status writes"
+        )
         print(f"    ours  collect_charges                                  {_ms(s.ours)}")
         print(f"    floor INSERT ... SELECT of as many rows                {_ms(s.floor_insert)}")
         print(f"          + as many bare patch_status calls                {_ms(s.floor_patches)}")
-        print(f"    ratio ours/floor: {s.ours / s.floor:.2f}  (target <= {TARGET:.1f} at N={SIZES[-1]:,});"
-              f" this process's CPU: {s.ours_cpu:.1f} s vs {s.floor_cpu:.1f} s,"
-              f" ratio {s.ours_cpu / s.floor_cpu:.2f}")  # fmt: skip
-        print(f"    DB statements: {s.statements} ({s.statement_kinds} kinds); Kubernetes requests: "
-              f"{sum(s.requests.values()):,} {dict(sorted(s.requests.items()))}; "
-              f"sandbox server time {s.server_seconds * 1000:.0f} ms (shares this process)")  # fmt: skip
+        print(
+            f"    ratio ours/floor: {s.ours / s.floor:.2f}  (target <= {TARGET:.1f} at N={SIZES[-1]:,});"
+            f" this process's CPU: {s.ours_cpu:.1f} s vs {s.floor_cpu:.1f} s,"
+            f" ratio {s.ours_cpu / s.floor_cpu:.2f}"
+        )
+        print(
+            f"    DB statements: {s.statements} ({s.statement_kinds} kinds); Kubernetes requests: "
+            f"{sum(s.requests.values()):,} {dict(sorted(s.requests.items()))}; "
+            f"sandbox server time {s.server_seconds * 1000:.0f} ms (shares this process)"
+        )
         rest = s.ours - sum(s.phases.values())
-        print("    where: " + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in s.phases.items())
-              + f", the rest (planning) {rest * 1000:.0f} ms")  # fmt: skip
-    print(f"  one event's reconcile_event for one Subscription, median of {EVENTS} (interleaved):"
-          f" N={SIZES[-1]:,} vs N=1 (the sandbox's list of Offerings sorts all it stores)")  # fmt: skip
+        print(
+            "    where: "
+            + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in s.phases.items())
+            + f", the rest (planning) {rest * 1000:.0f} ms"
+        )
+    print(
+        f"  one event's reconcile_event for one Subscription, median of {EVENTS} (interleaved):"
+        f" N={SIZES[-1]:,} vs N=1 (the sandbox's list of Offerings sorts all it stores)"
+    )
     for kind, label in (("spec", "spec changed"), ("status", "status-only (skipped)")):
-        print(f"    {label:22} {_ms(large.median(kind))} vs {_ms(single.median(kind))}  ratio"
-              f" {large.median(kind) / single.median(kind):.2f}  ({large.requests[kind]} vs {single.requests[kind]}"
-              f" requests, {large.statements[kind]} vs {single.statements[kind]} statements)")  # fmt: skip
+        print(
+            f"    {label:22} {_ms(large.median(kind))} vs {_ms(single.median(kind))}  ratio"
+            f" {large.median(kind) / single.median(kind):.2f}  ({large.requests[kind]} vs {single.requests[kind]}"
+            f" requests, {large.statements[kind]} vs {single.statements[kind]} statements)"
+        )
         ours = [large.median(kind) - large.server_median(kind), single.median(kind) - single.server_median(kind)]
-        print(f"      of which the sandbox server: {_ms(large.server_median(kind)).strip()} vs"
-              f" {_ms(single.server_median(kind)).strip()}; without it"
-              f" {_ms(ours[0]).strip()} vs {_ms(ours[1]).strip()}, ratio {ours[0] / ours[1]:.2f}")  # fmt: skip
+        print(
+            f"      of which the sandbox server: {_ms(large.server_median(kind)).strip()} vs"
+            f" {_ms(single.server_median(kind)).strip()}; without it"
+            f" {_ms(ours[0]).strip()} vs {_ms(ours[1]).strip()}, ratio {ours[0] / ours[1]:.2f}"
+        )
     charges_backlog.main()
 
 

@@ -52,13 +52,24 @@ def child(dsn: str, kube_url: str, cluster: str, budget: float | None) -> None:
         for run in range(MAX_RUNS):
             start = time.perf_counter()
             now = PINNED + timedelta(minutes=5 + run)
-            result = collect_charges(db, kube, cluster, AGGREGATION, None, scheduled=PINNED, now=now,
-                                     limits=Limits(budget_seconds=budget))  # fmt: skip
+            result = collect_charges(
+                db, kube, cluster, AGGREGATION, None, scheduled=PINNED, now=now, limits=Limits(budget_seconds=budget)
+            )
             counts = result.counts()
-            print(json.dumps({"seconds": time.perf_counter() - start, "rows": counts["rows_written"],
-                              "batches": counts["batches"], "remaining": counts["remaining"],
-                              "priced": counts["subscriptions_priced"], "patched": counts["statuses_patched"],
-                              "errors": counts["errors"]}), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "seconds": time.perf_counter() - start,
+                        "rows": counts["rows_written"],
+                        "batches": counts["batches"],
+                        "remaining": counts["remaining"],
+                        "priced": counts["subscriptions_priced"],
+                        "patched": counts["statuses_patched"],
+                        "errors": counts["errors"],
+                    }
+                ),
+                flush=True,
+            )
             if counts["errors"] or not counts["remaining"]:
                 break
     finally:
@@ -121,8 +132,16 @@ def main() -> None:
         dsn = str(db.pool.conninfo)
         start = time.perf_counter()
         book = pricebook_row(db, "backlog")
-        usage = add_usage(db, "backlog", book, subscriptions=SUBSCRIPTIONS, pods=PODS,
-                          first=ACTIVATED.replace(minute=0), last=PINNED - HOUR, state="final")  # fmt: skip
+        usage = add_usage(
+            db,
+            "backlog",
+            book,
+            subscriptions=SUBSCRIPTIONS,
+            pods=PODS,
+            first=ACTIVATED.replace(minute=0),
+            last=PINNED - HOUR,
+            state="final",
+        )
         with db.connection() as conn:
             conn.execute("ANALYZE provider_allocations")
             conn.execute("ANALYZE allocation_hours")
@@ -137,20 +156,28 @@ def main() -> None:
 
     hours = (PINNED - ACTIVATED.replace(minute=0)) // HOUR + 1
     seconds = [r["seconds"] for r in budgeted.runs]
-    print(f"charges backlog: {SUBSCRIPTIONS} Subscriptions activated {DAYS} days ago (fee + cpuHour, {PODS} pod each):"
-          f" {hours:,} hours each, {usage:,} allocation rows (set up in {setup:.0f} s)")  # fmt: skip
-    print(f"  pings with budget_seconds={BUDGET_SECONDS:g} (default chunk 168 h, batch 20,000 rows), in a fresh"
-          f" process: {len(budgeted.runs)} runs, {budgeted.rows:,} rows,"
-          f" {budgeted.wall:.1f} s with start-up")  # fmt: skip
+    print(
+        f"charges backlog: {SUBSCRIPTIONS} Subscriptions activated {DAYS} days ago (fee + cpuHour, {PODS} pod each):"
+        f" {hours:,} hours each, {usage:,} allocation rows (set up in {setup:.0f} s)"
+    )
+    print(
+        f"  pings with budget_seconds={BUDGET_SECONDS:g} (default chunk 168 h, batch 20,000 rows), in a fresh"
+        f" process: {len(budgeted.runs)} runs, {budgeted.rows:,} rows,"
+        f" {budgeted.wall:.1f} s with start-up"
+    )
     print(f"    seconds per run: {', '.join(f'{s:.1f}' for s in seconds)}  (max {max(seconds):.1f})")
     print(f"    rows per second of pricing: {budgeted.rows / sum(seconds):,.0f}")
-    print(f"    peak RSS of the pricing process (VmHWM): {budgeted.peak_mib:.0f} MiB (RSS after imports and clients:"
-          f" {budgeted.baseline_mib:.0f} MiB)  (target < {TARGET_MIB} MiB; its ru_maxrss,"
-          f" {budgeted.maxrss_mib:.0f} MiB, starts at this process's RSS at the fork)")  # fmt: skip
+    print(
+        f"    peak RSS of the pricing process (VmHWM): {budgeted.peak_mib:.0f} MiB (RSS after imports and clients:"
+        f" {budgeted.baseline_mib:.0f} MiB)  (target < {TARGET_MIB} MiB; its ru_maxrss,"
+        f" {budgeted.maxrss_mib:.0f} MiB, starts at this process's RSS at the fork)"
+    )
     if once is not None:
-        print(f"  one unbounded run (budget None), in a fresh process: {once.runs[0]['seconds']:.1f} s,"
-              f" {once.rows:,} rows, {once.runs[0]['batches']} batches,"
-              f" peak RSS (VmHWM) {once.peak_mib:.0f} MiB")  # fmt: skip
+        print(
+            f"  one unbounded run (budget None), in a fresh process: {once.runs[0]['seconds']:.1f} s,"
+            f" {once.rows:,} rows, {once.runs[0]['batches']} batches,"
+            f" peak RSS (VmHWM) {once.peak_mib:.0f} MiB"
+        )
     else:
         print("  (BENCH_CHARGES_UNBOUNDED=1 adds one unbounded run of the same backlog, for its peak RSS)")
 

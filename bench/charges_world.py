@@ -44,17 +44,32 @@ def billing_objects(subscriptions: int, activated: datetime, *, first: int = 0) 
     """The PriceBook, the Offering and ``subscriptions`` activated Subscriptions (sub-{first}...)."""
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "finops"}},
-        {"apiVersion": FB, "kind": "PriceBook",
-         "metadata": {"name": "standard", "namespace": "finops", "labels": {"finops.stakater.com/active": "true"}},
-         "spec": {"currency": "USD", "valuationMode": "currency",
-                  "rates": {"cpuHour": CPU_RATE, "ramGbHour": "0.004237", "pvGbHour": "0.00005479452"}}},
-        {"apiVersion": FB, "kind": "Offering", "metadata": {"name": "gold", "namespace": "finops"},
-         "spec": {"pricing": {
-             "subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "HourBoundary"},
-             "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1200}}]}}},
-    ]  # fmt: skip
-    objects += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"tenant-{n}"}}
-                for n in range(min(NAMESPACES, subscriptions))]  # fmt: skip
+        {
+            "apiVersion": FB,
+            "kind": "PriceBook",
+            "metadata": {"name": "standard", "namespace": "finops", "labels": {"finops.stakater.com/active": "true"}},
+            "spec": {
+                "currency": "USD",
+                "valuationMode": "currency",
+                "rates": {"cpuHour": CPU_RATE, "ramGbHour": "0.004237", "pvGbHour": "0.00005479452"},
+            },
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Offering",
+            "metadata": {"name": "gold", "namespace": "finops"},
+            "spec": {
+                "pricing": {
+                    "subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "HourBoundary"},
+                    "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1200}}],
+                }
+            },
+        },
+    ]
+    objects += [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"tenant-{n}"}}
+        for n in range(min(NAMESPACES, subscriptions))
+    ]
     objects += [subscription(n, activated) for n in range(first, first + subscriptions)]
     return objects
 
@@ -66,14 +81,26 @@ def subscription(n: int, activated: datetime) -> dict[str, Any]:
     conditions = set_condition(None, "Ready", True, PASS.reason, PASS.message, now=activated)
     conditions = set_condition(conditions, "Active", True, "ActivationSucceeded", "billing", now=activated)
     return {
-        "apiVersion": FB, "kind": "Subscription",
-        "metadata": {"name": f"sub-{n}", "namespace": f"tenant-{n % NAMESPACES}", "uid": uid,
-                     "finalizers": [FINALIZER]},
-        "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
-                 "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}]},
-        "status": {"activatedAt": iso(activated), "compatibilityRoot": uid, "ready": True, "conditions": conditions,
-                   "observedGeneration": 1},
-    }  # fmt: skip
+        "apiVersion": FB,
+        "kind": "Subscription",
+        "metadata": {
+            "name": f"sub-{n}",
+            "namespace": f"tenant-{n % NAMESPACES}",
+            "uid": uid,
+            "finalizers": [FINALIZER],
+        },
+        "spec": {
+            "offeringRef": {"name": "gold", "namespace": "finops"},
+            "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}],
+        },
+        "status": {
+            "activatedAt": iso(activated),
+            "compatibilityRoot": uid,
+            "ready": True,
+            "conditions": conditions,
+            "observedGeneration": 1,
+        },
+    }
 
 
 class _Quiet(WSGIRequestHandler):
@@ -196,26 +223,43 @@ def add_usage(
             "   0.5, 0.05 + (n %% 13) * 0.07 + p * 0.011, 268435456, %(book)s, 'USD', %(final)s"
             " FROM generate_series(%(first)s::timestamptz, %(last)s::timestamptz, interval '1 hour') h,"
             "   generate_series(0, %(subs)s - 1) n, generate_series(0, %(pods)s - 1) p",
-            {"cluster": cluster, "spread": NAMESPACES, "agg": AGGREGATION, "book": book, "final": state == "final",
-             "first": first, "last": last, "subs": subscriptions, "pods": pods},
-        )  # fmt: skip
+            {
+                "cluster": cluster,
+                "spread": NAMESPACES,
+                "agg": AGGREGATION,
+                "book": book,
+                "final": state == "final",
+                "first": first,
+                "last": last,
+                "subs": subscriptions,
+                "pods": pods,
+            },
+        )
         written = cursor.rowcount
         conn.execute(
             "INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, pricebook_id, currency)"
             " SELECT %(cluster)s, %(agg)s, h, %(state)s, %(rows)s, %(book)s, 'USD'"
             " FROM generate_series(%(first)s::timestamptz, %(last)s::timestamptz, interval '1 hour') h"
             " ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET state = EXCLUDED.state",
-            {"cluster": cluster, "agg": AGGREGATION, "state": state, "rows": subscriptions * pods, "book": book,
-             "first": first, "last": last},
-        )  # fmt: skip
+            {
+                "cluster": cluster,
+                "agg": AGGREGATION,
+                "state": state,
+                "rows": subscriptions * pods,
+                "book": book,
+                "first": first,
+                "last": last,
+            },
+        )
     return written
 
 
 def settle(db: Database, cluster: str, hour: datetime) -> None:
     """The collector's next run: ``hour``'s rows and ledger entry become final."""
     with db.connection() as conn:
-        conn.execute("UPDATE provider_allocations SET is_finalized = true WHERE cluster = %s AND hour = %s",
-                     (cluster, hour))  # fmt: skip
+        conn.execute(
+            "UPDATE provider_allocations SET is_finalized = true WHERE cluster = %s AND hour = %s", (cluster, hour)
+        )
         conn.execute("UPDATE allocation_hours SET state = 'final' WHERE cluster = %s AND hour = %s", (cluster, hour))
 
 

@@ -65,9 +65,16 @@ def main(containers: int = CONTAINERS) -> None:
         def floor(n: int) -> float:
             h = _hour(n)
             builder = RowBuilder(
-                cluster="bench", aggregation=DEFAULT_AGGREGATION, hour=h.start, finalized=True, pricebook_id=None,
-                currency="USD", owner_label_key="team", cost_center_label_key="cost-center", collected_at=BASE,
-            )  # fmt: skip
+                cluster="bench",
+                aggregation=DEFAULT_AGGREGATION,
+                hour=h.start,
+                finalized=True,
+                pricebook_id=None,
+                currency="USD",
+                owner_label_key="team",
+                cost_center_label_key="cost-center",
+                collected_at=BASE,
+            )
             sets = client.allocation(h.start, h.end, aggregate=DEFAULT_AGGREGATION, accumulate=True, include_idle=True)
             rows = list(builder.rows(sets[0]))
             with db.connection() as conn:

@@ -36,8 +36,11 @@ def set_condition(
             continue
         found = True
         same = condition.get("status") == value
-        result.append(_condition(type_, value, reason, message, condition.get("lastTransitionTime") if same else None,
-                                 now, generation))  # fmt: skip
+        result.append(
+            _condition(
+                type_, value, reason, message, condition.get("lastTransitionTime") if same else None, now, generation
+            )
+        )
     if not found:
         result.append(_condition(type_, value, reason, message, None, now, generation))
     return result

@@ -106,8 +106,16 @@ class ClusterCoverage:
         """What is wrong, on one line (empty when nothing is)."""
         if not self.gaps:
             return ""
-        counts = [f"{n} {name}" for name, n in (("missing", self.missing), ("open", self.open),
-                                                ("lost", self.lost), ("unpriced", self.unpriced)) if n]  # fmt: skip
+        counts = [
+            f"{n} {name}"
+            for name, n in (
+                ("missing", self.missing),
+                ("open", self.open),
+                ("lost", self.lost),
+                ("unpriced", self.unpriced),
+            )
+            if n
+        ]
         where = compact(self.incomplete) + [f"{r} unpriced" for r in compact(self.unpriced_hours)]
         nodata = "no data, " if not self.has_data else ""
         return f"cluster {self.cluster}: {nodata}{', '.join(counts)} of {self.hours} hours ({', '.join(where)})"

@@ -81,8 +81,9 @@ def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar:
             raise ConfigError("PING_TOKEN is not set (the function requires it in the Authorization header)")
         body = {"from": start.isoformat(), "to": end.isoformat(), "trigger": "history"}
         response = httpx.post(args.url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=600)
-        answer: dict[str, Any] = response.json() if response.headers.get("content-type", "").startswith(
-            "application/json") else {}  # fmt: skip
+        answer: dict[str, Any] = (
+            response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+        )
         if response.status_code != 200:
             raise SystemExit(
                 f"finops: {args.url} answered {response.status_code}: {answer.get('error', response.text)}"
@@ -101,9 +102,16 @@ def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str,
     settings = load(CollectAllocationsSettings, {"PING_TOKEN": "unused-by-the-cli", **os.environ})
     db = database_from(settings)
     result = collect_range(
-        db, opencost_from(settings), kube_from(settings), _options(settings),
-        start=start, end=end, now=datetime.now(UTC), run_id=str(uuid.uuid4()), progress=bar,
-    )  # fmt: skip
+        db,
+        opencost_from(settings),
+        kube_from(settings),
+        _options(settings),
+        start=start,
+        end=end,
+        now=datetime.now(UTC),
+        run_id=str(uuid.uuid4()),
+        progress=bar,
+    )
     return {**result.counts(), "warnings": result.warnings}
 
 

@@ -63,8 +63,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         report = service.chargeback(db, policy, query, args.by)
         if args.format != "table" and (warned := out.warning([report.coverage])):
             print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
-        print({"json": lambda: out.as_json(report.to_document()), "csv": lambda: out.chargeback_csv(report),
-               "table": lambda: out.chargeback_table(report)}[args.format]().rstrip("\n"))  # fmt: skip
+        print(
+            {
+                "json": lambda: out.as_json(report.to_document()),
+                "csv": lambda: out.chargeback_csv(report),
+                "table": lambda: out.chargeback_table(report),
+            }[args.format]().rstrip("\n")
+        )
         return 0
     finally:
         db.close()
@@ -136,9 +141,15 @@ def add_commands(sub: Any) -> None:
 
         policy = load_policy(args.policy)  # before connecting: a bad policy fails on its own
         return export_focus_command(
-            _report_db(), policy, args.month, args.to, cluster=args.cluster, s3_endpoint=args.s3_endpoint,
-            require_complete=args.require_complete, default_cluster=_default_cluster(),
-        )  # fmt: skip
+            _report_db(),
+            policy,
+            args.month,
+            args.to,
+            cluster=args.cluster,
+            s3_endpoint=args.s3_endpoint,
+            require_complete=args.require_complete,
+            default_cluster=_default_cluster(),
+        )
 
     imports = sub.add_parser("import", help="import cost data into DATABASE_URL")
     import_kinds = imports.add_subparsers(dest="kind", required=True)
@@ -163,9 +174,16 @@ def add_commands(sub: Any) -> None:
 
         policy = load_policy(args.policy)
         return export_chargeback_csv_command(
-            _report_db(), policy, args.month, args.to, cluster=args.cluster, by=args.by,
-            s3_endpoint=args.s3_endpoint, require_complete=args.require_complete, default_cluster=_default_cluster(),
-        )  # fmt: skip
+            _report_db(),
+            policy,
+            args.month,
+            args.to,
+            cluster=args.cluster,
+            by=args.by,
+            s3_endpoint=args.s3_endpoint,
+            require_complete=args.require_complete,
+            default_cluster=_default_cluster(),
+        )
 
     chargeback_csv = export_kinds.add_parser("chargeback-csv", help="the chargeback report as CSV")
     chargeback_csv.add_argument("--month", required=True, help="e.g. 2026-10")

@@ -127,8 +127,16 @@ class _Builder:
     def build(self) -> list[Obj]:
         for ns in self.cluster.scenario.namespaces:
             labels = {**ns.labels, "kubernetes.io/metadata.name": ns.name}
-            self.add("v1", "Namespace", ns.name, None, labels, self.epoch, spec={"finalizers": ["kubernetes"]},
-                     status={"phase": "Active"})  # fmt: skip
+            self.add(
+                "v1",
+                "Namespace",
+                ns.name,
+                None,
+                labels,
+                self.epoch,
+                spec={"finalizers": ["kubernetes"]},
+                status={"phase": "Active"},
+            )
         for node in self.cluster.scenario.nodes:
             self._node(node.name, node.cpu_cores, node.ram_gib, node.gpus, node.provider_id)
         for spec in self.cluster.workloads:
@@ -137,9 +145,20 @@ class _Builder:
 
     # -- objects -----------------------------------------------------------------------------------
 
-    def add(self, api_version: str, kind: str, name: str, namespace: str | None, labels: dict[str, str],
-            created: int, *, owner: Obj | None = None, spec: Obj | None = None, status: Obj | None = None,
-            annotations: dict[str, str] | None = None) -> Obj:  # fmt: skip
+    def add(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        labels: dict[str, str],
+        created: int,
+        *,
+        owner: Obj | None = None,
+        spec: Obj | None = None,
+        status: Obj | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> Obj:
         meta: Obj = {
             "name": name,
             "uid": object_uid(self.cluster.name, kind, namespace, name),
@@ -170,8 +189,7 @@ class _Builder:
             "allocatable": dict(capacity),
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
         }
-        self.add("v1", "Node", name, None, labels, self.epoch, spec={"providerID": provider_id or name},
-                 status=status)  # fmt: skip
+        self.add("v1", "Node", name, None, labels, self.epoch, spec={"providerID": provider_id or name}, status=status)
 
     # -- workloads ---------------------------------------------------------------------------------
 
@@ -199,9 +217,15 @@ class _Builder:
                 status = {**running, "currentReplicas": n, "updatedReplicas": n}
             elif w.kind == "DaemonSet":
                 top_spec.pop("replicas")
-                status = {"desiredNumberScheduled": n, "currentNumberScheduled": n, "numberReady": n,
-                          "numberMisscheduled": 0, "numberAvailable": n, "updatedNumberScheduled": n,
-                          "observedGeneration": 1}  # fmt: skip
+                status = {
+                    "desiredNumberScheduled": n,
+                    "currentNumberScheduled": n,
+                    "numberReady": n,
+                    "numberMisscheduled": 0,
+                    "numberAvailable": n,
+                    "updatedNumberScheduled": n,
+                    "observedGeneration": 1,
+                }
             else:
                 status = {**running, "fullyLabeledReplicas": n}
             owner = self.add(api, w.kind, w.name, w.namespace, labels, created, spec=top_spec, status=status)
@@ -215,26 +239,56 @@ class _Builder:
         else:
             self._cronjob(spec, labels, template, created, ended)
 
-    def _replicaset_owner(self, spec: WorkloadSpec, labels: dict[str, str], top_spec: Obj, running: Obj,
-                          created: int) -> None:  # fmt: skip
+    def _replicaset_owner(
+        self, spec: WorkloadSpec, labels: dict[str, str], top_spec: Obj, running: Obj, created: int
+    ) -> None:
         """A Deployment or Argo Rollout, its one ReplicaSet (``<name>-<hash>``) and the pods of that."""
         w, n, pod_hash = spec.source, len(spec.pods), template_hash(spec.source)
         api = API_VERSIONS[w.kind]
         if w.kind == "Deployment":
-            owner = self.add(api, w.kind, w.name, w.namespace, labels, created,
-                             spec={**top_spec, "strategy": {"type": "RollingUpdate"}},
-                             status={**running, "updatedReplicas": n},
-                             annotations={"deployment.kubernetes.io/revision": "1"})  # fmt: skip
+            owner = self.add(
+                api,
+                w.kind,
+                w.name,
+                w.namespace,
+                labels,
+                created,
+                spec={**top_spec, "strategy": {"type": "RollingUpdate"}},
+                status={**running, "updatedReplicas": n},
+                annotations={"deployment.kubernetes.io/revision": "1"},
+            )
             hash_label = "pod-template-hash"
         else:
             strategy = {"canary": {"steps": [{"setWeight": 20}, {"pause": {"duration": "10m"}}]}}
-            status = {**running, "updatedReplicas": n, "phase": "Healthy", "currentPodHash": pod_hash,
-                      "stableRS": pod_hash}  # fmt: skip
-            owner = self.add(api, w.kind, w.name, w.namespace, labels, created,
-                             spec={**top_spec, "strategy": strategy}, status=status)  # fmt: skip
+            status = {
+                **running,
+                "updatedReplicas": n,
+                "phase": "Healthy",
+                "currentPodHash": pod_hash,
+                "stableRS": pod_hash,
+            }
+            owner = self.add(
+                api,
+                w.kind,
+                w.name,
+                w.namespace,
+                labels,
+                created,
+                spec={**top_spec, "strategy": strategy},
+                status=status,
+            )
             hash_label = "rollouts-pod-template-hash"
-        rs = self.add("apps/v1", "ReplicaSet", replicaset_name(w), w.namespace, {**labels, hash_label: pod_hash},
-                      created, owner=owner, spec=top_spec, status={**running, "fullyLabeledReplicas": n})  # fmt: skip
+        rs = self.add(
+            "apps/v1",
+            "ReplicaSet",
+            replicaset_name(w),
+            w.namespace,
+            {**labels, hash_label: pod_hash},
+            created,
+            owner=owner,
+            spec=top_spec,
+            status={**running, "fullyLabeledReplicas": n},
+        )
         for pod in spec.pods:
             self._pod(spec, pod, rs, created, None)
 
@@ -246,8 +300,17 @@ class _Builder:
         ]
         return {"metadata": {"labels": dict(labels)}, "spec": {"containers": containers, "restartPolicy": restart}}
 
-    def _job(self, spec: WorkloadSpec, name: str, labels: dict[str, str], template: Obj, started: int,
-             done: int | None, *, owner: Obj | None) -> Obj:  # fmt: skip
+    def _job(
+        self,
+        spec: WorkloadSpec,
+        name: str,
+        labels: dict[str, str],
+        template: Obj,
+        started: int,
+        done: int | None,
+        *,
+        owner: Obj | None,
+    ) -> Obj:
         n = len(spec.pods) if spec.source.kind == "Job" else spec.pods_per_instance
         status: Obj = {"startTime": rfc3339(started)}
         if done is None:
@@ -256,11 +319,13 @@ class _Builder:
             status.update(succeeded=n, completionTime=rfc3339(done))
             status["conditions"] = [{"type": "Complete", "status": "True", "lastTransitionTime": rfc3339(done)}]
         job_spec = {"parallelism": n, "completions": n, "backoffLimit": 6, "template": template}
-        return self.add("batch/v1", "Job", name, spec.source.namespace, labels, started, owner=owner, spec=job_spec,
-                        status=status)  # fmt: skip
+        return self.add(
+            "batch/v1", "Job", name, spec.source.namespace, labels, started, owner=owner, spec=job_spec, status=status
+        )
 
-    def _cronjob(self, spec: WorkloadSpec, labels: dict[str, str], template: Obj, created: int,
-                 ended: int | None) -> None:  # fmt: skip
+    def _cronjob(
+        self, spec: WorkloadSpec, labels: dict[str, str], template: Obj, created: int, ended: int | None
+    ) -> None:
         w = spec.source
         every, offset = (w.schedule.every, w.schedule.offset) if w.schedule else (3600, 0)
         lo = max(created, self.now - self.job_history)
@@ -269,9 +334,14 @@ class _Builder:
         cron_spec = {
             "schedule": _cron_expression(every, offset),
             "concurrencyPolicy": "Allow",
-            "jobTemplate": {"spec": {"parallelism": spec.pods_per_instance, "completions": spec.pods_per_instance,
-                                     "template": template}},
-        }  # fmt: skip
+            "jobTemplate": {
+                "spec": {
+                    "parallelism": spec.pods_per_instance,
+                    "completions": spec.pods_per_instance,
+                    "template": template,
+                }
+            },
+        }
         status: Obj = {}
         cronjob = self.add("batch/v1", "CronJob", w.name, w.namespace, labels, created, spec=cron_spec, status=status)
         active = []
@@ -281,8 +351,15 @@ class _Builder:
             for pod in run.pods:
                 self._pod(spec, pod, job, run.start, done)
             if done is None:
-                active.append({"apiVersion": "batch/v1", "kind": "Job", "namespace": w.namespace, "name": run.job,
-                               "uid": job["metadata"]["uid"]})  # fmt: skip
+                active.append(
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "namespace": w.namespace,
+                        "name": run.job,
+                        "uid": job["metadata"]["uid"],
+                    }
+                )
             else:
                 status["lastSuccessfulTime"] = rfc3339(done)
         if runs:
@@ -303,12 +380,26 @@ class _Builder:
             if done is None:
                 state = {"running": {"startedAt": start_text}}
             else:
-                state = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": start_text,
-                                        "finishedAt": rfc3339(done)}}  # fmt: skip
+                state = {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": start_text,
+                        "finishedAt": rfc3339(done),
+                    }
+                }
             image = f"registry.example/{w.namespace}/{w.name}:1.0"
             image_id = f"{image.rsplit(':', 1)[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
-            states.append({"name": c.name, "image": image, "imageID": image_id, "ready": done is None,
-                           "restartCount": 0, "state": state})  # fmt: skip
+            states.append(
+                {
+                    "name": c.name,
+                    "image": image,
+                    "imageID": image_id,
+                    "ready": done is None,
+                    "restartCount": 0,
+                    "state": state,
+                }
+            )
         status = {
             "phase": "Running" if done is None else "Succeeded",
             "startTime": start_text,
@@ -322,8 +413,9 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def cluster_objects(scenario: Scenario, *, now: datetime | None = None,
-                    job_history: timedelta = timedelta(hours=24)) -> list[Obj]:  # fmt: skip
+def cluster_objects(
+    scenario: Scenario, *, now: datetime | None = None, job_history: timedelta = timedelta(hours=24)
+) -> list[Obj]:
     """The Kubernetes objects of ``scenario`` at ``now`` (default: the current time; naive means UTC).
 
     Pod names are identical to the ``properties.pod`` values the OpenCost sandbox reports for the
@@ -348,13 +440,15 @@ class ClusterSandbox:
     def __enter__(self) -> ClusterSandbox:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
-def serve_cluster(scenario: Scenario, *, now: datetime | None = None, seed_dir: Path | None = None,
-                  extra_objects: Iterable[Obj] = ()) -> ClusterSandbox:  # fmt: skip
+def serve_cluster(
+    scenario: Scenario, *, now: datetime | None = None, seed_dir: Path | None = None, extra_objects: Iterable[Obj] = ()
+) -> ClusterSandbox:
     """Start the OpenCost and Kubernetes sandboxes describing the same cluster.
 
     With ``now``, OpenCost's clock stands still at ``now`` and the objects are those at ``now``;

@@ -56,10 +56,26 @@ def _values(*names: str) -> frozenset[str]:
 
 CHARGE_CATEGORIES = _values("Usage", "Purchase", "Tax", "Credit", "Adjustment")
 SERVICE_CATEGORIES = _values(
-    "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases", "Developer Tools",
-    "Multicloud", "Identity", "Integration", "Internet of Things", "Management and Governance", "Media",
-    "Migration", "Mobile", "Networking", "Security", "Storage", "Web", "Other",
-)  # fmt: skip
+    "AI and Machine Learning",
+    "Analytics",
+    "Business Applications",
+    "Compute",
+    "Databases",
+    "Developer Tools",
+    "Multicloud",
+    "Identity",
+    "Integration",
+    "Internet of Things",
+    "Management and Governance",
+    "Media",
+    "Migration",
+    "Mobile",
+    "Networking",
+    "Security",
+    "Storage",
+    "Web",
+    "Other",
+)
 
 # Every column of FOCUS 1.2 with its data type and whether it allows nulls; Mandatory ones marked.
 COLUMNS: dict[str, Column] = {

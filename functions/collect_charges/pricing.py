@@ -39,10 +39,22 @@ from infra.postgres import Database
 log = logging.getLogger(__name__)
 
 COLUMNS = (
-    "cluster", "subscription_uid", "hour", "source", "namespace", "name", "offering_version_id",
-    "subscription_version_id", "unit_price_micros", "quantity", "amount_micros", "currency", "is_finalized",
-    "computed_at", "unpriced_rows",
-)  # fmt: skip
+    "cluster",
+    "subscription_uid",
+    "hour",
+    "source",
+    "namespace",
+    "name",
+    "offering_version_id",
+    "subscription_version_id",
+    "unit_price_micros",
+    "quantity",
+    "amount_micros",
+    "currency",
+    "is_finalized",
+    "computed_at",
+    "unpriced_rows",
+)
 RATE_COLUMNS = {  # spec.rates key -> its exact pricebooks column (numeric, currency units)
     "cpuHour": "cpu_hour",
     "ramGbHour": "ram_gb_hour",
@@ -132,13 +144,15 @@ def plan_subscription(
     namespace, name = ref_of(sub)
     status = sub.get("status") or {}
     activated = parse_timestamp(status["activatedAt"], field="status.activatedAt")
-    deactivated = parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt") if status.get(
-        "deactivatedAt"
-    ) else None  # fmt: skip
+    deactivated = (
+        parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt") if status.get("deactivatedAt") else None
+    )
     pricing = (offering.get("spec") or {}).get("pricing") or {}
-    schedule = FeeSchedule(parse_fee(pricing["subscriptionFee"]), activated, deactivated) if pricing.get(
-        "subscriptionFee"
-    ) else None  # fmt: skip
+    schedule = (
+        FeeSchedule(parse_fee(pricing["subscriptionFee"]), activated, deactivated)
+        if pricing.get("subscriptionFee")
+        else None
+    )
     sources = list((sub.get("spec") or {}).get("usageSources") or [])
     margins = {
         Meter(item["name"]): parse_margin(item.get("margins"), field=f"resourcePricing[{i}].margins")
@@ -153,10 +167,19 @@ def plan_subscription(
     names = ([FEE] if schedule is not None else []) + [meter.value for meter in margins]
     cursor = {source: watermarks[source] + HOUR if source in watermarks else first for source in names}
     return Plan(
-        key=f"{namespace}/{name}", uid=str(meta(sub).get("uid", "")), namespace=namespace, name=name,
-        versions=versions, schedule=schedule, margins=margins, sources=sources,
-        active=ActiveInterval(activated, deactivated), pinned=pinned, end=end, cursor=cursor,
-    )  # fmt: skip
+        key=f"{namespace}/{name}",
+        uid=str(meta(sub).get("uid", "")),
+        namespace=namespace,
+        name=name,
+        versions=versions,
+        schedule=schedule,
+        margins=margins,
+        sources=sources,
+        active=ActiveInterval(activated, deactivated),
+        pinned=pinned,
+        end=end,
+        cursor=cursor,
+    )
 
 
 def _usage_row(row: Mapping[str, Any]) -> UsageRow:
@@ -164,11 +187,17 @@ def _usage_row(row: Mapping[str, Any]) -> UsageRow:
     end = row["data_end"] or row["hour"] + HOUR
     rates = None if row["pricebook_id"] is None else {field: row[col] for field, col in RATE_COLUMNS.items()}
     return UsageRow(
-        start=start, end=end, cpu_core_usage_avg=row["cpu_core_usage_avg"], gpu_usage_avg=None,
-        ram_byte_usage_avg=row["ram_byte_usage_avg"], pv_byte_hours=row["pv_byte_hours"],
-        network_transfer_bytes=row["network_transfer_bytes"], network_receive_bytes=row["network_receive_bytes"],
-        rates=rates, key=f"{row['namespace']}/{row['pod']}",
-    )  # fmt: skip
+        start=start,
+        end=end,
+        cpu_core_usage_avg=row["cpu_core_usage_avg"],
+        gpu_usage_avg=None,
+        ram_byte_usage_avg=row["ram_byte_usage_avg"],
+        pv_byte_hours=row["pv_byte_hours"],
+        network_transfer_bytes=row["network_transfer_bytes"],
+        network_receive_bytes=row["network_receive_bytes"],
+        rates=rates,
+        key=f"{row['namespace']}/{row['pod']}",
+    )
 
 
 Chunk = dict[str, tuple[datetime, datetime]]  # source -> [start, end)
@@ -237,8 +266,16 @@ def read_usage(
     flat = [(namespace, start, end) for namespace, spans in windows.items() for start, end in spans]
     if not flat:
         return Usage()
-    return Usage(db.fetch_all("usage_rows", cluster=cluster, aggregation=aggregation, namespaces=[w[0] for w in flat],
-                              starts=[w[1] for w in flat], ends=[w[2] for w in flat]))  # fmt: skip
+    return Usage(
+        db.fetch_all(
+            "usage_rows",
+            cluster=cluster,
+            aggregation=aggregation,
+            namespaces=[w[0] for w in flat],
+            starts=[w[1] for w in flat],
+            ends=[w[2] for w in flat],
+        )
+    )
 
 
 def price_chunk(plan: Plan, chunk: Chunk, usage: Usage, cluster: str, now: datetime) -> list[tuple[Any, ...]]:
@@ -247,16 +284,46 @@ def price_chunk(plan: Plan, chunk: Chunk, usage: Usage, cluster: str, now: datet
     offering_version, subscription_version = plan.versions
     pinned = plan.pinned.start
 
-    def add(hour: datetime, source: str, unit: int | Decimal | None, quantity: Decimal, amount: int, final: bool,
-            unpriced: int = 0) -> None:  # fmt: skip
-        rows.append((cluster, plan.uid, hour, source, plan.namespace, plan.name, offering_version,
-                     subscription_version, unit, quantity, amount, None, final, now, unpriced))  # fmt: skip
+    def add(
+        hour: datetime,
+        source: str,
+        unit: int | Decimal | None,
+        quantity: Decimal,
+        amount: int,
+        final: bool,
+        unpriced: int = 0,
+    ) -> None:
+        rows.append(
+            (
+                cluster,
+                plan.uid,
+                hour,
+                source,
+                plan.namespace,
+                plan.name,
+                offering_version,
+                subscription_version,
+                unit,
+                quantity,
+                amount,
+                None,
+                final,
+                now,
+                unpriced,
+            )
+        )
 
     if FEE in chunk and plan.schedule is not None:
         hour, end = chunk[FEE]
         while hour < end:
-            add(hour, FEE, plan.schedule.fee.price_micros, Decimal(0), plan.schedule.amount(hour, hour + HOUR),
-                hour < pinned)  # fmt: skip
+            add(
+                hour,
+                FEE,
+                plan.schedule.fee.price_micros,
+                Decimal(0),
+                plan.schedule.amount(hour, hour + HOUR),
+                hour < pinned,
+            )
             hour += HOUR
     span = _usage_span(chunk)
     if span is None:
@@ -272,8 +339,15 @@ def price_chunk(plan: Plan, chunk: Chunk, usage: Usage, cluster: str, now: datet
         until = plan.until[meter.value]
         while hour < end:
             charge = usage_charge(meter, by_hour.get(hour, []), margin, plan.active)
-            add(hour, meter.value, charge.unit_price_micros, charge.quantity, charge.amount_micros,
-                hour < pinned and hour < until, charge.rows_dropped)  # fmt: skip
+            add(
+                hour,
+                meter.value,
+                charge.unit_price_micros,
+                charge.quantity,
+                charge.amount_micros,
+                hour < pinned and hour < until,
+                charge.rows_dropped,
+            )
             plan.unpriced_rows += charge.rows_dropped
             hour += HOUR
     return rows

@@ -98,8 +98,16 @@ def collect_charges(
     result.reconcile = reconciled.result.counts()
     result.errors.update(reconciled.result.errors)
     plans = _plans(db, cluster, aggregation, reconciled, pinned, result)
-    run = price_plans(db, cluster, aggregation, plans.values(), now=now, chunk_hours=limits.chunk_hours,
-                      batch_rows=limits.batch_rows, budget_seconds=limits.budget_seconds)  # fmt: skip
+    run = price_plans(
+        db,
+        cluster,
+        aggregation,
+        plans.values(),
+        now=now,
+        chunk_hours=limits.chunk_hours,
+        batch_rows=limits.batch_rows,
+        budget_seconds=limits.budget_seconds,
+    )
     result.rows, result.batches, result.remaining = run.rows, run.batches, len(run.remaining)
     if run.remaining:
         log.info("time budget reached; the next ping continues", extra={"fields": {"remaining": len(run.remaining)}})
@@ -110,8 +118,10 @@ def collect_charges(
             result.errors[plan.key] = plan.error
         result.unpriced_rows += plan.unpriced_rows
         if plan.unpriced_rows:
-            log.warning("usage rows without a rate were not charged", extra={"fields": {
-                "subscription": plan.key, "rows": plan.unpriced_rows}})  # fmt: skip
+            log.warning(
+                "usage rows without a rate were not charged",
+                extra={"fields": {"subscription": plan.key, "rows": plan.unpriced_rows}},
+            )
     result.subscriptions = len(complete)
     totals = read_totals(db, cluster, list(complete), pinned)
     for sub in reconciled.subscriptions:
@@ -141,8 +151,12 @@ def _plans(
     versions = dict(reconciled.subscription_versions)
     unmirrored = [uid for uid in uids if uid not in versions]
     if unmirrored:  # its reconcile failed this run: priced from its last mirrored version
-        versions.update({r["uid"]: int(r["id"]) for r in db.fetch_all("latest_subscription_versions",
-                                                                       cluster=cluster, uids=unmirrored)})  # fmt: skip
+        versions.update(
+            {
+                r["uid"]: int(r["id"])
+                for r in db.fetch_all("latest_subscription_versions", cluster=cluster, uids=unmirrored)
+            }
+        )
     plans: dict[str, Plan] = {}
     for sub, uid in zip(active, uids, strict=True):
         key = "/".join(ref_of(sub))
@@ -160,8 +174,7 @@ def _plans(
                 raise InvalidInput(f"Offering {ref[0]}/{ref[1]} was never seen")
             if uid not in versions:
                 raise InvalidInput("the Subscription has no mirrored version yet")
-            plans[uid] = plan_subscription(sub, offering, (offering_version, versions[uid]), pinned,
-                                           marks.get(uid, {}))  # fmt: skip
+            plans[uid] = plan_subscription(sub, offering, (offering_version, versions[uid]), pinned, marks.get(uid, {}))
         except (FinOpsError, KeyError, ValueError) as exc:
             result.errors[key] = exc.message if isinstance(exc, FinOpsError) else f"{type(exc).__name__}: {exc}"
             log.warning("subscription not priced", extra={"fields": {"subscription": key, "error": result.errors[key]}})

@@ -45,8 +45,9 @@ def read_totals(db: Database, cluster: str, uids: list[str], pinned: Hour) -> di
         return {}
     (_, hour, _), (_, day, _), (_, month, _) = _buckets(pinned)
     found: dict[str, Totals] = {}
-    for row in db.fetch_all("charge_totals", cluster=cluster, uids=uids, hour=hour, day=day, month=month,
-                            end=pinned.end):  # fmt: skip
+    for row in db.fetch_all(
+        "charge_totals", cluster=cluster, uids=uids, hour=hour, day=day, month=month, end=pinned.end
+    ):
         found.setdefault(row["uid"], {})[row["source"]] = {
             granularity: (int(row[f"{granularity}_micros"]), int(row[f"{granularity}_unpriced"]))
             for granularity in ("hour", "day", "month")
@@ -75,12 +76,16 @@ def costs_of(plan: Plan, totals: Totals, pinned: Hour) -> list[dict[str, Any]]:
             if unpriced:  # usage rows without a rate: not charged, and said so
                 entry["unpricedRows"] = unpriced
             breakdown.append(entry)
-        costs.append({
-            "granularity": granularity, "start": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "endExclusive": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "current": sum(b["current"] for b in breakdown), "projected": sum(b["projected"] for b in breakdown),
-            "breakdown": breakdown,
-        })  # fmt: skip
+        costs.append(
+            {
+                "granularity": granularity,
+                "start": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "endExclusive": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "current": sum(b["current"] for b in breakdown),
+                "projected": sum(b["projected"] for b in breakdown),
+                "breakdown": breakdown,
+            }
+        )
     return costs
 
 
@@ -94,21 +99,26 @@ def write_costs(kube: Kube, sub: Mapping[str, Any], plan: Plan, totals: Totals, 
     if status.get("costs") == costs and resolved is not None and resolved.get("status") == "True":
         return False
     namespace, name = ref_of(sub)
-    conditions = set_condition(status.get("conditions"), "CostsResolved", True, "FromDB", "from the charge rows",
-                               now=now)  # fmt: skip
-    patch = {"metadata": {"resourceVersion": meta(sub).get("resourceVersion")},
-             "status": {"costs": costs, "conditions": conditions}}  # fmt: skip
+    conditions = set_condition(
+        status.get("conditions"), "CostsResolved", True, "FromDB", "from the charge rows", now=now
+    )
+    patch = {
+        "metadata": {"resourceVersion": meta(sub).get("resourceVersion")},
+        "status": {"costs": costs, "conditions": conditions},
+    }
     try:
         kube.patch_status(GROUP, VERSION, "subscriptions", namespace, name, patch)
     except FinOpsError as exc:
-        log.warning("status.costs not written", extra={"fields": {"subscription": f"{namespace}/{name}",
-                                                                   "error": exc.message}})  # fmt: skip
+        log.warning(
+            "status.costs not written", extra={"fields": {"subscription": f"{namespace}/{name}", "error": exc.message}}
+        )
         return False
     return True
 
 
-def release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Plan, now: datetime,
-                       *, error: str | None) -> bool:  # fmt: skip
+def release_finalizer(
+    db: Database, kube: Kube, cluster: str, sub: Mapping[str, Any], item: Plan, now: datetime, *, error: str | None
+) -> bool:
     status = sub.get("status") or {}
     finalizers = list(meta(sub).get("finalizers") or [])
     if not meta(sub).get("deletionTimestamp") or not status.get("deactivatedAt") or FINALIZER not in finalizers:
@@ -121,8 +131,10 @@ def release_finalizer(db: Database, kube: Kube, cluster: str, sub: Mapping[str, 
         log.info("MinPeriods not yet satisfied, keeping finalizer", extra={"fields": where})
         return False
     deactivated = truncate_to_hour(parse_timestamp(status["deactivatedAt"], field="status.deactivatedAt"))
-    marks = {r["source"]: r["hour"] for r in db.fetch_all("charge_watermarks", cluster=cluster,
-                                                           uids=[str(meta(sub).get("uid", ""))])}  # fmt: skip
+    marks = {
+        r["source"]: r["hour"]
+        for r in db.fetch_all("charge_watermarks", cluster=cluster, uids=[str(meta(sub).get("uid", ""))])
+    }
     # Usage must be final through the deactivation hour; the fee through the hour that ends on
     # the snapped deactivation (its last tick is charged in full there, possibly weeks later).
     through = {meter: deactivated for meter in item.meters}

@@ -91,8 +91,10 @@ def write_status(kube: Kube, plural: str, obj: dict[str, Any], status: dict[str,
     try:
         stored = kube.patch_status(GROUP, VERSION, plural, namespace or None, name, patch)
     except Conflict:
-        log.info("status not written: the object changed; its next event reconciles it",
-                 extra={"fields": {"object": f"{plural}/{namespace}/{name}"}})  # fmt: skip
+        log.info(
+            "status not written: the object changed; its next event reconciles it",
+            extra={"fields": {"object": f"{plural}/{namespace}/{name}"}},
+        )
         return False
     except FinOpsError as exc:
         result.errors[f"{plural}/{namespace}/{name}"] = exc.message

@@ -40,8 +40,15 @@ def reconcile_offerings(kube: Kube, db: Database, cluster: str, now: datetime, r
         resolution = resolve(offering, result.pricebook, found.objects, now=now)
         conditions = (offering.get("status") or {}).get("conditions")
         for kind in ("Ready", "PricingResolved"):
-            conditions = set_condition(conditions, kind, resolution.ready, resolution.reason, resolution.message,
-                                       now=now, generation=meta(offering).get("generation"))  # fmt: skip
+            conditions = set_condition(
+                conditions,
+                kind,
+                resolution.ready,
+                resolution.reason,
+                resolution.message,
+                now=now,
+                generation=meta(offering).get("generation"),
+            )
         status: dict[str, Any] = {"ready": condition_status(resolution.ready), "conditions": conditions}
         if resolution.ready and needs_resolution(offering, result.pricebook):
             status["resolvedPricing"] = resolution.pricing
@@ -51,12 +58,15 @@ def reconcile_offerings(kube: Kube, db: Database, cluster: str, now: datetime, r
             found.changed.add(ref_of(offering))
     if reconciled:
         rows = db.fetch_all(
-            "upsert_offering_versions", cluster=cluster,
-            uids=[str(meta(o).get("uid", "")) for o in reconciled], namespaces=[ref_of(o)[0] for o in reconciled],
-            names=[ref_of(o)[1] for o in reconciled], generations=[meta(o).get("generation") or 0 for o in reconciled],
+            "upsert_offering_versions",
+            cluster=cluster,
+            uids=[str(meta(o).get("uid", "")) for o in reconciled],
+            namespaces=[ref_of(o)[0] for o in reconciled],
+            names=[ref_of(o)[1] for o in reconciled],
+            generations=[meta(o).get("generation") or 0 for o in reconciled],
             fingerprints=[fingerprint(o.get("spec") or {}) for o in reconciled],
             specs=[json.dumps(o.get("spec") or {}) for o in reconciled],
-        )  # fmt: skip
+        )
         by_uid = {row["uid"]: int(row["id"]) for row in rows}
         for offering in reconciled:
             found.version_ids[ref_of(offering)] = by_uid[str(meta(offering).get("uid", ""))]
@@ -69,6 +79,7 @@ def mirrored_offerings(db: Database, cluster: str, refs: set[Ref]) -> dict[Ref, 
     if not refs:
         return {}
     ordered = sorted(refs)
-    rows = db.fetch_all("latest_offering_versions", cluster=cluster, namespaces=[r[0] for r in ordered],
-                        names=[r[1] for r in ordered])  # fmt: skip
+    rows = db.fetch_all(
+        "latest_offering_versions", cluster=cluster, namespaces=[r[0] for r in ordered], names=[r[1] for r in ordered]
+    )
     return {(row["namespace"], row["name"]): row for row in rows}

@@ -59,16 +59,24 @@ def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datet
         ready = isinstance(outcome, PriceBook)
         active = ref == winner_ref
         conditions = set_condition(
-            (book.get("status") or {}).get("conditions"), "Ready", ready,
+            (book.get("status") or {}).get("conditions"),
+            "Ready",
+            ready,
             "ValidationSucceeded" if ready else "PricebookParseFailed",
             "rates parsed" if ready else outcome.message,  # type: ignore[union-attr]
-            now=now, generation=meta(book).get("generation"),
-        )  # fmt: skip
+            now=now,
+            generation=meta(book).get("generation"),
+        )
         was_active = (book.get("status") or {}).get("active") is True
         if active or was_active:
-            conditions = set_condition(conditions, "Active", active, "Activated" if active else "Demoted",
-                                       "the cluster's active PriceBook" if active else "another PriceBook is active",
-                                       now=now)  # fmt: skip
+            conditions = set_condition(
+                conditions,
+                "Active",
+                active,
+                "Activated" if active else "Demoted",
+                "the cluster's active PriceBook" if active else "another PriceBook is active",
+                now=now,
+            )
         status: dict[str, Any] = {"ready": condition_status(ready), "active": active, "conditions": conditions}
         status["activePricing"] = opencost_pricing(book) if active and ready else None
         write_status(kube, "pricebooks", book, status, result)
@@ -84,12 +92,22 @@ def _render_pricing(kube: Kube, target: OpenCostTarget, document: dict[str, str]
     try:
         current = kube.get_object("", "v1", "configmaps", target.namespace, target.configmap)
     except NotFound:
-        kube.create_object("", "v1", "configmaps", target.namespace, {
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": target.configmap, "namespace": target.namespace,
-                         "labels": {"app.kubernetes.io/managed-by": "finops"}},
-            "data": {"default.json": body},
-        })  # fmt: skip
+        kube.create_object(
+            "",
+            "v1",
+            "configmaps",
+            target.namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": target.configmap,
+                    "namespace": target.namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "finops"},
+                },
+                "data": {"default.json": body},
+            },
+        )
     else:
         if (current.get("data") or {}).get("default.json") == body:
             return False
@@ -137,17 +155,28 @@ def reconcile_provider(
             else:
                 have = (current.get("spec") or {}).get("opencost") or {}
                 if any(have.get(key) != value for key, value in desired.items()):
-                    kube.patch_object(mto.group, mto.version, mto.plural, mto.namespace, mto.name,
-                                      {"spec": {"opencost": desired}})  # fmt: skip
+                    kube.patch_object(
+                        mto.group, mto.version, mto.plural, mto.namespace, mto.name, {"spec": {"opencost": desired}}
+                    )
                     if opencost is not None and not result.pricing_changed:  # one restart per change
                         _restart(kube, opencost, now, "provider")
                     message = "applied to the MTO OpenCost resource; OpenCost restarted"
                 else:
                     message = "the MTO OpenCost resource is up to date"
-    conditions = set_condition((provider.get("status") or {}).get("conditions"), "Ready", ready, reason, message,
-                               now=now, generation=meta(provider).get("generation"))  # fmt: skip
-    status = {"observedGeneration": meta(provider).get("generation"), "lastSyncTime": rfc3339(now),
-              "conditions": conditions}  # fmt: skip
+    conditions = set_condition(
+        (provider.get("status") or {}).get("conditions"),
+        "Ready",
+        ready,
+        reason,
+        message,
+        now=now,
+        generation=meta(provider).get("generation"),
+    )
+    status = {
+        "observedGeneration": meta(provider).get("generation"),
+        "lastSyncTime": rfc3339(now),
+        "conditions": conditions,
+    }
     if status_changed(provider, {k: v for k, v in status.items() if k != "lastSyncTime"}):
         write_status(kube, "finopsproviders", provider, status, result)
 

@@ -161,8 +161,10 @@ class _Cascade:
         todo = list(subs)
         while todo:
             if len(self.done) >= MAX_CASCADE:
-                log.warning("event reached too many Subscriptions; the rest wait for the hourly full pass",
-                            extra={"fields": {"left": len(todo), "limit": MAX_CASCADE}})  # fmt: skip
+                log.warning(
+                    "event reached too many Subscriptions; the rest wait for the hourly full pass",
+                    extra={"fields": {"left": len(todo), "limit": MAX_CASCADE}},
+                )
                 return
             sub = todo.pop(0)
             if ref_of(sub) in self.done:
@@ -175,11 +177,20 @@ class _Cascade:
             mirror(self.db, self.cluster, [outcome.sub], world)
             if outcome.lifecycle_changed:
                 namespace, name = ref_of(sub)
-                rows = self.db.fetch_all("subscription_relatives", cluster=self.cluster, namespace=namespace,
-                                         name=name, uid=str(meta(sub).get("uid", "")),
-                                         root=world.root_uid(outcome.sub))  # fmt: skip
-                todo.extend(_fetch(self.kube, [(r["namespace"], r["name"]) for r in rows if
-                                               (r["namespace"], r["name"]) not in self.done]))  # fmt: skip
+                rows = self.db.fetch_all(
+                    "subscription_relatives",
+                    cluster=self.cluster,
+                    namespace=namespace,
+                    name=name,
+                    uid=str(meta(sub).get("uid", "")),
+                    root=world.root_uid(outcome.sub),
+                )
+                todo.extend(
+                    _fetch(
+                        self.kube,
+                        [(r["namespace"], r["name"]) for r in rows if (r["namespace"], r["name"]) not in self.done],
+                    )
+                )
 
     def _world(self, sub: dict[str, Any]) -> World:
         """What ``sub``'s gates read: the Offerings, its parent chain, and its family when its

@@ -44,8 +44,9 @@ class Targets:
         if self.bulk:
             if resource not in self._listed:
                 items = kube.list_objects(resource.group, resource.version, resource.plural)
-                self._listed[resource] = {(str(meta(o).get("namespace") or ""), str(meta(o).get("name", "")))
-                                          for o in items}  # fmt: skip
+                self._listed[resource] = {
+                    (str(meta(o).get("namespace") or ""), str(meta(o).get("name", ""))) for o in items
+                }
             return (namespace, name) in self._listed[resource]
         try:
             kube.get_object(resource.group, resource.version, resource.plural, namespace or None, name)
@@ -99,8 +100,14 @@ def decide(kube: Kube, sub: dict[str, Any], world: World, now: datetime, result:
     if meta(sub).get("deletionTimestamp") and FINALIZER in (meta(sub).get("finalizers") or []):
         existing = get_condition({"status": {"conditions": conditions}}, "Deleting")
         if existing is None or existing.get("reason") != "WaitingForCollectionJob":
-            conditions = set_condition(conditions, "Deleting", False, "WaitingForCollectionJob",
-                                       "charges are settled by the next collect_charges run", now=now)  # fmt: skip
+            conditions = set_condition(
+                conditions,
+                "Deleting",
+                False,
+                "WaitingForCollectionJob",
+                "charges are settled by the next collect_charges run",
+                now=now,
+            )
     status["ready"] = condition_status(bool(status.get("activatedAt")) and not status.get("deactivatedAt"))
     status["conditions"] = conditions
     if not write_status(kube, "subscriptions", sub, status, result):
@@ -118,19 +125,32 @@ def mirror(db: Database, cluster: str, subs: Iterable[Mapping[str, Any]], world:
     refs = [ref_of(s) for s in subs]
     statuses = [s.get("status") or {} for s in subs]
     rows = db.fetch_all(
-        "upsert_subscription_versions", cluster=cluster, uids=uids, namespaces=[r[0] for r in refs],
-        names=[r[1] for r in refs], generations=[meta(s).get("generation") or 0 for s in subs],
-        fingerprints=[fingerprint([s.get("spec"), st.get("activatedAt"), st.get("deactivatedAt")])
-                      for s, st in zip(subs, statuses, strict=True)],
+        "upsert_subscription_versions",
+        cluster=cluster,
+        uids=uids,
+        namespaces=[r[0] for r in refs],
+        names=[r[1] for r in refs],
+        generations=[meta(s).get("generation") or 0 for s in subs],
+        fingerprints=[
+            fingerprint([s.get("spec"), st.get("activatedAt"), st.get("deactivatedAt")])
+            for s, st in zip(subs, statuses, strict=True)
+        ],
         specs=[json.dumps(s.get("spec") or {}) for s in subs],
-        activated=[st.get("activatedAt") for st in statuses], deactivated=[st.get("deactivatedAt") for st in statuses],
-    )  # fmt: skip
+        activated=[st.get("activatedAt") for st in statuses],
+        deactivated=[st.get("deactivatedAt") for st in statuses],
+    )
     offerings = [reference((s.get("spec") or {}).get("offeringRef"), ref_of(s)[0]) or ("", "") for s in subs]
     parents: list[Ref | None] = [world.parent_of(s) for s in subs]
     db.execute(
-        "upsert_subscription_index", cluster=cluster, uids=uids, namespaces=[r[0] for r in refs],
-        names=[r[1] for r in refs], offering_namespaces=[o[0] for o in offerings],
-        offering_names=[o[1] for o in offerings], parent_namespaces=[p[0] if p else None for p in parents],
-        parent_names=[p[1] if p else None for p in parents], roots=[world.root_uid(s) for s in subs],
-    )  # fmt: skip
+        "upsert_subscription_index",
+        cluster=cluster,
+        uids=uids,
+        namespaces=[r[0] for r in refs],
+        names=[r[1] for r in refs],
+        offering_namespaces=[o[0] for o in offerings],
+        offering_names=[o[1] for o in offerings],
+        parent_namespaces=[p[0] if p else None for p in parents],
+        parent_names=[p[1] if p else None for p in parents],
+        roots=[world.root_uid(s) for s in subs],
+    )
     return {row["uid"]: int(row["id"]) for row in rows}

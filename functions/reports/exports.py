@@ -56,8 +56,14 @@ class ExportResult:
     coverage_url: str
 
     def as_document(self) -> dict[str, Any]:
-        return {"url": self.url, "rows": self.rows, "total": str(self.total), "currency": self.currency,
-                "coverage_url": self.coverage_url, "coverage": self.coverage.as_document()}  # fmt: skip
+        return {
+            "url": self.url,
+            "rows": self.rows,
+            "total": str(self.total),
+            "currency": self.currency,
+            "coverage_url": self.coverage_url,
+            "coverage": self.coverage.as_document(),
+        }
 
 
 def coverage_target(url: str) -> str:
@@ -143,14 +149,25 @@ def export_focus(
     """Write the month's FOCUS CSV, and its coverage sidecar, to ``target`` (a path,
     ``s3://bucket/key`` or a folder)."""
     export = focus_export(
-        db, policy, month, cluster=cluster, require_complete=require_complete, default_cluster=default_cluster,
+        db,
+        policy,
+        month,
+        cluster=cluster,
+        require_complete=require_complete,
+        default_cluster=default_cluster,
         issuer=issuer,
-    )  # fmt: skip
+    )
     url = resolve_target(target, focus_file_name(month, cluster))
     sidecar = write_with_coverage(store, url, focus_csv(export), CONTENT_TYPE, export.report)
     assert export.report.coverage is not None  # focus_export always sets it
-    return ExportResult(url=url, rows=len(export.rows), total=export.report.total, currency=policy.currency,
-                        coverage=export.report.coverage, coverage_url=sidecar)  # fmt: skip
+    return ExportResult(
+        url=url,
+        rows=len(export.rows),
+        total=export.report.total,
+        currency=policy.currency,
+        coverage=export.report.coverage,
+        coverage_url=sidecar,
+    )
 
 
 def export_focus_command(
@@ -168,10 +185,16 @@ def export_focus_command(
     policy is loaded (``load_policy``) by the caller before it connects: a bad policy fails first."""
     try:
         result = export_focus(
-            db, policy, month, target, ObjectStore(endpoint_url=s3_endpoint), cluster=cluster,
-            require_complete=require_complete, default_cluster=default_cluster,
+            db,
+            policy,
+            month,
+            target,
+            ObjectStore(endpoint_url=s3_endpoint),
+            cluster=cluster,
+            require_complete=require_complete,
+            default_cluster=default_cluster,
             issuer=os.environ.get("FOCUS_INVOICE_ISSUER") or DEFAULT_ISSUER,
-        )  # fmt: skip
+        )
     finally:
         db.close()
     if warned := warning([result.coverage]):
@@ -195,17 +218,29 @@ def export_chargeback_csv_command(
     """``finops export chargeback-csv``: the chargeback report as CSV, and its coverage sidecar,
     to a path or S3. The policy is loaded before connecting, as for ``export_focus_command``."""
     try:
-        query = ReportQuery(month_period(month), cluster, require_complete=require_complete,
-                            default_cluster=default_cluster)  # fmt: skip
+        query = ReportQuery(
+            month_period(month), cluster, require_complete=require_complete, default_cluster=default_cluster
+        )
         report = chargeback(db, policy, query, by)
     finally:
         db.close()
     url = resolve_target(target, f"chargeback-{cluster or 'all'}-{month}.csv")
-    sidecar = write_with_coverage(ObjectStore(endpoint_url=s3_endpoint), url, chargeback_csv(report).encode(),
-                                  "text/csv", report)  # fmt: skip
+    sidecar = write_with_coverage(
+        ObjectStore(endpoint_url=s3_endpoint), url, chargeback_csv(report).encode(), "text/csv", report
+    )
     if warned := warning([report.coverage]):
         print(warned, file=sys.stderr)
     coverage = report.coverage.as_document() if report.coverage else None
-    print(json.dumps({"url": url, "lines": len(report.lines), "total": str(report.total), "currency": report.currency,
-                      "coverage_url": sidecar, "coverage": coverage}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "url": url,
+                "lines": len(report.lines),
+                "total": str(report.total),
+                "currency": report.currency,
+                "coverage_url": sidecar,
+                "coverage": coverage,
+            }
+        )
+    )
     return 0

@@ -54,8 +54,9 @@ def chargeback_csv(report: Report) -> str:
     writer.writerow(["owner", "allocated", "idle", "shared", "total", "share", "currency"])
     for line in report.lines:
         doc = line.as_document()
-        writer.writerow([doc["owner"], doc["allocated"], doc["idle"], doc["shared"], doc["total"], doc["share"],
-                         report.currency])  # fmt: skip
+        writer.writerow(
+            [doc["owner"], doc["allocated"], doc["idle"], doc["shared"], doc["total"], doc["share"], report.currency]
+        )
     writer.writerow(["TOTAL", report.allocated, report.idle, report.shared, report.total, "1.0000", report.currency])
     return out.getvalue()
 

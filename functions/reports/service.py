@@ -91,10 +91,18 @@ def period_coverage(db: Database, query: ReportQuery, policy: Policy | None = No
     window: dict[str, Any] = {"aggregation": query.aggregation, "cluster": query.cluster}
     ledger = db.fetch_all("report_hour_ledger", start=query.period.start, end=query.period.end, **window)
     runs = [
-        LedgerRun(r["cluster"], r["state"], r["first"], r["last"], r["unpriced"], r["currency"], r["reason"],
-                  int(r["row_count"] or 0))
+        LedgerRun(
+            r["cluster"],
+            r["state"],
+            r["first"],
+            r["last"],
+            r["unpriced"],
+            r["currency"],
+            r["reason"],
+            int(r["row_count"] or 0),
+        )
         for r in ledger
-    ]  # fmt: skip
+    ]
     rollups = {r["cluster"]: r for r in db.fetch_all("report_rollup_clusters", **query.params())}
     named = [entry.cluster for entry in policy.shared.fixed] if policy else []
     clusters = covered_clusters(query.cluster, [*rollups, *(r.cluster for r in runs)], named, query.default_cluster)

@@ -310,8 +310,14 @@ class EventSource:
                 break
             time.sleep(self.backoff_seconds * 2**attempts)
         if status is None or not 200 <= status < 300:
-            log.warning("event %s (%s %s) not accepted by %s: %s", event.id, event.type, event.subject,
-                        self.sink, error or status)  # fmt: skip
+            log.warning(
+                "event %s (%s %s) not accepted by %s: %s",
+                event.id,
+                event.type,
+                event.subject,
+                self.sink,
+                error or status,
+            )
         return Delivery(event, status, attempts, error)
 
     def _stopped(self) -> bool:

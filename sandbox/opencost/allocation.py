@@ -34,9 +34,19 @@ class Properties:
     """An allocation's descriptive fields; immutable by convention (shared between queries)."""
 
     __slots__ = (
-        "_json", "cluster", "container", "controller", "controller_kind", "labels", "namespace",
-        "namespace_labels", "node", "pod", "provider_id", "services",
-    )  # fmt: skip
+        "_json",
+        "cluster",
+        "container",
+        "controller",
+        "controller_kind",
+        "labels",
+        "namespace",
+        "namespace_labels",
+        "node",
+        "pod",
+        "provider_id",
+        "services",
+    )
 
     def __init__(
         self,
@@ -71,10 +81,15 @@ class Properties:
         if self.services or self.container == UNMOUNTED:
             return False
         pairs = (
-            (self.cluster, other.cluster), (self.node, other.node), (self.container, other.container),
-            (self.controller, other.controller), (self.controller_kind, other.controller_kind),
-            (self.namespace, other.namespace), (self.pod, other.pod), (self.provider_id, other.provider_id),
-        )  # fmt: skip
+            (self.cluster, other.cluster),
+            (self.node, other.node),
+            (self.container, other.container),
+            (self.controller, other.controller),
+            (self.controller_kind, other.controller_kind),
+            (self.namespace, other.namespace),
+            (self.pod, other.pod),
+            (self.provider_id, other.provider_id),
+        )
         if any(mine and mine != theirs for mine, theirs in pairs):
             return False
         if self.namespace != other.namespace and (self.namespace_labels or self.labels):
@@ -122,12 +137,18 @@ class Properties:
         """The ``properties`` object as JSON text with Go's omitempty; cached (properties are shared)."""
         if self._json is None:
             pairs: list[tuple[str, Any]] = [
-                ("cluster", self.cluster), ("node", self.node), ("container", self.container),
-                ("controller", self.controller), ("controllerKind", self.controller_kind),
-                ("namespace", self.namespace), ("pod", self.pod), ("services", list(self.services)),
-                ("providerID", self.provider_id), ("labels", dict(sorted(self.labels.items()))),
+                ("cluster", self.cluster),
+                ("node", self.node),
+                ("container", self.container),
+                ("controller", self.controller),
+                ("controllerKind", self.controller_kind),
+                ("namespace", self.namespace),
+                ("pod", self.pod),
+                ("services", list(self.services)),
+                ("providerID", self.provider_id),
+                ("labels", dict(sorted(self.labels.items()))),
                 ("namespaceLabels", dict(sorted(self.namespace_labels.items()))),
-            ]  # fmt: skip
+            ]
             self._json = json.dumps({k: v for k, v in pairs if v}, separators=(",", ":"), ensure_ascii=False)
         return self._json
 
@@ -140,11 +161,36 @@ class Alloc:
     """
 
     __slots__ = (
-        "cpu_adj", "cpu_core_hours", "cpu_cost", "cpu_req_cm", "cpu_use_cm", "end", "gpu_adj", "gpu_cost",
-        "gpu_hours", "lb_adj", "lb_cost", "lbs", "name", "net_adj", "net_cost", "net_rx", "net_tx", "props",
-        "pv_adj", "pvs", "ram_adj", "ram_byte_hours", "ram_cost", "ram_req_bm", "ram_use_bm", "raw", "start",
-        "win_end", "win_start",
-    )  # fmt: skip
+        "cpu_adj",
+        "cpu_core_hours",
+        "cpu_cost",
+        "cpu_req_cm",
+        "cpu_use_cm",
+        "end",
+        "gpu_adj",
+        "gpu_cost",
+        "gpu_hours",
+        "lb_adj",
+        "lb_cost",
+        "lbs",
+        "name",
+        "net_adj",
+        "net_cost",
+        "net_rx",
+        "net_tx",
+        "props",
+        "pv_adj",
+        "pvs",
+        "ram_adj",
+        "ram_byte_hours",
+        "ram_cost",
+        "ram_req_bm",
+        "ram_use_bm",
+        "raw",
+        "start",
+        "win_end",
+        "win_start",
+    )
 
     def __init__(self, name: str, props: Properties, win_start: int, win_end: int, start: int, end: int) -> None:
         self.name = name
@@ -235,15 +281,56 @@ class Alloc:
 
 
 _FIELDS = (
-    "name", "properties", "window", "start", "end", "minutes", "cpuCores", "cpuCoreRequestAverage",
-    "cpuCoreUsageAverage", "cpuCoreHours", "cpuCost", "cpuCostAdjustment", "cpuCostIdle", "cpuEfficiency",
-    "gpuCount", "gpuHours", "gpuCost", "gpuCostAdjustment", "gpuCostIdle", "networkTransferBytes",
-    "networkReceiveBytes", "networkCost", "networkCrossZoneCost", "networkCrossRegionCost", "networkInternetCost",
-    "networkCostAdjustment", "loadBalancerCost", "loadBalancerCostAdjustment", "pvBytes", "pvByteHours", "pvCost",
-    "pvs", "pvCostAdjustment", "ramBytes", "ramByteRequestAverage", "ramByteUsageAverage", "ramByteHours", "ramCost",
-    "ramCostAdjustment", "ramCostIdle", "ramEfficiency", "externalCost", "sharedCost", "totalCost", "totalEfficiency",
-    "rawAllocationOnly", "proportionalAssetResourceCosts", "lbAllocations", "sharedCostBreakdown",
-)  # fmt: skip
+    "name",
+    "properties",
+    "window",
+    "start",
+    "end",
+    "minutes",
+    "cpuCores",
+    "cpuCoreRequestAverage",
+    "cpuCoreUsageAverage",
+    "cpuCoreHours",
+    "cpuCost",
+    "cpuCostAdjustment",
+    "cpuCostIdle",
+    "cpuEfficiency",
+    "gpuCount",
+    "gpuHours",
+    "gpuCost",
+    "gpuCostAdjustment",
+    "gpuCostIdle",
+    "networkTransferBytes",
+    "networkReceiveBytes",
+    "networkCost",
+    "networkCrossZoneCost",
+    "networkCrossRegionCost",
+    "networkInternetCost",
+    "networkCostAdjustment",
+    "loadBalancerCost",
+    "loadBalancerCostAdjustment",
+    "pvBytes",
+    "pvByteHours",
+    "pvCost",
+    "pvs",
+    "pvCostAdjustment",
+    "ramBytes",
+    "ramByteRequestAverage",
+    "ramByteUsageAverage",
+    "ramByteHours",
+    "ramCost",
+    "ramCostAdjustment",
+    "ramCostIdle",
+    "ramEfficiency",
+    "externalCost",
+    "sharedCost",
+    "totalCost",
+    "totalEfficiency",
+    "rawAllocationOnly",
+    "proportionalAssetResourceCosts",
+    "lbAllocations",
+    "sharedCostBreakdown",
+)
 _TEMPLATE = "{" + ",".join(f'"{field}":%s' for field in _FIELDS) + "}"
 
 

@@ -56,10 +56,19 @@ class Query:
         lo, hi = cluster.data_range(now)
         anchor = floor(now, HOUR) if cluster.has_relative_times else 0
         return (
-            self.start, self.end, self.step, self.accumulate, self.aggregate, self.include_idle, self.share_idle,
-            self.keep_labels, self.filter.canonical if self.filter else None,
-            max(lo, self.start), min(hi, self.end), anchor,
-        )  # fmt: skip
+            self.start,
+            self.end,
+            self.step,
+            self.accumulate,
+            self.aggregate,
+            self.include_idle,
+            self.share_idle,
+            self.keep_labels,
+            self.filter.canonical if self.filter else None,
+            max(lo, self.start),
+            min(hi, self.end),
+            anchor,
+        )
 
 
 def parse_query(args: Mapping[str, str], now: int) -> Query:
@@ -124,8 +133,9 @@ def _step_set(cluster: Cluster, q: Query, win: tuple[int, int], now: int) -> dic
     return out
 
 
-def _accumulate(sets: list[tuple[tuple[int, int], dict[str, Alloc]]], option: str,
-                keep_labels: bool) -> list[tuple[tuple[int, int], dict[str, Alloc]]]:  # fmt: skip
+def _accumulate(
+    sets: list[tuple[tuple[int, int], dict[str, Alloc]]], option: str, keep_labels: bool
+) -> list[tuple[tuple[int, int], dict[str, Alloc]]]:
     if option == "none" or not sets:
         return sets
     grouped: dict[int, list[tuple[tuple[int, int], dict[str, Alloc]]]] = {}

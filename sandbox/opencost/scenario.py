@@ -76,9 +76,15 @@ GIB = 1024**3
 
 Kind = Literal["Deployment", "Rollout", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"]
 API_VERSIONS: dict[str, str] = {
-    "Deployment": "apps/v1", "Rollout": "argoproj.io/v1alpha1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
-    "ReplicaSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1", "Pod": "v1",
-}  # fmt: skip
+    "Deployment": "apps/v1",
+    "Rollout": "argoproj.io/v1alpha1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Job": "batch/v1",
+    "CronJob": "batch/v1",
+    "Pod": "v1",
+}
 
 _DURATION_RE = re.compile(r"^(\d+)(s|m|h|d|w)$")
 _RELATIVE_RE = re.compile(r"^([+-])(\d+)(m|h|d|w)$")

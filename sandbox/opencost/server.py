@@ -72,8 +72,15 @@ class _Fault:
 class OpenCostApp:
     """WSGI application for one scenario. Thread-safe; test hooks are plain methods."""
 
-    def __init__(self, scenario: Scenario, *, clock: Clock | None = None, cache_size: int = 64,
-                 cache_bytes: int = 256 * 2**20, legacy_summary: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        clock: Clock | None = None,
+        cache_size: int = 64,
+        cache_bytes: int = 256 * 2**20,
+        legacy_summary: bool = False,
+    ) -> None:
         self.cluster = Cluster(scenario)
         self.legacy_summary = legacy_summary
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -89,8 +96,15 @@ class OpenCostApp:
 
     # -- test hooks --------------------------------------------------------------------------------
 
-    def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
-                  path: str | None = "/allocation", after: int = 0) -> None:  # fmt: skip
+    def fail_next(
+        self,
+        status: int = 500,
+        times: int = 1,
+        *,
+        message: str = "injected failure",
+        path: str | None = "/allocation",
+        after: int = 0,
+    ) -> None:
         """The next ``times`` matching requests answer ``status`` with OpenCost's error envelope;
         ``after`` lets that many matching requests through first (to fail a run midway)."""
         self._arm(_Fault("fail", times, path, status=status, body=error_body(status, message), skip=after))
@@ -99,13 +113,15 @@ class OpenCostApp:
         """The next ``times`` matching requests are answered only after ``seconds``."""
         self._arm(_Fault("delay", times, path, seconds=seconds))
 
-    def malformed_next(self, body: bytes = b"{not json", times: int = 1, *, status: int = 200,
-                       path: str | None = "/allocation") -> None:  # fmt: skip
+    def malformed_next(
+        self, body: bytes = b"{not json", times: int = 1, *, status: int = 200, path: str | None = "/allocation"
+    ) -> None:
         """The next ``times`` matching requests answer ``status`` with ``body`` verbatim."""
         self._arm(_Fault("malformed", times, path, status=status, body=body))
 
-    def trickle_next(self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *,
-                     path: str | None = "/allocation") -> None:  # fmt: skip
+    def trickle_next(
+        self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *, path: str | None = "/allocation"
+    ) -> None:
         """The next ``times`` matching requests get their real answer ``bytes_per_chunk`` bytes at a
         time, one write every ``interval`` seconds (``Content-Length`` announces the whole body)."""
         if bytes_per_chunk < 1:
@@ -218,11 +234,18 @@ def _trickle(body: bytes, size: int, interval: float) -> Iterator[bytes]:
         yield body[offset : offset + size]
 
 
-def make_app(scenario: Scenario, *, clock: Clock | None = None, cache_size: int = 64,
-             cache_bytes: int = 256 * 2**20, legacy_summary: bool = False) -> OpenCostApp:  # fmt: skip
+def make_app(
+    scenario: Scenario,
+    *,
+    clock: Clock | None = None,
+    cache_size: int = 64,
+    cache_bytes: int = 256 * 2**20,
+    legacy_summary: bool = False,
+) -> OpenCostApp:
     """A WSGI app for ``scenario``; ``clock`` (returning an aware datetime) defaults to the real UTC time."""
-    return OpenCostApp(scenario, clock=clock, cache_size=cache_size, cache_bytes=cache_bytes,
-                       legacy_summary=legacy_summary)  # fmt: skip
+    return OpenCostApp(
+        scenario, clock=clock, cache_size=cache_size, cache_bytes=cache_bytes, legacy_summary=legacy_summary
+    )
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -256,19 +279,28 @@ class OpenCostServer:
     def calls(self) -> list[tuple[str, dict[str, str]]]:
         return self.app.calls
 
-    def fail_next(self, status: int = 500, times: int = 1, *, message: str = "injected failure",
-                  path: str | None = "/allocation", after: int = 0) -> None:  # fmt: skip
+    def fail_next(
+        self,
+        status: int = 500,
+        times: int = 1,
+        *,
+        message: str = "injected failure",
+        path: str | None = "/allocation",
+        after: int = 0,
+    ) -> None:
         self.app.fail_next(status, times, message=message, path=path, after=after)
 
     def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
         self.app.delay_next(seconds, times, path=path)
 
-    def malformed_next(self, body: bytes = b"{not json", times: int = 1, *, status: int = 200,
-                       path: str | None = "/allocation") -> None:  # fmt: skip
+    def malformed_next(
+        self, body: bytes = b"{not json", times: int = 1, *, status: int = 200, path: str | None = "/allocation"
+    ) -> None:
         self.app.malformed_next(body, times, status=status, path=path)
 
-    def trickle_next(self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *,
-                     path: str | None = "/allocation") -> None:  # fmt: skip
+    def trickle_next(
+        self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *, path: str | None = "/allocation"
+    ) -> None:
         self.app.trickle_next(bytes_per_chunk, interval, times, path=path)
 
     def reset(self) -> None:
@@ -285,14 +317,22 @@ class OpenCostServer:
     def __enter__(self) -> OpenCostServer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
-def serve(scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, clock: Clock | None = None,
-          cache_size: int = 64, log_requests: bool = False,
-          legacy_summary: bool = False) -> OpenCostServer:  # fmt: skip
+def serve(
+    scenario: Scenario,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    clock: Clock | None = None,
+    cache_size: int = 64,
+    log_requests: bool = False,
+    legacy_summary: bool = False,
+) -> OpenCostServer:
     """Start the sandbox in a daemon thread; ``port=0`` picks a free port (see ``.url``)."""
     app = make_app(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary)
     return OpenCostServer(app, host, port, log_requests=log_requests)

@@ -19,8 +19,32 @@ from typing import Any
 
 from sandbox.opencost.scenario import Scenario, parse_scenario
 
-_DAY_SHAPE = [0.3, 0.25, 0.2, 0.2, 0.25, 0.3, 0.45, 0.6, 0.8, 0.95, 1.0, 1.05,
-              1.1, 1.05, 1.0, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.35]  # fmt: skip
+_DAY_SHAPE = [
+    0.3,
+    0.25,
+    0.2,
+    0.2,
+    0.25,
+    0.3,
+    0.45,
+    0.6,
+    0.8,
+    0.95,
+    1.0,
+    1.05,
+    1.1,
+    1.05,
+    1.0,
+    0.95,
+    0.9,
+    0.85,
+    0.8,
+    0.7,
+    0.6,
+    0.5,
+    0.4,
+    0.35,
+]
 
 
 def synthetic(containers: int, *, namespaces: int = 50, cluster: str = "bench") -> Scenario:

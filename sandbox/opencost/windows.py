@@ -26,10 +26,19 @@ _OFFSET_RE = re.compile(r"^(\d+)(m|h|d|w) offset (\d+)(m|h|d|w)$")
 _UNIX_PAIR_RE = re.compile(r"^(\d+)[,-](\d+)$")
 _NAMED_STEPS = {"hour": HOUR, "day": DAY, "week": WEEK}
 _ACCUMULATE = {
-    "": "none", "false": "none", "f": "none", "0": "none", "none": "none",
-    "true": "all", "t": "all", "1": "all", "all": "all",
-    "hour": "hour", "day": "day", "week": "week",
-}  # fmt: skip
+    "": "none",
+    "false": "none",
+    "f": "none",
+    "0": "none",
+    "none": "none",
+    "true": "all",
+    "t": "all",
+    "1": "all",
+    "all": "all",
+    "hour": "hour",
+    "day": "day",
+    "week": "week",
+}
 MAX_SETS = 2000
 
 

@@ -50,14 +50,21 @@ def main() -> int:
         setattr(Database, name, counted(getattr(Database, name)))
     db = connect(os.environ["DATABASE_URL"])
     options = CollectOptions(
-        cluster=args.cluster, aggregation="namespace,controllerKind,controller,pod,container",
-        hours_lookback=args.lookback, owner_label="team", cost_center_label="cost-center",
-    )  # fmt: skip
+        cluster=args.cluster,
+        aggregation="namespace,controllerKind,controller,pod,container",
+        hours_lookback=args.lookback,
+        owner_label="team",
+        cost_center_label="cost-center",
+    )
     collect(
-        db, OpenCostClient(os.environ["OPENCOST_URL"], retries=0), KubeClient.from_url(os.environ["KUBE_API_URL"]),
-        options, scheduled=parse_timestamp(args.scheduled, field="scheduled"), now=datetime.now(UTC),
+        db,
+        OpenCostClient(os.environ["OPENCOST_URL"], retries=0),
+        KubeClient.from_url(os.environ["KUBE_API_URL"]),
+        options,
+        scheduled=parse_timestamp(args.scheduled, field="scheduled"),
+        now=datetime.now(UTC),
         run_id=str(uuid.uuid4()),
-    )  # fmt: skip
+    )
     db.close()
     if args.count:
         print(statements)

@@ -36,14 +36,22 @@ AGG = "namespace,controllerKind,controller,pod,container"
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 ACTIVATED = PINNED.start - 3 * HOUR + timedelta(minutes=30)
 PRICEBOOK = {
-    "apiVersion": FB, "kind": "PriceBook", "metadata": {"name": "standard", "namespace": "finops"},
+    "apiVersion": FB,
+    "kind": "PriceBook",
+    "metadata": {"name": "standard", "namespace": "finops"},
     "spec": {"currency": "USD", "valuationMode": "currency", "rates": {"cpuHour": "0.04", "ramGbHour": "0.005"}},
-}  # fmt: skip
+}
 OFFERING = {
-    "apiVersion": FB, "kind": "Offering", "metadata": {"name": "gold", "namespace": "finops"},
-    "spec": {"pricing": {"subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt"},
-                         "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}]}},
-}  # fmt: skip
+    "apiVersion": FB,
+    "kind": "Offering",
+    "metadata": {"name": "gold", "namespace": "finops"},
+    "spec": {
+        "pricing": {
+            "subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt"},
+            "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}],
+        }
+    },
+}
 
 
 def iso(moment: datetime) -> str:
@@ -52,10 +60,15 @@ def iso(moment: datetime) -> str:
 
 def subscription(n: int, activated: datetime | None = ACTIVATED, **spec: Any) -> dict[str, Any]:
     sub: dict[str, Any] = {
-        "apiVersion": FB, "kind": "Subscription", "metadata": {"name": f"sub-{n}", "namespace": f"team-{n % 5}"},
-        "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
-                 "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}], **spec},
-    }  # fmt: skip
+        "apiVersion": FB,
+        "kind": "Subscription",
+        "metadata": {"name": f"sub-{n}", "namespace": f"team-{n % 5}"},
+        "spec": {
+            "offeringRef": {"name": "gold", "namespace": "finops"},
+            "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}],
+            **spec,
+        },
+    }
     if activated is not None:
         sub["status"] = {"activatedAt": iso(activated), "ready": "True"}
     return sub
@@ -124,8 +137,9 @@ class Counted:
 
 def run(db: Database, kube: sandbox_kube.KubeServer, pinned: Hour, limits: Limits | None = None) -> ChargesResult:
     with KubeClient.from_url(kube.url) as client:
-        result = collect_charges(db, client, "c", AGG, None, scheduled=pinned.start, now=pinned.start,
-                                 limits=limits or Limits())  # fmt: skip
+        result = collect_charges(
+            db, client, "c", AGG, None, scheduled=pinned.start, now=pinned.start, limits=limits or Limits()
+        )
     assert not result.errors, result.errors
     return result
 
@@ -148,8 +162,10 @@ def steady_run(db: Database, n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[C
 def versions(db: Database) -> list[tuple[str, str]]:
     """Every mirrored version with its row version (``xmin`` moves when a row is rewritten)."""
     with db.connection() as conn:
-        rows = conn.execute("SELECT 's' || id AS id, xmin::text AS v FROM subscription_versions UNION ALL"
-                            " SELECT 'o' || id, xmin::text FROM offering_versions ORDER BY 1").fetchall()  # fmt: skip
+        rows = conn.execute(
+            "SELECT 's' || id AS id, xmin::text AS v FROM subscription_versions UNION ALL"
+            " SELECT 'o' || id, xmin::text FROM offering_versions ORDER BY 1"
+        ).fetchall()
     return [(row["id"], row["v"]) for row in rows]
 
 
@@ -158,9 +174,11 @@ def test_a_steady_run_makes_the_same_statements_and_requests_at_10_and_100(
 ) -> None:
     small, small_result = steady_run(db, 10, monkeypatch)
     with db.connection() as conn:
-        conn.execute("TRUNCATE subscription_charges, subscription_charge_watermarks, subscription_index,"
-                     " subscription_versions, offering_versions, provider_allocations, allocation_hours, pricebooks"
-                     " CASCADE")  # fmt: skip
+        conn.execute(
+            "TRUNCATE subscription_charges, subscription_charge_watermarks, subscription_index,"
+            " subscription_versions, offering_versions, provider_allocations, allocation_hours, pricebooks"
+            " CASCADE"
+        )
     large, large_result = steady_run(db, 100, monkeypatch)
     assert (small_result.subscriptions, large_result.subscriptions) == (10, 100)
     assert (small_result.rows, large_result.rows) == (10 * 2 * 2, 100 * 2 * 2)  # fee + cpuHour, 2 hours each
@@ -181,8 +199,9 @@ def test_one_event_costs_the_same_whatever_the_cluster_holds(db: Database, monke
             with KubeClient.from_url(kube.url) as client, monkeypatch.context() as patched:
                 reconcile_event(client, db, "c", ObjectRef("Offering", "finops", "gold"), None, PINNED.start)
                 counted = Counted(patched)
-                result = reconcile_event(client, db, "c", ObjectRef("Subscription", "team-3", "sub-3"), None,
-                                         PINNED.start)  # fmt: skip
+                result = reconcile_event(
+                    client, db, "c", ObjectRef("Subscription", "team-3", "sub-3"), None, PINNED.start
+                )
             assert result.reconciled == 1 and not result.errors
             stored = kube.store.get(FB, "subscriptions", "team-3", "sub-3")
             assert stored is not None and stored["status"]["ready"] == "True"
@@ -235,8 +254,7 @@ def test_an_offering_that_appears_activates_the_subscriptions_waiting_for_it(db:
     with sandbox_kube.serve(objects=[PRICEBOOK, *(subscription(i, activated=None) for i in range(4))]) as kube:
         with KubeClient.from_url(kube.url) as client:
             for i in range(4):
-                reconcile_event(client, db, "c", ObjectRef("Subscription", f"team-{i}", f"sub-{i}"), None,
-                                PINNED.start)  # fmt: skip
+                reconcile_event(client, db, "c", ObjectRef("Subscription", f"team-{i}", f"sub-{i}"), None, PINNED.start)
             waiting = kube.store.get(FB, "subscriptions", "team-2", "sub-2")
             assert waiting is not None and waiting["status"]["conditions"][0]["reason"] == "OfferingNotFound"
             kube.store.create(OFFERING)
@@ -280,10 +298,15 @@ def test_a_backlog_priced_over_several_pings_ends_as_one_unbounded_run(db: Datab
 
 
 def test_target_kinds_are_resolved_through_discovery(db: Database) -> None:
-    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-              "metadata": {"name": "deny-all", "namespace": "team-0"}, "spec": {}}  # fmt: skip
-    target = {"lifecycle": {"targetRef": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                          "name": "deny-all"}}}  # fmt: skip
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "deny-all", "namespace": "team-0"},
+        "spec": {},
+    }
+    target = {
+        "lifecycle": {"targetRef": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "name": "deny-all"}}
+    }
     with sandbox_kube.serve(objects=[PRICEBOOK, OFFERING, policy, subscription(0, activated=None, **target)]) as kube:
         with KubeClient.from_url(kube.url) as client:
             reconcile_event(client, db, "c", ObjectRef("Offering", "finops", "gold"), None, PINNED.start)

@@ -270,14 +270,24 @@ def test_finops_runs_lists_recent_outcomes_newest_first(ping: Pinger, database_u
     ping({"scheduledTime": "2026-11-20T11:00:00Z", "trigger": "manual"})
     finops = os.path.join(os.path.dirname(sys.executable), "finops")
     env = {**os.environ, "DATABASE_URL": database_url}
-    out = subprocess.run([finops, "runs", "--function", "collect_allocations", "--limit", "5"], env=env,
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [finops, "runs", "--function", "collect_allocations", "--limit", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     lines = [line for line in out.splitlines() if "collect_allocations" in line]
     assert len(lines) == 2 and "manual" in lines[0] and "cron" in lines[1] and "success" in lines[0]
     migrate = subprocess.run([finops, "migrate"], env=env, capture_output=True, text=True, check=True).stdout
     assert "up to date" in migrate
-    missing = subprocess.run([finops, "runs"], env={k: v for k, v in env.items() if k != "DATABASE_URL"},
-                             capture_output=True, text=True, check=False)  # fmt: skip
+    missing = subprocess.run(
+        [finops, "runs"],
+        env={k: v for k, v in env.items() if k != "DATABASE_URL"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert missing.returncode != 0 and "DATABASE_URL" in missing.stderr
 
 
@@ -301,8 +311,10 @@ def test_daily_rollups_follow_the_hours_exactly(ping: Pinger, db: Database) -> N
     hourly, daily = totals()
     assert hourly == daily and {r["h"] for r in daily} == {5}
     with db.connection() as conn:
-        (row,) = conn.execute("SELECT billed_core_hours, used_core_hours FROM allocation_daily"
-                              " WHERE namespace = 'search' AND entry_kind = 'workload'").fetchall()  # fmt: skip
+        (row,) = conn.execute(
+            "SELECT billed_core_hours, used_core_hours FROM allocation_daily"
+            " WHERE namespace = 'search' AND entry_kind = 'workload'"
+        ).fetchall()
     assert row["billed_core_hours"] >= row["used_core_hours"] > 0  # bursting above its request: billed = usage
 
 
@@ -312,8 +324,17 @@ def test_a_costjobs_timeouts_are_honoured_and_the_no_op_ones_reported(
     path = ("finops.stakater.com/v1alpha1", "costjobs", "finops", "allocations")
     original = kube.store.get(*path)
     assert original is not None
-    kube.store.patch(*path, {"spec": {"openCostFetchTimeout": "300ms", "databaseInsertTimeout": "3m",
-                                      "databaseViewsRefreshTimeout": "1m", "httpClientTimeout": "90s"}})  # fmt: skip
+    kube.store.patch(
+        *path,
+        {
+            "spec": {
+                "openCostFetchTimeout": "300ms",
+                "databaseInsertTimeout": "3m",
+                "databaseViewsRefreshTimeout": "1m",
+                "httpClientTimeout": "90s",
+            }
+        },
+    )
     try:
         ok = ping({"scheduledTime": SCHEDULED, "costJob": {"namespace": "finops", "name": "allocations"}}).json()
         assert ok["costjob_timeouts"] == {"openCostFetchTimeout": 0.3, "databaseInsertTimeout": 180}
@@ -342,12 +363,23 @@ def test_stored_costs_include_opencosts_adjustments(
     window = "2026-11-20T07:00:00Z,2026-11-20T08:00:00Z"
     params = {"window": window, "aggregate": DEFAULT_AGGREGATION, "accumulate": "true", "includeIdle": "true"}
     (sent,) = httpx.get(f"{opencost.url}/allocation", params=params, timeout=30).json(parse_float=Decimal)["data"]
-    columns = {"cpu": "cpuCost", "gpu": "gpuCost", "ram": "ramCost", "pv": "pvCost", "network": "networkCost",
-               "lb": "loadBalancerCost"}  # fmt: skip
+    columns = {
+        "cpu": "cpuCost",
+        "gpu": "gpuCost",
+        "ram": "ramCost",
+        "pv": "pvCost",
+        "network": "networkCost",
+        "lb": "loadBalancerCost",
+    }
     with db.connection() as conn:
-        stored = {r["name"]: r for r in conn.execute(
-            "SELECT name, " + ", ".join(f"{c}_cost_micros" for c in columns) + ", total_cost_micros"
-            " FROM provider_allocations WHERE hour = %s", (HOURS[0],))}  # fmt: skip
+        stored = {
+            r["name"]: r
+            for r in conn.execute(
+                "SELECT name, " + ", ".join(f"{c}_cost_micros" for c in columns) + ", total_cost_micros"
+                " FROM provider_allocations WHERE hour = %s",
+                (HOURS[0],),
+            )
+        }
     assert set(stored) == set(sent)
     signs = set()
     for name, allocation in sent.items():

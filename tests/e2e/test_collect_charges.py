@@ -49,17 +49,39 @@ def iso(moment: datetime) -> str:
 def billing_objects() -> list[dict[str, Any]]:
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "opencost"}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "opencost", "namespace": "opencost"},
-         "spec": {"template": {"metadata": {"annotations": {}}}}},
-        {"apiVersion": FB, "kind": "Offering", "metadata": {"name": "gold", "namespace": "finops"},
-         "spec": {"pricing": {
-             "subscriptionFee": {"priceMicros": FEE, "period": "1h", "tickAlignment": "ActivatedAt", "minPeriods": 1},
-             "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}]}}},
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "gold-web", "namespace": "shop"},
-         "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
-                  "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}]},
-         "status": {"activatedAt": iso(ACTIVATED), "ready": "True"}},
-    ]  # fmt: skip
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "opencost", "namespace": "opencost"},
+            "spec": {"template": {"metadata": {"annotations": {}}}},
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Offering",
+            "metadata": {"name": "gold", "namespace": "finops"},
+            "spec": {
+                "pricing": {
+                    "subscriptionFee": {
+                        "priceMicros": FEE,
+                        "period": "1h",
+                        "tickAlignment": "ActivatedAt",
+                        "minPeriods": 1,
+                    },
+                    "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}],
+                }
+            },
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "gold-web", "namespace": "shop"},
+            "spec": {
+                "offeringRef": {"name": "gold", "namespace": "finops"},
+                "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}],
+            },
+            "status": {"activatedAt": iso(ACTIVATED), "ready": "True"},
+        },
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +102,9 @@ def billing(stack: Stack, billing_kube: sandbox_kube.KubeServer) -> Iterator[tup
 
 
 def ping(url: str, scheduled: datetime) -> dict[str, Any]:
-    response = httpx.post(url, json={"scheduledTime": iso(scheduled)}, headers={"Authorization": f"Bearer {TOKEN}"},
-                          timeout=120)  # fmt: skip
+    response = httpx.post(
+        url, json={"scheduledTime": iso(scheduled)}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120
+    )
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -176,17 +199,31 @@ def test_the_finops_provider_through_reconcile(
     stack: Stack, billing_kube: sandbox_kube.KubeServer, db: Database
 ) -> None:
     store = billing_kube.store
-    store.apply_manifests([
-        {"apiVersion": FB, "kind": "FinOpsProvider", "metadata": {"name": "default"},
-         "spec": {"awsoptions": {"pricingModelSource": "Pricebook"}}},
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "multi-tenant-operator"}},
-        {"apiVersion": "dependencies.tenantoperator.stakater.com/v1alpha1", "kind": "OpenCost",
-         "metadata": {"name": "opencost", "namespace": "multi-tenant-operator"}, "spec": {"opencost": {}}},
-    ])  # fmt: skip
+    store.apply_manifests(
+        [
+            {
+                "apiVersion": FB,
+                "kind": "FinOpsProvider",
+                "metadata": {"name": "default"},
+                "spec": {"awsoptions": {"pricingModelSource": "Pricebook"}},
+            },
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "multi-tenant-operator"}},
+            {
+                "apiVersion": "dependencies.tenantoperator.stakater.com/v1alpha1",
+                "kind": "OpenCost",
+                "metadata": {"name": "opencost", "namespace": "multi-tenant-operator"},
+                "spec": {"opencost": {}},
+            },
+        ]
+    )
     world = replace(stack, kube_url=billing_kube.url)
     with serve_function(world, "reconcile", MTO_ENABLED="true") as url:
-        event = {"ce-type": "dev.knative.apiserver.resource.update", "ce-id": "1", "ce-source": "test",
-                 "ce-specversion": "1.0"}  # fmt: skip
+        event = {
+            "ce-type": "dev.knative.apiserver.resource.update",
+            "ce-id": "1",
+            "ce-source": "test",
+            "ce-specversion": "1.0",
+        }
         assert httpx.post(url, json={}, headers=event).status_code == 200
         provider = store.get(FB, "finopsproviders", None, "default")
         assert provider is not None
@@ -199,8 +236,10 @@ def test_the_finops_provider_through_reconcile(
         "dependencies.tenantoperator.stakater.com/v1alpha1", "opencosts", "multi-tenant-operator", "opencost"
     )
     assert mto is not None and mto["spec"]["opencost"] == {
-        "cloudIntegrationSecret": "aws-cur", "cloudCost": {"enabled": True}, "customPricing": {"enabled": True},
-    }  # fmt: skip
+        "cloudIntegrationSecret": "aws-cur",
+        "cloudCost": {"enabled": True},
+        "customPricing": {"enabled": True},
+    }
     provider = store.get(FB, "finopsproviders", None, "default")
     assert provider is not None and provider["status"]["conditions"][0]["status"] == "True"
     assert provider["status"]["lastSyncTime"] and provider["status"]["observedGeneration"]
@@ -216,17 +255,34 @@ SILVER_ACTIVATED = datetime(2026, 10, 15, 8, 30, tzinfo=UTC)
 def silver_objects() -> list[dict[str, Any]]:
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "opencost"}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "opencost", "namespace": "opencost"},
-         "spec": {"template": {"metadata": {"annotations": {}}}}},
-        {"apiVersion": FB, "kind": "Offering", "metadata": {"name": "silver", "namespace": "finops"},
-         "spec": {"pricing": {
-             "subscriptionFee": {"priceMicros": FEE, "period": "1h", "tickAlignment": "ActivatedAt"},
-             "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}]}}},
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "silver-web", "namespace": "shop"},
-         "spec": {"offeringRef": {"name": "silver", "namespace": "finops"},
-                  "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}]},
-         "status": {"activatedAt": iso(SILVER_ACTIVATED), "ready": "True"}},
-    ]  # fmt: skip
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "opencost", "namespace": "opencost"},
+            "spec": {"template": {"metadata": {"annotations": {}}}},
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Offering",
+            "metadata": {"name": "silver", "namespace": "finops"},
+            "spec": {
+                "pricing": {
+                    "subscriptionFee": {"priceMicros": FEE, "period": "1h", "tickAlignment": "ActivatedAt"},
+                    "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}],
+                }
+            },
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "silver-web", "namespace": "shop"},
+            "spec": {
+                "offeringRef": {"name": "silver", "namespace": "finops"},
+                "usageSources": [{"resourceType": "Deployment", "name": "web", "namespace": "shop"}],
+            },
+            "status": {"activatedAt": iso(SILVER_ACTIVATED), "ready": "True"},
+        },
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -264,19 +320,40 @@ def silver_charges(silver: tuple[Stack, sandbox_kube.KubeServer, str]) -> Iterat
 # Projected fee = the fee over the whole bucket: the ticks in (08:30, end]:
 #   hour: 11:30 -> 1; day: 09:30 ... 23:30 -> 15; month: to Nov 1 00:00, 16 days 15.5 h -> 399.
 EXPECTED_COSTS = [
-    {"granularity": "hour", "start": "2026-10-15T11:00:00Z", "endExclusive": "2026-10-15T12:00:00Z",
-     "current": 1_071_126, "projected": 1_071_126, "breakdown": [
-         {"name": "subscription", "current": 1_000_000, "projected": 1_000_000},
-         {"name": "cpuHour", "current": 71_126, "projected": 71_126}]},
-    {"granularity": "day", "start": "2026-10-15T00:00:00Z", "endExclusive": "2026-10-16T00:00:00Z",
-     "current": 3_177_814, "projected": 15_787_462, "breakdown": [
-         {"name": "subscription", "current": 3_000_000, "projected": 15_000_000},
-         {"name": "cpuHour", "current": 177_814, "projected": 787_462}]},
-    {"granularity": "month", "start": "2026-10-01T00:00:00Z", "endExclusive": "2026-11-01T00:00:00Z",
-     "current": 3_177_814, "projected": 419_296_198, "breakdown": [
-         {"name": "subscription", "current": 3_000_000, "projected": 399_000_000},
-         {"name": "cpuHour", "current": 177_814, "projected": 20_296_198}]},
-]  # fmt: skip
+    {
+        "granularity": "hour",
+        "start": "2026-10-15T11:00:00Z",
+        "endExclusive": "2026-10-15T12:00:00Z",
+        "current": 1_071_126,
+        "projected": 1_071_126,
+        "breakdown": [
+            {"name": "subscription", "current": 1_000_000, "projected": 1_000_000},
+            {"name": "cpuHour", "current": 71_126, "projected": 71_126},
+        ],
+    },
+    {
+        "granularity": "day",
+        "start": "2026-10-15T00:00:00Z",
+        "endExclusive": "2026-10-16T00:00:00Z",
+        "current": 3_177_814,
+        "projected": 15_787_462,
+        "breakdown": [
+            {"name": "subscription", "current": 3_000_000, "projected": 15_000_000},
+            {"name": "cpuHour", "current": 177_814, "projected": 787_462},
+        ],
+    },
+    {
+        "granularity": "month",
+        "start": "2026-10-01T00:00:00Z",
+        "endExclusive": "2026-11-01T00:00:00Z",
+        "current": 3_177_814,
+        "projected": 419_296_198,
+        "breakdown": [
+            {"name": "subscription", "current": 3_000_000, "projected": 399_000_000},
+            {"name": "cpuHour", "current": 177_814, "projected": 20_296_198},
+        ],
+    },
+]
 
 
 @pytest.mark.parametrize("run", ["over-http", "in-process"])
@@ -297,12 +374,17 @@ def test_status_costs_by_hand(
     else:  # the same service in this process (what mutation testing can see)
         target = OpenCostTarget("opencost", "opencost", "finops-operator-custom-pricing-configs")
         with KubeClient.from_url(kube.url) as client:
-            result = collect_charges(db, client, world.cluster, DEFAULT_AGGREGATION, target, scheduled=PINNED,
-                                     now=datetime.now(UTC))  # fmt: skip
+            result = collect_charges(
+                db, client, world.cluster, DEFAULT_AGGREGATION, target, scheduled=PINNED, now=datetime.now(UTC)
+            )
         assert result.outcome == "success", result.errors
     sub = store.get(FB, "subscriptions", "shop", "silver-web")
     assert sub is not None
     assert sub["status"]["costs"] == EXPECTED_COSTS
     cpu = {r["hour"]: r["amount_micros"] for r in charges(db) if r["source"] == "cpuHour"}
-    assert cpu == {PINNED - timedelta(hours=3): 11_854, PINNED - timedelta(hours=2): 71_126,
-                   PINNED - timedelta(hours=1): 23_708, PINNED: 71_126}  # fmt: skip
+    assert cpu == {
+        PINNED - timedelta(hours=3): 11_854,
+        PINNED - timedelta(hours=2): 71_126,
+        PINNED - timedelta(hours=1): 23_708,
+        PINNED: 71_126,
+    }

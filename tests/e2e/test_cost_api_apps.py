@@ -27,8 +27,17 @@ def api_url(stack: Stack) -> Iterator[str]:
         yield url
 
 
-def add_record(db: Database, app_ns: str, app: str, monthly: int, *, on: str = "sync", scope: str = "namespace",
-               share_monthly: int | None = None, at: str = "2026-11-29T10:00:00Z") -> None:  # fmt: skip
+def add_record(
+    db: Database,
+    app_ns: str,
+    app: str,
+    monthly: int,
+    *,
+    on: str = "sync",
+    scope: str = "namespace",
+    share_monthly: int | None = None,
+    at: str = "2026-11-29T10:00:00Z",
+) -> None:
     share = None
     if scope == "application":
         share = {

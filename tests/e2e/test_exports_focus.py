@@ -50,11 +50,29 @@ POLICY = {
     "shared": {"namespaces": ["kube-system"], "fixed": [{"name": "control plane", "amount": "73.00"}]},
 }
 COLUMNS_DAILY = (
-    "cluster", "aggregation", "day", "namespace", "entry_kind", "team", "cost_center", "currency", "hours",
-    "cpu_cost_micros", "gpu_cost_micros", "ram_cost_micros", "pv_cost_micros", "lb_cost_micros",
-    "network_cost_micros", "total_cost_micros", "billed_core_hours", "requested_core_hours", "used_core_hours",
-    "billed_gib_hours", "requested_gib_hours", "used_gib_hours",
-)  # fmt: skip
+    "cluster",
+    "aggregation",
+    "day",
+    "namespace",
+    "entry_kind",
+    "team",
+    "cost_center",
+    "currency",
+    "hours",
+    "cpu_cost_micros",
+    "gpu_cost_micros",
+    "ram_cost_micros",
+    "pv_cost_micros",
+    "lb_cost_micros",
+    "network_cost_micros",
+    "total_cost_micros",
+    "billed_core_hours",
+    "requested_core_hours",
+    "used_core_hours",
+    "billed_gib_hours",
+    "requested_gib_hours",
+    "used_gib_hours",
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +89,32 @@ def daily_rows(currency: str = "EUR") -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
 
     def add(cluster: str, day: date, namespace: str, kind: str, team: str, cc: str, micros: int, cores: str) -> None:
-        rows.append((cluster, AGGREGATION, day, namespace, kind, team, cc, currency, 24, micros, 0, 0, 0, 0, 0,
-                     micros, Decimal(cores), Decimal(cores), Decimal(0), 0, 0, 0))  # fmt: skip
+        rows.append(
+            (
+                cluster,
+                AGGREGATION,
+                day,
+                namespace,
+                kind,
+                team,
+                cc,
+                currency,
+                24,
+                micros,
+                0,
+                0,
+                0,
+                0,
+                0,
+                micros,
+                Decimal(cores),
+                Decimal(cores),
+                Decimal(0),
+                0,
+                0,
+                0,
+            )
+        )
 
     for n, day in enumerate(OCTOBER):
         add("prod", day, "shop", "workload", "payments" if n < 15 else "checkout", "cc-100", 100_123_457 + n, "48.5")

@@ -247,9 +247,15 @@ def test_a_store_without_listeners_and_a_detached_source(sink: Sink) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "resource"),
-    [("Subscription", "subscriptions"), ("Policy", "policies"), ("Ingress", "ingresses"), ("Endpoints", "endpoints"),
-     ("Gateway", "gatewaies"), ("Box", "boxs")],
-)  # fmt: skip
+    [
+        ("Subscription", "subscriptions"),
+        ("Policy", "policies"),
+        ("Ingress", "ingresses"),
+        ("Endpoints", "endpoints"),
+        ("Gateway", "gatewaies"),
+        ("Box", "boxs"),
+    ],
+)
 def test_subjects_use_apimachinerys_unsafe_plural_guess(kind: str, resource: str) -> None:
     assert guess_resource(kind) == resource
     link = self_link("serving.knative.dev", kind, "ns", "x")  # a group with no version: the adapter's hack

@@ -129,12 +129,14 @@ def test_stale_resource_version_is_a_conflict(kube: KubeClient, api: k8s.ApiClie
     with pytest.raises(Conflict):
         kube.patch_object(GROUP, VERSION, "costjobs", "team-a", "a", stale)
     with pytest.raises(ApiException) as stale_status:
-        custom.replace_namespaced_custom_object_status(GROUP, VERSION, "team-a", "costjobs", "a",
-                                                       {**old, "status": {"phase": "X"}})  # fmt: skip
+        custom.replace_namespaced_custom_object_status(
+            GROUP, VERSION, "team-a", "costjobs", "a", {**old, "status": {"phase": "X"}}
+        )
     assert stale_status.value.status == 409
     current = kube.get_object(GROUP, VERSION, "costjobs", "team-a", "a")
-    replaced = custom.replace_namespaced_custom_object_status(GROUP, VERSION, "team-a", "costjobs", "a",
-                                                              {**current, "status": {"phase": "Y"}})  # fmt: skip
+    replaced = custom.replace_namespaced_custom_object_status(
+        GROUP, VERSION, "team-a", "costjobs", "a", {**current, "status": {"phase": "Y"}}
+    )
     assert replaced["status"] == {"phase": "Y"} and replaced["spec"] == {"window": "7d"}
 
 

@@ -55,10 +55,16 @@ AGG = "namespace,controllerKind,controller,pod,container"
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 ACTIVATED = PINNED.start - 3 * HOUR + timedelta(minutes=30)
 OFFERING = {
-    "apiVersion": FB, "kind": "Offering", "metadata": {"name": "gold", "namespace": "finops"},
-    "spec": {"pricing": {"subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt"},
-                         "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}]}},
-}  # fmt: skip
+    "apiVersion": FB,
+    "kind": "Offering",
+    "metadata": {"name": "gold", "namespace": "finops"},
+    "spec": {
+        "pricing": {
+            "subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt"},
+            "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}],
+        }
+    },
+}
 
 
 def iso(moment: datetime) -> str:
@@ -67,10 +73,15 @@ def iso(moment: datetime) -> str:
 
 def subscription(n: int, activated: datetime | None = ACTIVATED, **spec: Any) -> dict[str, Any]:
     sub: dict[str, Any] = {
-        "apiVersion": FB, "kind": "Subscription", "metadata": {"name": f"sub-{n}", "namespace": f"team-{n % 5}"},
-        "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
-                 "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}], **spec},
-    }  # fmt: skip
+        "apiVersion": FB,
+        "kind": "Subscription",
+        "metadata": {"name": f"sub-{n}", "namespace": f"team-{n % 5}"},
+        "spec": {
+            "offeringRef": {"name": "gold", "namespace": "finops"},
+            "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}],
+            **spec,
+        },
+    }
     if activated is not None:
         sub["status"] = {"activatedAt": iso(activated), "ready": "True"}
     return sub
@@ -132,53 +143,137 @@ def world(*, with_crds: bool = True) -> list[dict[str, Any]]:
     """The billing world of tests/e2e/test_billing_scale.py and test_collect_charges.py, and the
     cases that write the other statuses: a waiting Offering, a target-gated, a child and an orphan
     Subscription, the provider and the Multi Tenant Operator's OpenCost."""
-    ns = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-          for name in ("finops", "opencost", "multi-tenant-operator", *(f"team-{i}" for i in range(5)))]  # fmt: skip
+    ns = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        for name in ("finops", "opencost", "multi-tenant-operator", *(f"team-{i}" for i in range(5)))
+    ]
     return [
         *(crds() if with_crds else []),
         *ns,
         *manifests(DATA_KUBE / "pricebooks.yaml"),  # "standard" active (label), "legacy" not
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "opencost", "namespace": "opencost"},
-         "spec": {"template": {"metadata": {"annotations": {}}}}},
-        {"apiVersion": MTO_API, "kind": "OpenCost",
-         "metadata": {"name": "opencost", "namespace": "multi-tenant-operator"}, "spec": {"opencost": {}}},
-        {"apiVersion": FB, "kind": "FinOpsProvider", "metadata": {"name": "default"},
-         "spec": {"awsoptions": {"pricingModelSource": "Pricebook"}}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "opencost", "namespace": "opencost"},
+            "spec": {"template": {"metadata": {"annotations": {}}}},
+        },
+        {
+            "apiVersion": MTO_API,
+            "kind": "OpenCost",
+            "metadata": {"name": "opencost", "namespace": "multi-tenant-operator"},
+            "spec": {"opencost": {}},
+        },
+        {
+            "apiVersion": FB,
+            "kind": "FinOpsProvider",
+            "metadata": {"name": "default"},
+            "spec": {"awsoptions": {"pricingModelSource": "Pricebook"}},
+        },
         OFFERING,
-        {"apiVersion": FB, "kind": "Offering", "metadata": {"name": "addon", "namespace": "finops"},
-         "spec": {"pricing": {"subscriptionFee": {"priceMicros": 500_000, "period": "1", "tickAlignment": "DayBoundary",
-                                                  "minPeriods": 1}},
-                  "compatibility": {"requiredOfferings": [{"name": "gold", "namespace": "finops"}]},
-                  "lifecycle": {"onParentDeactivate": "Orphan"}}},
-        {"apiVersion": FB, "kind": "Offering", "metadata": {"name": "stranded", "namespace": "finops"},
-         "spec": {"pricing": {"resourcePricing": [{"name": "ramGbHour", "margins": {"absoluteMicros": 10}}]},
-                  "compatibility": {"requiredOfferings": [{"name": "nowhere"}]}}},
+        {
+            "apiVersion": FB,
+            "kind": "Offering",
+            "metadata": {"name": "addon", "namespace": "finops"},
+            "spec": {
+                "pricing": {
+                    "subscriptionFee": {
+                        "priceMicros": 500_000,
+                        "period": "1",
+                        "tickAlignment": "DayBoundary",
+                        "minPeriods": 1,
+                    }
+                },
+                "compatibility": {"requiredOfferings": [{"name": "gold", "namespace": "finops"}]},
+                "lifecycle": {"onParentDeactivate": "Orphan"},
+            },
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Offering",
+            "metadata": {"name": "stranded", "namespace": "finops"},
+            "spec": {
+                "pricing": {"resourcePricing": [{"name": "ramGbHour", "margins": {"absoluteMicros": 10}}]},
+                "compatibility": {"requiredOfferings": [{"name": "nowhere"}]},
+            },
+        },
         *(subscription(i, activated=None) for i in range(N)),
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "addon-0", "namespace": "team-0"},
-         "spec": {"offeringRef": {"name": "addon", "namespace": "finops"},
-                  "parent": {"subscriptionRef": {"name": "sub-0"}}}},
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "gated", "namespace": "team-1"},
-         "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
-                  "lifecycle": {"targetRef": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                              "name": "absent", "namespace": "team-1"}}}},
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "lost", "namespace": "team-2"},
-         "spec": {"offeringRef": {"name": "missing", "namespace": "finops"}}},
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "addon-0", "namespace": "team-0"},
+            "spec": {
+                "offeringRef": {"name": "addon", "namespace": "finops"},
+                "parent": {"subscriptionRef": {"name": "sub-0"}},
+            },
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "gated", "namespace": "team-1"},
+            "spec": {
+                "offeringRef": {"name": "gold", "namespace": "finops"},
+                "lifecycle": {
+                    "targetRef": {
+                        "apiVersion": "networking.k8s.io/v1",
+                        "kind": "NetworkPolicy",
+                        "name": "absent",
+                        "namespace": "team-1",
+                    }
+                },
+            },
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "lost", "namespace": "team-2"},
+            "spec": {"offeringRef": {"name": "missing", "namespace": "finops"}},
+        },
         # A percent book (cannot price), Offerings requiring each other, a target that exists.
-        {"apiVersion": FB, "kind": "PriceBook", "metadata": {"name": "pct", "namespace": "finops"},
-         "spec": {"currency": "EUR", "valuationMode": "percent"}},
-        *({"apiVersion": FB, "kind": "Offering", "metadata": {"name": f"loop-{a}", "namespace": "finops"},
-           "spec": {"pricing": {}, "compatibility": {"requiredOfferings": [{"name": f"loop-{b}"}]}}}
-          for a, b in (("a", "b"), ("b", "a"))),
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "looped", "namespace": "team-3"},
-         "spec": {"offeringRef": {"name": "loop-a", "namespace": "finops"}}},
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "present",
-         "namespace": "team-4"}, "spec": {}},
-        {"apiVersion": FB, "kind": "Subscription", "metadata": {"name": "targeted", "namespace": "team-4"},
-         "spec": {"offeringRef": {"name": "gold", "namespace": "finops"},
-                  "lifecycle": {"onParentDeactivate": "Deactivate",
-                                "targetRef": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                              "name": "present", "namespace": "team-4"}}}},
-    ]  # fmt: skip
+        {
+            "apiVersion": FB,
+            "kind": "PriceBook",
+            "metadata": {"name": "pct", "namespace": "finops"},
+            "spec": {"currency": "EUR", "valuationMode": "percent"},
+        },
+        *(
+            {
+                "apiVersion": FB,
+                "kind": "Offering",
+                "metadata": {"name": f"loop-{a}", "namespace": "finops"},
+                "spec": {"pricing": {}, "compatibility": {"requiredOfferings": [{"name": f"loop-{b}"}]}},
+            }
+            for a, b in (("a", "b"), ("b", "a"))
+        ),
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "looped", "namespace": "team-3"},
+            "spec": {"offeringRef": {"name": "loop-a", "namespace": "finops"}},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "present", "namespace": "team-4"},
+            "spec": {},
+        },
+        {
+            "apiVersion": FB,
+            "kind": "Subscription",
+            "metadata": {"name": "targeted", "namespace": "team-4"},
+            "spec": {
+                "offeringRef": {"name": "gold", "namespace": "finops"},
+                "lifecycle": {
+                    "onParentDeactivate": "Deactivate",
+                    "targetRef": {
+                        "apiVersion": "networking.k8s.io/v1",
+                        "kind": "NetworkPolicy",
+                        "name": "present",
+                        "namespace": "team-4",
+                    },
+                },
+            },
+        },
+    ]
 
 
 @dataclass
@@ -262,8 +357,10 @@ def test_the_billing_flow_ran(billed: Run) -> None:
     """The run did what the other billing tests check, so the two tests above saw every write."""
     sub = billed.get("subscriptions", "team-0", "sub-0")
     assert sub["status"].get("activatedAt") and [c["granularity"] for c in sub["status"].get("costs", [])] == [
-        "hour", "day", "month",
-    ], sub["status"]  # fmt: skip
+        "hour",
+        "day",
+        "month",
+    ], sub["status"]
     assert billed.kube.store.get(FB, "subscriptions", "team-2", "sub-2") is None  # deactivated, settled, released
     offering = billed.get("offerings", "finops", "gold")
     assert offering["status"]["resolvedPricing"]["meters"], offering["status"]

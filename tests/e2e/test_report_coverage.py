@@ -63,8 +63,9 @@ def ledger(
     hours = [first + timedelta(hours=n) for n in range((last - first) // timedelta(hours=1) + 1)]
     columns = ("cluster", "aggregation", "hour", "state", "row_count", "currency", "reason")
     with db.connection() as conn:
-        db.copy_rows(conn, "allocation_hours", columns, [(cluster, AGGREGATION, h, state, 10, currency, reason)
-                                                          for h in hours])  # fmt: skip
+        db.copy_rows(
+            conn, "allocation_hours", columns, [(cluster, AGGREGATION, h, state, 10, currency, reason) for h in hours]
+        )
 
 
 def finops(database_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -86,13 +87,16 @@ def policy(tmp_path: Path) -> Any:
 @pytest.fixture
 def october(db: Database) -> Database:
     """The worked example's October rollups (cluster ``test``, USD)."""
-    seed(db, [
-        day_row("2026-10-15", "payments-api", "payments", 3_000),
-        day_row("2026-10-15", "catalog", "catalog", 2_000),
-        day_row("2026-10-15", "", "", 1_000, kind="idle"),
-        day_row("2026-10-15", "kube-system", "platform", 2_000),
-        day_row("2026-10-20", "legacy", "", 10),
-    ])  # fmt: skip
+    seed(
+        db,
+        [
+            day_row("2026-10-15", "payments-api", "payments", 3_000),
+            day_row("2026-10-15", "catalog", "catalog", 2_000),
+            day_row("2026-10-15", "", "", 1_000, kind="idle"),
+            day_row("2026-10-15", "kube-system", "platform", 2_000),
+            day_row("2026-10-20", "legacy", "", 10),
+        ],
+    )
     return db
 
 
@@ -242,8 +246,9 @@ def test_exports_write_a_coverage_sidecar_and_nothing_when_refused(
     refused = tmp_path / "refused"
     refused.mkdir()
     for kind in ("chargeback-csv", "focus"):
-        out = finops(database_url, "export", kind, *MONTH, "--policy", policy(), "--to", f"{refused}/",
-                     "--require-complete")  # fmt: skip
+        out = finops(
+            database_url, "export", kind, *MONTH, "--policy", policy(), "--to", f"{refused}/", "--require-complete"
+        )
         assert out.returncode == 1 and WEEK_MISSING in out.stderr
     assert list(refused.iterdir()) == []
 

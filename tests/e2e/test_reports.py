@@ -46,13 +46,29 @@ currency: USD
 def day_row(day: str, namespace: str, team: str, dollars: int, kind: str = "workload", **extra: Any) -> dict[str, Any]:
     micros = dollars * 1_000_000
     row = {
-        "cluster": "test", "aggregation": "namespace,controllerKind,controller,pod,container", "day": day,
-        "namespace": namespace, "entry_kind": kind, "team": team, "cost_center": extra.get("cc", ""),
-        "currency": "USD", "hours": 24, "cpu_cost_micros": micros, "gpu_cost_micros": 0, "ram_cost_micros": 0,
-        "pv_cost_micros": 0, "lb_cost_micros": 0, "network_cost_micros": 0, "total_cost_micros": micros,
-        "billed_core_hours": extra.get("billed", 0), "requested_core_hours": extra.get("requested", 0),
-        "used_core_hours": extra.get("used", 0), "billed_gib_hours": 0, "requested_gib_hours": 0, "used_gib_hours": 0,
-    }  # fmt: skip
+        "cluster": "test",
+        "aggregation": "namespace,controllerKind,controller,pod,container",
+        "day": day,
+        "namespace": namespace,
+        "entry_kind": kind,
+        "team": team,
+        "cost_center": extra.get("cc", ""),
+        "currency": "USD",
+        "hours": 24,
+        "cpu_cost_micros": micros,
+        "gpu_cost_micros": 0,
+        "ram_cost_micros": 0,
+        "pv_cost_micros": 0,
+        "lb_cost_micros": 0,
+        "network_cost_micros": 0,
+        "total_cost_micros": micros,
+        "billed_core_hours": extra.get("billed", 0),
+        "requested_core_hours": extra.get("requested", 0),
+        "used_core_hours": extra.get("used", 0),
+        "billed_gib_hours": 0,
+        "requested_gib_hours": 0,
+        "used_gib_hours": 0,
+    }
     return row
 
 
@@ -66,17 +82,20 @@ def seed(db: Database, rows: list[dict[str, Any]]) -> None:
 def example(db: Database) -> Database:
     """The method page's cluster: Payments 4,000, Catalog 2,000, Analytics 1,000, idle 1,000,
     shared 2,000 (kube-system) in October; a smaller September; an unlabelled namespace."""
-    seed(db, [
-        day_row("2026-10-15", "payments-api", "payments", 3_000, billed=2_000, requested=2_000, used=600),
-        day_row("2026-10-16", "payments-worker", "payments", 1_000, billed=500, requested=400, used=450),
-        day_row("2026-10-15", "catalog", "catalog", 2_000),
-        day_row("2026-10-15", "analytics", "analytics", 1_000),
-        day_row("2026-10-15", "", "", 1_000, kind="idle"),
-        day_row("2026-10-15", "kube-system", "platform", 2_000),
-        day_row("2026-09-15", "payments-api", "payments", 2_500),
-        day_row("2026-09-15", "legacy", "", 0),
-        day_row("2026-10-20", "legacy", "", 0),
-    ])  # fmt: skip
+    seed(
+        db,
+        [
+            day_row("2026-10-15", "payments-api", "payments", 3_000, billed=2_000, requested=2_000, used=600),
+            day_row("2026-10-16", "payments-worker", "payments", 1_000, billed=500, requested=400, used=450),
+            day_row("2026-10-15", "catalog", "catalog", 2_000),
+            day_row("2026-10-15", "analytics", "analytics", 1_000),
+            day_row("2026-10-15", "", "", 1_000, kind="idle"),
+            day_row("2026-10-15", "kube-system", "platform", 2_000),
+            day_row("2026-09-15", "payments-api", "payments", 2_500),
+            day_row("2026-09-15", "legacy", "", 0),
+            day_row("2026-10-20", "legacy", "", 0),
+        ],
+    )
     return db
 
 
@@ -124,8 +143,9 @@ def test_option_b_the_worked_example_to_the_cent(example: Database, database_url
 
 def test_option_a_the_worked_example_and_csv(example: Database, database_url: str, policy_file: Any) -> None:
     path = policy_file("distribute")
-    document = json.loads(finops(database_url, "report", "chargeback", "--month", "2026-10", "--policy", path,
-                                 "--format", "json").stdout)  # fmt: skip
+    document = json.loads(
+        finops(database_url, "report", "chargeback", "--month", "2026-10", "--policy", path, "--format", "json").stdout
+    )
     assert lines(document) == {
         "payments": "5714.29",
         "catalog": "2857.14",
@@ -133,8 +153,15 @@ def test_option_a_the_worked_example_and_csv(example: Database, database_url: st
         "__unallocated__": "0.00",
     }
     assert document["total"] == "10000.00"
-    rows = list(csv.DictReader(io.StringIO(finops(database_url, "report", "chargeback", "--month", "2026-10",
-                                                  "--policy", path, "--format", "csv").stdout)))  # fmt: skip
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                finops(
+                    database_url, "report", "chargeback", "--month", "2026-10", "--policy", path, "--format", "csv"
+                ).stdout
+            )
+        )
+    )
     body, total = rows[:-1], rows[-1]
     assert total["owner"] == "TOTAL" and sum(Decimal(r["total"]) for r in body) == Decimal(total["total"]) == 10_000
     table = finops(database_url, "report", "chargeback", "--month", "2026-10", "--policy", path).stdout
@@ -156,14 +183,27 @@ def test_option_a_the_worked_example_and_csv(example: Database, database_url: st
 def test_an_invalid_policy_gives_no_report(
     example: Database, database_url: str, policy_file: Any, text: str, named: str
 ) -> None:
-    out = finops(database_url, "report", "chargeback", "--month", "2026-10", "--policy", policy_file(text=text),
-                 "--format", "json", check=False)  # fmt: skip
+    out = finops(
+        database_url,
+        "report",
+        "chargeback",
+        "--month",
+        "2026-10",
+        "--policy",
+        policy_file(text=text),
+        "--format",
+        "json",
+        check=False,
+    )
     assert out.returncode == 2 and named in out.stderr and out.stdout == ""
 
 
 def test_team_report_daily_view_and_unlabelled(example: Database, database_url: str, policy_file: Any) -> None:
-    team = json.loads(finops(database_url, "report", "team", "--team", "payments", "--month", "2026-10",
-                             "--policy", policy_file()).stdout)  # fmt: skip
+    team = json.loads(
+        finops(
+            database_url, "report", "team", "--team", "payments", "--month", "2026-10", "--policy", policy_file()
+        ).stdout
+    )
     assert (team["total"], team["previous_total"], team["change"]) == ("5142.86", "2500.00", "2642.86")
     assert [n["namespace"] for n in team["top_namespaces"]] == ["payments-api", "payments-worker"]
     cpu = team["requests_vs_usage"]["cpu"]
@@ -195,8 +235,10 @@ def test_cluster_views_need_the_gate_app_and_the_secret(example: Database, api: 
     assert lines(response.json())["payments"] == "5142.86"
     by_cc = get(api, "/api/v1/chargeback?month=2026-10&by=cost-center").json()
     assert by_cc["total"] == "10000.00"
-    for forged in (get(api, "/api/v1/chargeback?month=2026-10", app="argocd:web"),
-                   get(api, "/api/v1/chargeback?month=2026-10", token="guess")):  # fmt: skip
+    for forged in (
+        get(api, "/api/v1/chargeback?month=2026-10", app="argocd:web"),
+        get(api, "/api/v1/chargeback?month=2026-10", token="guess"),
+    ):
         assert forged.status_code == 403 and "5142" not in forged.text
     assert get(api, "/api/v1/chargeback?month=October").status_code == 400
 
@@ -206,9 +248,13 @@ def test_openapi_lists_exactly_the_routes_served(api: str, db: Database) -> None
     assert document["openapi"].startswith("3.")
     documented = set(document["paths"])
     served = {
-        "/api/v1/apps/{appNamespace}/{appName}/actual", "/api/v1/apps/{appNamespace}/{appName}/trend",
-        "/api/v1/namespaces", "/api/v1/namespaces/{namespace}", "/api/v1/chargeback", "/api/v1/idle-ranking",
-    }  # fmt: skip
+        "/api/v1/apps/{appNamespace}/{appName}/actual",
+        "/api/v1/apps/{appNamespace}/{appName}/trend",
+        "/api/v1/namespaces",
+        "/api/v1/namespaces/{namespace}",
+        "/api/v1/chargeback",
+        "/api/v1/idle-ranking",
+    }
     assert documented == served
     for template in documented:
         path = template.replace("{appNamespace}", "argocd").replace("{appName}", "web").replace("{namespace}", "shop")

@@ -122,8 +122,11 @@ def test_owner_chains_end_at_the_scenario_workloads(
     assert set(by_workload) == expected  # every pod resolves to a workload the scenario declares
     assert len(by_workload[("analytics", "CronJob", "etl-hourly")]) == 24  # one Job per run within 24 h
     reported = {ns: opencost_pods(cluster, ns)[0] for ns in {w.namespace for w in scenario.workloads}}
-    rs_of_rollout = {name for kind, name, owner in owners.values() if kind == "ReplicaSet" and owner in
-                     {uid for uid, (k, _, _) in owners.items() if k == "Rollout"}}  # fmt: skip
+    rs_of_rollout = {
+        name
+        for kind, name, owner in owners.values()
+        if kind == "ReplicaSet" and owner in {uid for uid, (k, _, _) in owners.items() if k == "Rollout"}
+    }
     for (namespace, kind, name), names in by_workload.items():
         props = {reported[namespace][p]["properties"].get("controller") for p in names}
         kinds = {reported[namespace][p]["properties"].get("controllerKind") for p in names}
@@ -163,8 +166,9 @@ def test_applications_through_the_official_client(
         workloads = {(r["kind"], r["name"]) for r in status["resources"] if r["kind"] in WORKLOAD_KINDS}
         assert workloads, app["metadata"]["name"]
         assert all(r["namespace"] == namespace for r in status["resources"])
-        share = {p.metadata.name for p in core.list_namespaced_pod(namespace).items
-                 if top_owner(p, owners) in workloads}  # fmt: skip
+        share = {
+            p.metadata.name for p in core.list_namespaced_pod(namespace).items if top_owner(p, owners) in workloads
+        }
         assert share and share <= set(reported), app["metadata"]["name"]
     assert sorted(destinations["payments-api"]) == ["payments-gateway", "payments-ledger"]
     assert sorted(destinations["shop"]) == ["shop-cart", "web"] and destinations["shop-staging"] == ["web"]

@@ -194,15 +194,51 @@ def test_cost_adjustments_by_hand() -> None:
 
 
 def test_every_documented_field_is_present(multi: OpenCostServer) -> None:
-    fields = ("name", "properties", "window", "start", "end", "minutes", "cpuCores", "cpuCoreRequestAverage",
-        "cpuCoreUsageAverage", "cpuCoreHours", "cpuCost", "cpuCostAdjustment", "cpuEfficiency", "gpuCount",
-        "gpuHours", "gpuCost", "gpuCostAdjustment", "networkTransferBytes", "networkReceiveBytes", "networkCost",
-        "networkCostAdjustment", "loadBalancerCost", "loadBalancerCostAdjustment", "lbAllocations", "pvBytes",
-        "pvByteHours", "pvCost", "pvs", "pvCostAdjustment", "ramBytes", "ramByteRequestAverage",
-        "ramByteUsageAverage", "ramByteHours", "ramCost", "ramCostAdjustment", "ramEfficiency", "externalCost",
-        "sharedCost", "totalCost", "totalEfficiency", "rawAllocationOnly", "proportionalAssetResourceCosts",
+    fields = (
+        "name",
+        "properties",
+        "window",
+        "start",
+        "end",
+        "minutes",
+        "cpuCores",
+        "cpuCoreRequestAverage",
+        "cpuCoreUsageAverage",
+        "cpuCoreHours",
+        "cpuCost",
+        "cpuCostAdjustment",
+        "cpuEfficiency",
+        "gpuCount",
+        "gpuHours",
+        "gpuCost",
+        "gpuCostAdjustment",
+        "networkTransferBytes",
+        "networkReceiveBytes",
+        "networkCost",
+        "networkCostAdjustment",
+        "loadBalancerCost",
+        "loadBalancerCostAdjustment",
+        "lbAllocations",
+        "pvBytes",
+        "pvByteHours",
+        "pvCost",
+        "pvs",
+        "pvCostAdjustment",
+        "ramBytes",
+        "ramByteRequestAverage",
+        "ramByteUsageAverage",
+        "ramByteHours",
+        "ramCost",
+        "ramCostAdjustment",
+        "ramEfficiency",
+        "externalCost",
+        "sharedCost",
+        "totalCost",
+        "totalEfficiency",
+        "rawAllocationOnly",
+        "proportionalAssetResourceCosts",
         "sharedCostBreakdown",
-    )  # fmt: skip
+    )
     for allocs in (one(multi, window=HOUR_0, includeIdle="true"), one(multi, window=HOUR_0, aggregate="namespace")):
         for alloc in allocs.values():
             assert not set(fields) - set(alloc), alloc["name"]
@@ -270,14 +306,22 @@ def test_aggregation_keys(multi: OpenCostServer) -> None:
         return set(one(multi, window=HOUR_0, **params))
 
     assert keys(aggregate="controller") == {
-        "deployment:web", "statefulset:db", "deployment:api", "job:reindex", "__unallocated__",
-    }  # fmt: skip
+        "deployment:web",
+        "statefulset:db",
+        "deployment:api",
+        "job:reindex",
+        "__unallocated__",
+    }
     assert keys(aggregate="controllerKind") == {"deployment", "statefulset", "job", "__unallocated__"}
     assert keys(aggregate="namespace") == {"shop", "search", "legacy", "__unmounted__"}
     assert keys(aggregate="namespace,label:team") == {
-        "shop/checkout", "shop/dba", "search/discovery", "legacy/__unallocated__",
-        "shop/__unallocated__", "__unmounted__/__unallocated__",
-    }  # fmt: skip
+        "shop/checkout",
+        "shop/dba",
+        "search/discovery",
+        "legacy/__unallocated__",
+        "shop/__unallocated__",
+        "__unmounted__/__unallocated__",
+    }
     assert keys(aggregate="label:cost-center") == {"cc-1234", "cc-2", "__unallocated__"}
     assert keys(aggregate="cluster") == {"multi"}
     assert keys(aggregate="deployment") == {"web", "api", "__unallocated__"}

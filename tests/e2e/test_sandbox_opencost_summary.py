@@ -27,15 +27,38 @@ NOW = datetime(2026, 3, 10, 14, 25, 30, tzinfo=UTC)
 HOUR_0 = "2026-03-10T00:00:00Z,2026-03-10T01:00:00Z"
 SIX_HOURS = "2026-03-10T00:00:00Z,2026-03-10T06:00:00Z"
 FIELDS = [
-    "name", "start", "end", "cpuCoreRequestAverage", "cpuCoreUsageAverage", "cpuCost", "cpuCostIdle",
-    "gpuRequestAverage", "gpuUsageAverage", "gpuCost", "gpuCostIdle", "networkCost", "loadBalancerCost", "pvCost",
-    "ramByteRequestAverage", "ramByteUsageAverage", "ramCost", "ramCostIdle", "sharedCost", "externalCost",
-    "totalEfficiency", "totalCost",
-]  # fmt: skip
+    "name",
+    "start",
+    "end",
+    "cpuCoreRequestAverage",
+    "cpuCoreUsageAverage",
+    "cpuCost",
+    "cpuCostIdle",
+    "gpuRequestAverage",
+    "gpuUsageAverage",
+    "gpuCost",
+    "gpuCostIdle",
+    "networkCost",
+    "loadBalancerCost",
+    "pvCost",
+    "ramByteRequestAverage",
+    "ramByteUsageAverage",
+    "ramCost",
+    "ramCostIdle",
+    "sharedCost",
+    "externalCost",
+    "totalEfficiency",
+    "totalCost",
+]
 SHARED = [f for f in FIELDS if not f.startswith("gpu") or f in ("gpuCost", "gpuCostIdle")]  # same in /allocation
-ADJUSTED = {"cpuCost": "cpuCostAdjustment", "gpuCost": "gpuCostAdjustment", "ramCost": "ramCostAdjustment",
-            "pvCost": "pvCostAdjustment", "networkCost": "networkCostAdjustment",
-            "loadBalancerCost": "loadBalancerCostAdjustment"}  # fmt: skip
+ADJUSTED = {
+    "cpuCost": "cpuCostAdjustment",
+    "gpuCost": "gpuCostAdjustment",
+    "ramCost": "ramCostAdjustment",
+    "pvCost": "pvCostAdjustment",
+    "networkCost": "networkCostAdjustment",
+    "loadBalancerCost": "loadBalancerCostAdjustment",
+}
 
 SCENARIO: dict[str, Any] = {
     "cluster": "summary",
@@ -173,8 +196,11 @@ def test_compute_alias_and_trailing_slash(server: OpenCostServer) -> None:
     assert get(server, "/allocation/compute/summary", window=HOUR_0, aggregate="namespace").content == plain.content
     assert get(server, "/allocation/summary/", window=HOUR_0, aggregate="namespace").content == plain.content
     assert plain.content != get(server, "/allocation", window=HOUR_0, aggregate="namespace").content
-    cached = httpx.get(server.url + "/allocation/summary", params={"window": HOUR_0, "aggregate": "namespace"},
-                       headers={"If-None-Match": plain.headers["ETag"]})  # fmt: skip
+    cached = httpx.get(
+        server.url + "/allocation/summary",
+        params={"window": HOUR_0, "aggregate": "namespace"},
+        headers={"If-None-Match": plain.headers["ETag"]},
+    )
     assert cached.status_code == 304
 
 

@@ -152,10 +152,17 @@ def test_cli_collect_with_opencost_credentials(
 ) -> None:
     for url in (f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{free_port()}", echoing_opencost):
         outcome = run_finops(
-            "collect", "--from", "2026-10-01T00:00:00Z", "--to", "2026-10-01T02:00:00Z",
-            DATABASE_URL=with_password(database_url), OPENCOST_URL=url, OPENCOST_RETRIES="0",
-            KUBE_API_URL=secret_stack.kube_url, CLUSTER_ID="secrets",
-        )  # fmt: skip
+            "collect",
+            "--from",
+            "2026-10-01T00:00:00Z",
+            "--to",
+            "2026-10-01T02:00:00Z",
+            DATABASE_URL=with_password(database_url),
+            OPENCOST_URL=url,
+            OPENCOST_RETRIES="0",
+            KUBE_API_URL=secret_stack.kube_url,
+            CLUSTER_ID="secrets",
+        )
         captured.add("finops collect stdout", outcome.stdout)
         captured.add("finops collect stderr", outcome.stderr)
         assert outcome.returncode == 1
@@ -164,8 +171,10 @@ def test_cli_collect_with_opencost_credentials(
 
 def test_served_function_with_a_malformed_database_url(captured: Captured, secret_stack: Stack) -> None:
     typo = f"postgres//finops:{DB_PASSWORD}@db.internal/finops"
-    with pytest.raises(RuntimeError, match="exited"), serve_function(secret_stack, "collect_allocations",
-                                                                     DATABASE_URL=typo):  # fmt: skip
+    with (
+        pytest.raises(RuntimeError, match="exited"),
+        serve_function(secret_stack, "collect_allocations", DATABASE_URL=typo),
+    ):
         pass
     log = (LOG_DIR / "collect_allocations.log").read_text()
     assert "DATABASE_URL is not a PostgreSQL URL or connection string" in log
@@ -191,8 +200,11 @@ def test_served_function_with_an_unavailable_database(
     assert response.status_code == 503
     assert body["error"] == f"PostgreSQL is unavailable: {cause}"
     assert "127.0.0.1" not in response.text and "/tmp" not in response.text
-    outcomes = [json.loads(line) for line in (LOG_DIR / "collect_allocations.log").read_text().splitlines()
-                if '"run_outcome"' in line]  # fmt: skip
+    outcomes = [
+        json.loads(line)
+        for line in (LOG_DIR / "collect_allocations.log").read_text().splitlines()
+        if '"run_outcome"' in line
+    ]
     mine = [o for o in outcomes if o.get("run_id") == body["run_id"]]
     assert mine and mine[0]["error"] == f"PostgreSQL is unavailable: {cause}"
 
@@ -207,8 +219,13 @@ def test_served_functions_with_opencost_credentials_and_tokens(
 ) -> None:
     working = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{opencost.port}"
     down = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{free_port()}"
-    common = {"DATABASE_URL": with_password(database_url), "LOG_LEVEL": "DEBUG", "OPENCOST_RETRIES": "0",
-              "HOURS_LOOKBACK": "1", "OPENCOST_TIMEOUT_SECONDS": "2"}  # fmt: skip
+    common = {
+        "DATABASE_URL": with_password(database_url),
+        "LOG_LEVEL": "DEBUG",
+        "OPENCOST_RETRIES": "0",
+        "HOURS_LOOKBACK": "1",
+        "OPENCOST_TIMEOUT_SECONDS": "2",
+    }
     for name, opencost_url, status in (
         ("working", working, 200),
         ("down", down, 503),
@@ -225,8 +242,13 @@ def test_served_functions_with_opencost_credentials_and_tokens(
             assert "127.0.0.1" not in response.text and OC_USER not in response.text
 
     with serve_function(secret_stack, "on_sync", WEBHOOK_TOKEN=WEBHOOK, OPENCOST_URL=working, **common) as url:
-        hook = {"app": "web", "appNamespace": "argocd", "destinationNamespace": "shop", "syncResult": "Failed",
-                "finishedAt": "2026-11-29T10:00:00Z"}  # fmt: skip
+        hook = {
+            "app": "web",
+            "appNamespace": "argocd",
+            "destinationNamespace": "shop",
+            "syncResult": "Failed",
+            "finishedAt": "2026-11-29T10:00:00Z",
+        }
         for token, expected in ((f"{WEBHOOK}x", 401), (WEBHOOK, 200)):
             response = httpx.post(url, json=hook, headers={"Authorization": f"Bearer {token}"}, timeout=30)
             answer(captured, "on_sync", response)

@@ -16,10 +16,14 @@ AGG = "namespace,controllerKind,controller,pod,container"
 def versions(db: Database) -> None:
     """The Offering and Subscription versions (id 1 each) charge rows refer to."""
     with db.connection() as conn:
-        conn.execute("INSERT INTO offering_versions (id, cluster, uid, namespace, name, generation, fingerprint, spec)"
-                     " VALUES (1, 'c', 'o', 'n', 'o', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
-        conn.execute("INSERT INTO subscription_versions (id, cluster, uid, namespace, name, generation, fingerprint,"
-                     " spec) VALUES (1, 'c', 'u-1', 'shop', 's', 1, 'f', '{}') ON CONFLICT DO NOTHING")  # fmt: skip
+        conn.execute(
+            "INSERT INTO offering_versions (id, cluster, uid, namespace, name, generation, fingerprint, spec)"
+            " VALUES (1, 'c', 'o', 'n', 'o', 1, 'f', '{}') ON CONFLICT DO NOTHING"
+        )
+        conn.execute(
+            "INSERT INTO subscription_versions (id, cluster, uid, namespace, name, generation, fingerprint,"
+            " spec) VALUES (1, 'c', 'u-1', 'shop', 's', 1, 'f', '{}') ON CONFLICT DO NOTHING"
+        )
 
 
 def charge_row(db: Database, hour: datetime, source: str, micros: int = 0, unpriced: int = 0) -> None:
@@ -47,8 +51,15 @@ def price(
     plan = plan_subscription(sub, offering, (1, 1), pinned, marks)
     plan.settle(UsageBoundary(db, "c", AGG, pinned))
     stamp = pinned.start + timedelta(minutes=7)  # computed_at of this run's rows
-    price_plans(db, "c", AGG, [plan], now=stamp, chunk_hours=limits.get("chunk_hours", 168),
-                batch_rows=limits.get("batch_rows", 20_000))  # fmt: skip
+    price_plans(
+        db,
+        "c",
+        AGG,
+        [plan],
+        now=stamp,
+        chunk_hours=limits.get("chunk_hours", 168),
+        batch_rows=limits.get("batch_rows", 20_000),
+    )
     with db.connection() as conn:
         rows = conn.execute("SELECT * FROM subscription_charges WHERE computed_at = %s", (stamp,)).fetchall()
     return plan, {(row["hour"], row["source"]): row for row in rows}
@@ -63,6 +74,17 @@ def plan_of(
 
     pinned = Hour(activated)
     margins = {Meter(m): NO_MARGIN for m in meters}
-    return Plan(key="shop/s", uid="u-1", namespace="shop", name="s", versions=(1, 1), schedule=schedule,
-                margins=margins, sources=[], active=ActiveInterval(activated, deactivated), pinned=pinned,
-                end=pinned.start, cursor={})  # fmt: skip
+    return Plan(
+        key="shop/s",
+        uid="u-1",
+        namespace="shop",
+        name="s",
+        versions=(1, 1),
+        schedule=schedule,
+        margins=margins,
+        sources=[],
+        active=ActiveInterval(activated, deactivated),
+        pinned=pinned,
+        end=pinned.start,
+        cursor={},
+    )

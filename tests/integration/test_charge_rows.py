@@ -94,13 +94,15 @@ def test_a_fee_hour_is_the_fees_price_final_before_the_pinned_hour(usage: Databa
     # No usage sources: the Offering's meters price nothing, only the fee is charged.
     item, rows = price(usage, subscription(iso(h(3)), sources=False), offering("cpuHour", fee=FEE))
     assert item.meters == []
-    assert {key: (row["unit_price_micros"], row["quantity"], row["amount_micros"], row["is_finalized"])
-            for key, row in rows.items()} == {
+    assert {
+        key: (row["unit_price_micros"], row["quantity"], row["amount_micros"], row["is_finalized"])
+        for key, row in rows.items()
+    } == {
         (h(3), "fee"): (1_000_000, 0, 1_000_000, True),  # ticks at h(2), h(1), h(0), pinned end
         (h(2), "fee"): (1_000_000, 0, 1_000_000, True),
         (h(1), "fee"): (1_000_000, 0, 1_000_000, True),
         (h(0), "fee"): (1_000_000, 0, 1_000_000, False),  # the pinned hour is rewritten by every run
-    }  # fmt: skip
+    }
 
 
 def test_each_source_continues_after_its_own_watermark(usage: Database) -> None:
@@ -129,8 +131,7 @@ def test_chunks_and_batches_write_what_one_pass_would(usage: Database, chunk_hou
         conn.execute("DELETE FROM subscription_charges WHERE source <> 'ramGbHour' OR hour <> %s", (h(5),))
         conn.execute("DELETE FROM subscription_charge_watermarks")
         conn.execute("INSERT INTO subscription_charge_watermarks VALUES ('c', 'u-1', 'ramGbHour', %s)", (h(5),))
-    plan, chunked = charges.price(usage, subscription(), offer, PINNED, chunk_hours=chunk_hours,
-                                  batch_rows=batch_rows)  # fmt: skip
+    plan, chunked = charges.price(usage, subscription(), offer, PINNED, chunk_hours=chunk_hours, batch_rows=batch_rows)
     assert plan.done
     fields = ("amount_micros", "unit_price_micros", "quantity", "is_finalized", "unpriced_rows")
     assert {k: [r[f] for f in fields] for k, r in chunked.items()} == {
@@ -143,8 +144,11 @@ def test_usage_stops_with_the_hour_holding_the_deactivation(usage: Database) -> 
     # Deactivated at h(3) + 30 min: h(3) is charged for its active half, nothing after it.
     _, rows = price(usage, subscription(deactivated=iso(h(3) + timedelta(minutes=30))), offering("cpuHour"))
     assert {hour: row["amount_micros"] for (hour, _), row in rows.items()} == {
-        h(6): CPU, h(5): CPU, h(4): CPU, h(3): CPU // 2,
-    }  # fmt: skip
+        h(6): CPU,
+        h(5): CPU,
+        h(4): CPU,
+        h(3): CPU // 2,
+    }
     # Deactivated on the hour: that hour is not active at all and gets no row.
     with usage.connection() as conn:
         conn.execute("TRUNCATE subscription_charges, subscription_charge_watermarks")
@@ -181,11 +185,20 @@ def test_the_last_hour_left_is_the_pinned_one(usage: Database) -> None:
     [
         (subscription("yesterday"), offering("cpuHour"), "status.activatedAt"),
         (subscription(deactivated="soon"), offering("cpuHour"), "status.deactivatedAt"),
-        (subscription(), {"spec": {"pricing": {"resourcePricing": [
-            {"name": "cpuHour"}, {"name": "ramGbHour", "margins": {"factor": 2}}]}}}, "resourcePricing[1].margins"),
+        (
+            subscription(),
+            {
+                "spec": {
+                    "pricing": {
+                        "resourcePricing": [{"name": "cpuHour"}, {"name": "ramGbHour", "margins": {"factor": 2}}]
+                    }
+                }
+            },
+            "resourcePricing[1].margins",
+        ),
     ],
     ids=["activatedAt", "deactivatedAt", "margins"],
-)  # fmt: skip
+)
 def test_invalid_input_names_its_field(usage: Database, sub: dict[str, Any], offer: dict[str, Any], field: str) -> None:
     # The message is what the run reports for the Subscription it could not price.
     with pytest.raises(InvalidInput) as raised:

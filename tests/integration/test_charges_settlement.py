@@ -31,8 +31,9 @@ from tests.integration.charges import charge_row, plan_of
 
 ACTIVATED = datetime(2026, 1, 10, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
-SCHEDULE = FeeSchedule(parse_fee({"priceMicros": 100_000_000, "period": "1", "tickAlignment": "MonthBoundary"}),
-                       ACTIVATED, DEACTIVATED)  # fmt: skip
+SCHEDULE = FeeSchedule(
+    parse_fee({"priceMicros": 100_000_000, "period": "1", "tickAlignment": "MonthBoundary"}), ACTIVATED, DEACTIVATED
+)
 
 
 class Store:
@@ -40,10 +41,16 @@ class Store:
 
     def __init__(self) -> None:
         self.sub: dict[str, Any] = {
-            "metadata": {"namespace": "shop", "name": "s", "uid": "u-1", "resourceVersion": "7",
-                         "deletionTimestamp": "2026-03-05T10:30:00Z", "finalizers": [FINALIZER]},
+            "metadata": {
+                "namespace": "shop",
+                "name": "s",
+                "uid": "u-1",
+                "resourceVersion": "7",
+                "deletionTimestamp": "2026-03-05T10:30:00Z",
+                "finalizers": [FINALIZER],
+            },
             "status": {"activatedAt": "2026-01-10T00:00:00Z", "deactivatedAt": "2026-03-05T10:30:00Z"},
-        }  # fmt: skip
+        }
 
     def get_object(self, *_: Any) -> dict[str, Any]:
         return self.sub
@@ -78,8 +85,9 @@ def test_the_finalizer_waits_for_the_snapped_last_tick(db: Database) -> None:
 # final through 10:00, minPeriods (2) long passed, no error, no concurrent change.
 HOURLY = FeeSchedule(
     parse_fee({"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt", "minPeriods": 2}),
-    ACTIVATED, DEACTIVATED,
-)  # fmt: skip
+    ACTIVATED,
+    DEACTIVATED,
+)
 LAST_HOUR = datetime(2026, 3, 5, 10, tzinfo=UTC)
 SETTLED_AT = datetime(2026, 3, 5, 12, 5, tzinfo=UTC)
 
@@ -124,9 +132,18 @@ def test_the_finalizer_is_released_when_every_condition_holds(db: Database, capl
         ("not-deactivated", None),
         ("finalizer-gone", None),
     ],
-    ids=["error", "min-periods", "usage-not-final", "usage-never-charged", "fee-not-final", "conflict", "not-deleted",
-         "not-deactivated", "finalizer-gone"],
-)  # fmt: skip
+    ids=[
+        "error",
+        "min-periods",
+        "usage-not-final",
+        "usage-never-charged",
+        "fee-not-final",
+        "conflict",
+        "not-deleted",
+        "not-deactivated",
+        "finalizer-gone",
+    ],
+)
 def test_the_finalizer_is_kept_while_one_condition_fails(
     db: Database, caplog: pytest.LogCaptureFixture, case: str, reason: str | None
 ) -> None:
@@ -180,6 +197,13 @@ def test_the_release_removes_only_our_finalizer_from_the_current_object(db: Data
     assert store.calls == [
         ("get", GROUP, VERSION, "subscriptions", "shop", "s"),
         # The resourceVersion precondition: a change meanwhile is a 409, retried next run.
-        ("patch", GROUP, VERSION, "subscriptions", "shop", "s",
-         {"metadata": {"finalizers": ["other.io/keep"], "resourceVersion": "9"}}),
-    ]  # fmt: skip
+        (
+            "patch",
+            GROUP,
+            VERSION,
+            "subscriptions",
+            "shop",
+            "s",
+            {"metadata": {"finalizers": ["other.io/keep"], "resourceVersion": "9"}},
+        ),
+    ]

@@ -98,8 +98,15 @@ def test_exact_rates_are_backfilled_from_micros(pg_server: str) -> None:
             " FROM pricebooks"
         ).fetchone()
         assert rates is not None
-        assert [str(rate) for rate in rates] == ["0.031611", "0.000000", "0.004000", "0.000001", "0.000055",
-                                                 "1.800000", "0.090000"]  # fmt: skip
+        assert [str(rate) for rate in rates] == [
+            "0.031611",
+            "0.000000",
+            "0.004000",
+            "0.000001",
+            "0.000055",
+            "1.800000",
+            "0.090000",
+        ]
         types: dict[str, str] = dict(
             conn.execute(
                 "SELECT table_name || '.' || column_name, data_type FROM information_schema.columns"
@@ -111,13 +118,26 @@ def test_exact_rates_are_backfilled_from_micros(pg_server: str) -> None:
 
 
 def test_pricebook_rates_are_stored_and_read_back_exactly(db: Database) -> None:
-    rates = {"cpuHour": "0.0000004", "ramGbHour": "0.00005479452", "gpuHour": "999999999999.999999999999999",
-             "pvGbHour": "0.000000000000001", "networkGiB": "0.10"}  # fmt: skip
-    book = parse_pricebook({"metadata": {"namespace": "finops", "name": "exact", "uid": "u"},
-                            "spec": {"currency": "USD", "rates": rates}})  # fmt: skip
-    version: dict[str, Any] = {"cluster": "c", "namespace": book.namespace, "name": book.name, "uid": book.uid,
-                               "fingerprint": book.fingerprint, "currency": book.currency,
-                               "valuation_mode": book.valuation_mode, **book.rates}  # fmt: skip
+    rates = {
+        "cpuHour": "0.0000004",
+        "ramGbHour": "0.00005479452",
+        "gpuHour": "999999999999.999999999999999",
+        "pvGbHour": "0.000000000000001",
+        "networkGiB": "0.10",
+    }
+    book = parse_pricebook(
+        {"metadata": {"namespace": "finops", "name": "exact", "uid": "u"}, "spec": {"currency": "USD", "rates": rates}}
+    )
+    version: dict[str, Any] = {
+        "cluster": "c",
+        "namespace": book.namespace,
+        "name": book.name,
+        "uid": book.uid,
+        "fingerprint": book.fingerprint,
+        "currency": book.currency,
+        "valuation_mode": book.valuation_mode,
+        **book.rates,
+    }
     row = db.fetch_one("upsert_pricebook", **version)
     assert row is not None
     with db.connection() as conn:
@@ -128,6 +148,9 @@ def test_pricebook_rates_are_stored_and_read_back_exactly(db: Database) -> None:
         ).fetchone()
     assert stored is not None
     assert [f"{stored[column]:f}" for column in ("cpu_hour", "ram_gb_hour", "gpu_hour", "pv_gb_hour")] == [
-        "0.0000004", "0.00005479452", "999999999999.999999999999999", "0.000000000000001"
-    ]  # fmt: skip
+        "0.0000004",
+        "0.00005479452",
+        "999999999999.999999999999999",
+        "0.000000000000001",
+    ]
     assert (stored["network_gib"], stored["spot_cpu_hour"]) == (Decimal("0.1"), 0)

@@ -27,8 +27,13 @@ from tests.integration.charges import charge_row, plan_of
 ACTIVATED = datetime(2026, 10, 10, 8, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 10, 14, 18, tzinfo=UTC)
 PINNED = Hour(datetime(2026, 10, 15, 11, tzinfo=UTC))  # the day after the deactivation
-READY = {"type": "Ready", "status": "True", "reason": "Active", "message": "",
-         "lastTransitionTime": "2026-10-10T08:00:00Z"}  # fmt: skip
+READY = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "Active",
+    "message": "",
+    "lastTransitionTime": "2026-10-10T08:00:00Z",
+}
 
 
 class Kube:
@@ -70,26 +75,46 @@ def test_a_deactivated_usage_only_subscription_is_projected_over_its_active_time
     assert patch["metadata"] == {"resourceVersion": "7"}
     assert patch["status"]["conditions"] == [
         READY,
-        {"type": "CostsResolved", "status": "True", "reason": "FromDB", "message": "from the charge rows",
-         "lastTransitionTime": "2026-10-15T11:00:00Z"},
-    ]  # fmt: skip
+        {
+            "type": "CostsResolved",
+            "status": "True",
+            "reason": "FromDB",
+            "message": "from the charge rows",
+            "lastTransitionTime": "2026-10-15T11:00:00Z",
+        },
+    ]
 
     def zero(granularity: str, start: str, end: str) -> dict[str, Any]:
         # Not active in the bucket at all: projected at what it was charged there (nothing).
-        return {"granularity": granularity, "start": start, "endExclusive": end, "current": 0, "projected": 0,
-                "breakdown": [{"name": "cpuHour", "current": 0, "projected": 0},
-                              {"name": "ramGbHour", "current": 0, "projected": 0}]}  # fmt: skip
+        return {
+            "granularity": granularity,
+            "start": start,
+            "endExclusive": end,
+            "current": 0,
+            "projected": 0,
+            "breakdown": [
+                {"name": "cpuHour", "current": 0, "projected": 0},
+                {"name": "ramGbHour", "current": 0, "projected": 0},
+            ],
+        }
 
     assert patch["status"]["costs"] == [
         zero("hour", "2026-10-15T11:00:00Z", "2026-10-15T12:00:00Z"),
         zero("day", "2026-10-15T00:00:00Z", "2026-10-16T00:00:00Z"),
         # Active Oct 10 08:00 - Oct 14 18:00, all of it before the pinned hour: projected = current
         # (not 8,000 x 520 h / 124 h, the rest of the month as if still active).
-        {"granularity": "month", "start": "2026-10-01T00:00:00Z", "endExclusive": "2026-11-01T00:00:00Z",
-         "current": 8_000, "projected": 8_000,
-         "breakdown": [{"name": "cpuHour", "current": 8_000, "projected": 8_000, "unpricedRows": 2},
-                       {"name": "ramGbHour", "current": 0, "projected": 0}]},
-    ]  # fmt: skip
+        {
+            "granularity": "month",
+            "start": "2026-10-01T00:00:00Z",
+            "endExclusive": "2026-11-01T00:00:00Z",
+            "current": 8_000,
+            "projected": 8_000,
+            "breakdown": [
+                {"name": "cpuHour", "current": 8_000, "projected": 8_000, "unpricedRows": 2},
+                {"name": "ramGbHour", "current": 0, "projected": 0},
+            ],
+        },
+    ]
     # Unchanged costs are not written again (status writes are what an hourly run costs the API).
     sub["status"] = {**sub["status"], **patch["status"]}
     assert not write_costs(kube, sub, plan, totals, PINNED, PINNED.start)  # type: ignore[arg-type]

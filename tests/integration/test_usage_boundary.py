@@ -71,8 +71,18 @@ def test_a_gap_stops_finality_even_before_final_hours(db: Database) -> None:
 
 
 def test_lost_hours_are_settled_and_the_pinned_hour_stays_open(db: Database) -> None:
-    ledger(db, {h(6): "final", h(5): "lost", h(4): "final", h(3): "final", h(2): "final", h(1): "final",
-                PINNED.start: "final"})  # fmt: skip
+    ledger(
+        db,
+        {
+            h(6): "final",
+            h(5): "lost",
+            h(4): "final",
+            h(3): "final",
+            h(2): "final",
+            h(1): "final",
+            PINNED.start: "final",
+        },
+    )
     _, rows = price(db)
     assert {hour for hour, row in rows.items() if row["is_finalized"]} == {h(n) for n in range(1, 7)}
     assert not rows[PINNED.start]["is_finalized"]

@@ -33,10 +33,16 @@ COST_COLUMNS = {
 
 def builder() -> RowBuilder:
     return RowBuilder(
-        cluster="c", aggregation="namespace,controllerKind,controller,pod,container", hour=HOUR, finalized=True,
-        pricebook_id=7, currency="EUR", owner_label_key="team", cost_center_label_key="cost-center",
+        cluster="c",
+        aggregation="namespace,controllerKind,controller,pod,container",
+        hour=HOUR,
+        finalized=True,
+        pricebook_id=7,
+        currency="EUR",
+        owner_label_key="team",
+        cost_center_label_key="cost-center",
         collected_at=HOUR,
-    )  # fmt: skip
+    )
 
 
 def allocation(
@@ -66,14 +72,22 @@ def stored(*allocations: Allocation) -> dict[str, dict[str, Any]]:
 # Six resources, each with its own cost and an adjustment of its own size and sign, so a column
 # reading another resource's figures, or dropping or subtracting its adjustment, shows.
 FIGURES: dict[str, Decimal | None] = {
-    "cpuCost": Decimal("0.04741"), "cpuCostAdjustment": Decimal("-0.00474"),
-    "gpuCost": Decimal("0.95"), "gpuCostAdjustment": Decimal("-0.19"),
-    "ramCost": Decimal("0.01695"), "ramCostAdjustment": Decimal("0.00085"),
-    "pvCost": Decimal("0.00014"), "pvCostAdjustment": Decimal("0.00003"),
-    "networkCost": Decimal("0.01"), "networkCostAdjustment": Decimal("-0.005"),
-    "loadBalancerCost": Decimal("0.025"), "loadBalancerCostAdjustment": Decimal("0.005"),
-    "sharedCost": Decimal("0.5"), "externalCost": Decimal("0.25"), "totalCost": Decimal("1.79609"),
-}  # fmt: skip
+    "cpuCost": Decimal("0.04741"),
+    "cpuCostAdjustment": Decimal("-0.00474"),
+    "gpuCost": Decimal("0.95"),
+    "gpuCostAdjustment": Decimal("-0.19"),
+    "ramCost": Decimal("0.01695"),
+    "ramCostAdjustment": Decimal("0.00085"),
+    "pvCost": Decimal("0.00014"),
+    "pvCostAdjustment": Decimal("0.00003"),
+    "networkCost": Decimal("0.01"),
+    "networkCostAdjustment": Decimal("-0.005"),
+    "loadBalancerCost": Decimal("0.025"),
+    "loadBalancerCostAdjustment": Decimal("0.005"),
+    "sharedCost": Decimal("0.5"),
+    "externalCost": Decimal("0.25"),
+    "totalCost": Decimal("1.79609"),
+}
 # cost + adjustment, in micros, by hand: 0.04741 - 0.00474 = 0.04267 ...
 EXPECTED = {
     "cpu_cost_micros": 42_670,  # 47_410 - 4_740
@@ -122,9 +136,13 @@ def test_one_cost_column(
 
 def test_namespace_labels_decide_the_owner_not_pod_labels() -> None:
     rows = stored(
-        allocation("shop/deployment/web/web-1/app", "shop", labels={"team": "a", "cost_center": "cc-a"},
-                   namespace_labels={"team": "b", "cost_center": "cc-b"}),
-    )  # fmt: skip
+        allocation(
+            "shop/deployment/web/web-1/app",
+            "shop",
+            labels={"team": "a", "cost_center": "cc-a"},
+            namespace_labels={"team": "b", "cost_center": "cc-b"},
+        ),
+    )
     (row,) = rows.values()
     assert (row["namespace"], row["team"], row["cost_center"]) == ("shop", "b", "cc-b")
 
@@ -136,8 +154,14 @@ def test_pod_labels_alone_give_no_owner() -> None:
 
 
 def test_a_namespace_without_the_owner_label_has_no_owner() -> None:
-    rows = stored(allocation("legacy/__unallocated__/__unallocated__/debug/shell", "legacy", labels={"team": "a"},
-                             namespace_labels={"kubernetes_io_metadata_name": "legacy"}))  # fmt: skip
+    rows = stored(
+        allocation(
+            "legacy/__unallocated__/__unallocated__/debug/shell",
+            "legacy",
+            labels={"team": "a"},
+            namespace_labels={"kubernetes_io_metadata_name": "legacy"},
+        )
+    )
     (row,) = rows.values()
     assert (row["team"], row["cost_center"]) == (None, None)
 
@@ -147,25 +171,33 @@ def test_an_unmounted_volume_takes_its_namespaces_labels_from_the_hours_other_en
     orphan = "lonely/__unallocated__/__unallocated__/lonely-unmounted-pvcs/__unmounted__"
     rows = stored(
         allocation(unmounted, "search", figures={"pvCost": Decimal("0.00274")}),  # OpenCost sends it without labels
-        allocation("search/statefulset/index/index-0/engine", "search", labels={"team": "pod-says"},
-                   namespace_labels={"team": "discovery", "cost_center": "cc-200"}),
+        allocation(
+            "search/statefulset/index/index-0/engine",
+            "search",
+            labels={"team": "pod-says"},
+            namespace_labels={"team": "discovery", "cost_center": "cc-200"},
+        ),
         allocation("shop/deployment/web/web-1/app", "shop", namespace_labels={"team": "checkout"}),
         allocation(orphan, "lonely", labels={"team": "pod-says"}),  # nothing else in its namespace
-    )  # fmt: skip
+    )
     assert (rows[unmounted]["entry_kind"], rows[unmounted]["team"], rows[unmounted]["cost_center"]) == (
-        "unmounted", "discovery", "cc-200",
-    )  # fmt: skip
+        "unmounted",
+        "discovery",
+        "cc-200",
+    )
     assert rows["search/statefulset/index/index-0/engine"]["team"] == "discovery"
     assert (rows["shop/deployment/web/web-1/app"]["team"], rows["shop/deployment/web/web-1/app"]["cost_center"]) == (
-        "checkout", None,
-    )  # fmt: skip
+        "checkout",
+        None,
+    )
     assert (rows[orphan]["team"], rows[orphan]["cost_center"]) == (None, None)
 
 
 def test_idle_has_no_namespace_and_no_owner() -> None:
     idle: Allocation = {"name": "__idle__", "properties": {"cluster": "c"}, "cpuCost": Decimal("0.09")}
-    rows = builder().rows({"__idle__": idle, "x": allocation("shop/d/web/web-1/app", "shop",
-                                                             namespace_labels={"team": "checkout"})})  # fmt: skip
+    rows = builder().rows(
+        {"__idle__": idle, "x": allocation("shop/d/web/web-1/app", "shop", namespace_labels={"team": "checkout"})}
+    )
     row = dict(zip(COLUMNS, next(iter(rows)), strict=True))
     assert (row["namespace"], row["entry_kind"], row["team"], row["cpu_cost_micros"]) == ("", "idle", None, 90_000)
 
@@ -181,10 +213,13 @@ def test_an_entry_without_namespace_labels_takes_them_whatever_its_position_in_t
     # Ownership: an unlabelled entry listed after its namespace's labelled one does not erase its owner.
     unmounted = "search/__unallocated__/__unallocated__/search-unmounted-pvcs/__unmounted__"
     rows = stored(
-        allocation("search/statefulset/index/index-0/engine", "search",
-                   namespace_labels={"team": "discovery", "cost_center": "cc-200"}),
+        allocation(
+            "search/statefulset/index/index-0/engine",
+            "search",
+            namespace_labels={"team": "discovery", "cost_center": "cc-200"},
+        ),
         allocation(unmounted, "search"),
-    )  # fmt: skip
+    )
     assert {(row["team"], row["cost_center"]) for row in rows.values()} == {("discovery", "cc-200")}
 
 
@@ -207,40 +242,92 @@ def test_every_column_comes_from_its_own_field() -> None:
     collected = datetime(2026, 10, 15, 12, 7, tzinfo=UTC)
     start, end = datetime(2026, 10, 15, 11, 5, tzinfo=UTC), datetime(2026, 10, 15, 11, 55, tzinfo=UTC)
     properties: dict[str, Any] = {
-        "namespace": "shop", "controllerKind": "deployment", "controller": "web", "pod": "web-1",
-        "container": "app", "node": "node-a", "namespaceLabels": {"team": "checkout", "cost-center": "cc-7"},
-    }  # fmt: skip
+        "namespace": "shop",
+        "controllerKind": "deployment",
+        "controller": "web",
+        "pod": "web-1",
+        "container": "app",
+        "node": "node-a",
+        "namespaceLabels": {"team": "checkout", "cost-center": "cc-7"},
+    }
     figures: dict[str, Any] = {
-        "start": start, "end": end, "minutes": Decimal(50),
-        "cpuCores": Decimal("1.5"), "cpuCoreRequestAverage": Decimal("1.25"), "cpuCoreUsageAverage": Decimal("0.75"),
-        "cpuCoreHours": Decimal("1.125"), "ramBytes": Decimal(4096), "ramByteRequestAverage": Decimal(2048),
-        "ramByteUsageAverage": Decimal(1024), "ramByteHours": Decimal(3072), "gpuCount": Decimal(2),
-        "gpuHours": Decimal("1.5"), "pvBytes": Decimal(8192), "pvByteHours": Decimal(6144),
-        "networkTransferBytes": Decimal(512), "networkReceiveBytes": Decimal(256),
-    }  # fmt: skip
+        "start": start,
+        "end": end,
+        "minutes": Decimal(50),
+        "cpuCores": Decimal("1.5"),
+        "cpuCoreRequestAverage": Decimal("1.25"),
+        "cpuCoreUsageAverage": Decimal("0.75"),
+        "cpuCoreHours": Decimal("1.125"),
+        "ramBytes": Decimal(4096),
+        "ramByteRequestAverage": Decimal(2048),
+        "ramByteUsageAverage": Decimal(1024),
+        "ramByteHours": Decimal(3072),
+        "gpuCount": Decimal(2),
+        "gpuHours": Decimal("1.5"),
+        "pvBytes": Decimal(8192),
+        "pvByteHours": Decimal(6144),
+        "networkTransferBytes": Decimal(512),
+        "networkReceiveBytes": Decimal(256),
+    }
     # The key differs from the name: the row is named after the allocation's own name.
     entry: Allocation = {"name": "shop/deployment/web/web-1/app", "properties": properties, **figures}  # type: ignore[typeddict-item]
     builder = RowBuilder(
-        cluster="east", aggregation="namespace,pod", hour=HOUR, finalized=True, pricebook_id=7, currency="EUR",
-        owner_label_key="team", cost_center_label_key="cost-center", collected_at=collected,
-    )  # fmt: skip
+        cluster="east",
+        aggregation="namespace,pod",
+        hour=HOUR,
+        finalized=True,
+        pricebook_id=7,
+        currency="EUR",
+        owner_label_key="team",
+        cost_center_label_key="cost-center",
+        collected_at=collected,
+    )
     (row,) = (dict(zip(COLUMNS, r, strict=True)) for r in builder.rows({"the-key": entry}))
     assert row == {
-        "cluster": "east", "namespace": "shop", "name": "shop/deployment/web/web-1/app",
-        "aggregation": "namespace,pod", "hour": HOUR, "entry_kind": "workload",
-        "controller_kind": "deployment", "controller": "web", "pod": "web-1", "container": "app", "node": "node-a",
-        "data_start": start, "data_end": end, "minutes": Decimal(50),
-        "cpu_cores": Decimal("1.5"), "cpu_core_request_avg": Decimal("1.25"), "cpu_core_usage_avg": Decimal("0.75"),
-        "cpu_core_hours": Decimal("1.125"), "ram_bytes": Decimal(4096), "ram_byte_request_avg": Decimal(2048),
-        "ram_byte_usage_avg": Decimal(1024), "ram_byte_hours": Decimal(3072), "gpu_count": Decimal(2),
-        "gpu_hours": Decimal("1.5"), "pv_bytes": Decimal(8192), "pv_byte_hours": Decimal(6144),
-        "network_transfer_bytes": Decimal(512), "network_receive_bytes": Decimal(256),
-        "cpu_cost_micros": None, "gpu_cost_micros": None, "ram_cost_micros": None, "pv_cost_micros": None,
-        "network_cost_micros": None, "lb_cost_micros": None, "shared_cost_micros": None,
-        "external_cost_micros": None, "total_cost_micros": None,
-        "team": "checkout", "cost_center": "cc-7", "pricebook_id": 7, "currency": "EUR", "is_finalized": True,
+        "cluster": "east",
+        "namespace": "shop",
+        "name": "shop/deployment/web/web-1/app",
+        "aggregation": "namespace,pod",
+        "hour": HOUR,
+        "entry_kind": "workload",
+        "controller_kind": "deployment",
+        "controller": "web",
+        "pod": "web-1",
+        "container": "app",
+        "node": "node-a",
+        "data_start": start,
+        "data_end": end,
+        "minutes": Decimal(50),
+        "cpu_cores": Decimal("1.5"),
+        "cpu_core_request_avg": Decimal("1.25"),
+        "cpu_core_usage_avg": Decimal("0.75"),
+        "cpu_core_hours": Decimal("1.125"),
+        "ram_bytes": Decimal(4096),
+        "ram_byte_request_avg": Decimal(2048),
+        "ram_byte_usage_avg": Decimal(1024),
+        "ram_byte_hours": Decimal(3072),
+        "gpu_count": Decimal(2),
+        "gpu_hours": Decimal("1.5"),
+        "pv_bytes": Decimal(8192),
+        "pv_byte_hours": Decimal(6144),
+        "network_transfer_bytes": Decimal(512),
+        "network_receive_bytes": Decimal(256),
+        "cpu_cost_micros": None,
+        "gpu_cost_micros": None,
+        "ram_cost_micros": None,
+        "pv_cost_micros": None,
+        "network_cost_micros": None,
+        "lb_cost_micros": None,
+        "shared_cost_micros": None,
+        "external_cost_micros": None,
+        "total_cost_micros": None,
+        "team": "checkout",
+        "cost_center": "cc-7",
+        "pricebook_id": 7,
+        "currency": "EUR",
+        "is_finalized": True,
         "collected_at": collected,
-    }  # fmt: skip
+    }
     # Without a name, the row is named after its key.
     del entry["name"]
     (unnamed,) = builder.rows({"shop/deployment/web/web-1/app": entry})

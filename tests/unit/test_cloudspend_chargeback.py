@@ -87,8 +87,14 @@ def test_lines_by_cost_center_and_namespace() -> None:
         ("unallocated", "__unallocated__", "6.00"),
         ("idle", "platform", "0.00"),
     ]
-    by_ns = allocate([*TEAMS, CostRow("prod", "scratch", None, None, M)], IDLE, policy(), period=OCTOBER,
-                     by=LineKey.NAMESPACE, direct=direct)  # fmt: skip
+    by_ns = allocate(
+        [*TEAMS, CostRow("prod", "scratch", None, None, M)],
+        IDLE,
+        policy(),
+        period=OCTOBER,
+        by=LineKey.NAMESPACE,
+        direct=direct,
+    )
     assert [(li.kind.value, li.owner, str(li.allocated), str(li.shared)) for li in by_ns.lines][-3:] == [
         ("owner", "scratch", "1.00", "0.29"),
         ("cloud", "__cloud__", "306.00", "0.00"),

@@ -17,12 +17,23 @@ from finops.errors import InvalidInput
 @pytest.mark.parametrize(
     ("interval", "cron"),
     [
-        ("1h", "0 * * * *"), ("6h", "0 */6 * * *"), ("12h", "0 */12 * * *"), ("24h", "0 0 * * *"),
-        ("1m", "* * * * *"), ("5m", "*/5 * * * *"), ("60m", "0 * * * *"), ("1440m", "0 0 * * *"),
-        ("2h", "0 */2 * * *"), ("3h", "0 */3 * * *"), ("8h", "0 */8 * * *"), ("30m", "*/30 * * * *"),
-        ("15m", "*/15 * * * *"), ("120m", "0 */2 * * *"), ("3600s", "0 * * * *"),
+        ("1h", "0 * * * *"),
+        ("6h", "0 */6 * * *"),
+        ("12h", "0 */12 * * *"),
+        ("24h", "0 0 * * *"),
+        ("1m", "* * * * *"),
+        ("5m", "*/5 * * * *"),
+        ("60m", "0 * * * *"),
+        ("1440m", "0 0 * * *"),
+        ("2h", "0 */2 * * *"),
+        ("3h", "0 */3 * * *"),
+        ("8h", "0 */8 * * *"),
+        ("30m", "*/30 * * * *"),
+        ("15m", "*/15 * * * *"),
+        ("120m", "0 */2 * * *"),
+        ("3600s", "0 * * * *"),
     ],
-)  # fmt: skip
+)
 def test_intervals_map_to_cron(interval: str, cron: str) -> None:
     assert schedule_for(interval) == cron
 
@@ -40,11 +51,19 @@ def test_durations() -> None:
 
 
 def test_costjob_timeouts_and_ignored_fields() -> None:
-    spec = parse_costjob({
-        "metadata": {"namespace": "finops", "name": "hourly"},
-        "spec": {"type": "ResourceCostCollection", "interval": "60m", "openCostFetchTimeout": "30s",
-                 "databaseInsertTimeout": "3m", "databaseViewsRefreshTimeout": "1m", "httpClientTimeout": "90s"},
-    })  # fmt: skip
+    spec = parse_costjob(
+        {
+            "metadata": {"namespace": "finops", "name": "hourly"},
+            "spec": {
+                "type": "ResourceCostCollection",
+                "interval": "60m",
+                "openCostFetchTimeout": "30s",
+                "databaseInsertTimeout": "3m",
+                "databaseViewsRefreshTimeout": "1m",
+                "httpClientTimeout": "90s",
+            },
+        }
+    )
     assert spec.schedule == "0 * * * *" and spec.target_service == "collect-allocations"
     assert spec.timeouts == {"openCostFetchTimeout": 30, "databaseInsertTimeout": 180}
     assert spec.ignored == ("databaseViewsRefreshTimeout", "httpClientTimeout")

@@ -58,12 +58,21 @@ def test_a_week_of_a_month_is_576_hours_missing() -> None:
         "hours": 744,
         "clusters": {
             "prod-eu": {
-                "hours": 744, "final": 168, "open": 0, "lost": 0, "missing": 576, "future": 0, "unpriced": 0,
-                "has_data": True, "currencies": ["EUR"], "incomplete": ["2026-10-08T00:00Z..2026-10-31T23:00Z missing"],
-                "unpriced_hours": [], "lost_reasons": {},
+                "hours": 744,
+                "final": 168,
+                "open": 0,
+                "lost": 0,
+                "missing": 576,
+                "future": 0,
+                "unpriced": 0,
+                "has_data": True,
+                "currencies": ["EUR"],
+                "incomplete": ["2026-10-08T00:00Z..2026-10-31T23:00Z missing"],
+                "unpriced_hours": [],
+                "lost_reasons": {},
             }
         },
-    }  # fmt: skip
+    }
     assert coverage.summary() == (
         "2026-10-01T00:00Z..2026-11-01T00:00Z is incomplete; cluster prod-eu: 576 missing of 744 hours "
         "(2026-10-08T00:00Z..2026-10-31T23:00Z missing)"

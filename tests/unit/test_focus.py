@@ -212,11 +212,25 @@ def test_no_data() -> None:
 @st.composite
 def daily_costs(draw: st.DrawFn) -> DailyCost:
     if draw(st.integers(0, 4)) == 0:
-        return DailyCost(draw(st.sampled_from(DAYS[:3])), draw(st.sampled_from(base.CLUSTERS)), "", None, None,
-                         draw(st.integers(-(10**9), 10**11)), is_idle=True)  # fmt: skip
+        return DailyCost(
+            draw(st.sampled_from(DAYS[:3])),
+            draw(st.sampled_from(base.CLUSTERS)),
+            "",
+            None,
+            None,
+            draw(st.integers(-(10**9), 10**11)),
+            is_idle=True,
+        )
     row = draw(base.cost_rows)
-    return DailyCost(draw(st.sampled_from(DAYS[:3])), row.cluster, row.namespace, row.owner, row.cost_center,
-                     row.allocated_micros, Decimal(draw(st.integers(0, 1000))) / 7)  # fmt: skip
+    return DailyCost(
+        draw(st.sampled_from(DAYS[:3])),
+        row.cluster,
+        row.namespace,
+        row.owner,
+        row.cost_center,
+        row.allocated_micros,
+        Decimal(draw(st.integers(0, 1000))) / 7,
+    )
 
 
 @given(

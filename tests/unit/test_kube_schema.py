@@ -47,8 +47,11 @@ WIDGET_SCHEMA: dict[str, Any] = {
                 "ratio": {"type": "number", "nullable": True},
                 "port": {"x-kubernetes-int-or-string": True},
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                          "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+                "extra": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                },
                 "parts": {
                     "type": "array",
                     "maxItems": 3,
@@ -74,7 +77,7 @@ WIDGET_SCHEMA: dict[str, Any] = {
             },
         },
     },
-}  # fmt: skip
+}
 
 
 def widget_crd(schema: dict[str, Any] | None = WIDGET_SCHEMA) -> dict[str, Any]:
@@ -174,35 +177,51 @@ def test_a_valid_object_has_no_errors() -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"status": {"ready": True}},
-         'status.ready: Invalid value: "boolean": status.ready in body must be of type string: "boolean"'),
-        ({"status": {"observedGeneration": "3"}},
-         'status.observedGeneration: Invalid value: "string": status.observedGeneration in body must be of type'
-         ' integer: "string"'),
-        ({"status": {"at": "yesterday"}},
-         'status.at: Invalid value: "yesterday": status.at in body must be of type date-time: "yesterday"'),
+        (
+            {"status": {"ready": True}},
+            'status.ready: Invalid value: "boolean": status.ready in body must be of type string: "boolean"',
+        ),
+        (
+            {"status": {"observedGeneration": "3"}},
+            'status.observedGeneration: Invalid value: "string": status.observedGeneration in body must be of type'
+            ' integer: "string"',
+        ),
+        (
+            {"status": {"at": "yesterday"}},
+            'status.at: Invalid value: "yesterday": status.at in body must be of type date-time: "yesterday"',
+        ),
         ({"spec": {"size": 0}}, "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"),
         ({"spec": {"size": 11}}, "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10"),
         ({"spec": {"size": 2.5}}, 'spec.size: Invalid value: "number": spec.size in body must be of type integer'),
-        ({"spec": {"size": 1, "colour": "green"}},
-         'spec.colour: Unsupported value: "green": supported values: "red", "blue"'),
-        ({"spec": {"size": 1, "code": "abc"}},
-         "spec.code: Invalid value: \"abc\": spec.code in body should match '^[A-Z]{3}$'"),
+        (
+            {"spec": {"size": 1, "colour": "green"}},
+            'spec.colour: Unsupported value: "green": supported values: "red", "blue"',
+        ),
+        (
+            {"spec": {"size": 1, "code": "abc"}},
+            "spec.code: Invalid value: \"abc\": spec.code in body should match '^[A-Z]{3}$'",
+        ),
         ({"spec": {"size": 1, "code": "AB"}}, 'spec.code: Invalid value: "AB": spec.code in body should be at least 3'),
         ({"spec": {"size": 1, "code": "ABCD"}}, "spec.code: Too long: may not be more than 3 bytes"),
         ({"spec": {"size": 1, "port": 1.5}}, 'spec.port: Invalid value: "number": spec.port in body must be of type'),
         ({"spec": {"size": 1, "labels": {"k": 1}}}, 'spec.labels.k: Invalid value: "integer"'),
         ({"spec": {}}, "spec.size: Required value"),
         ({"spec": "big"}, 'spec: Invalid value: "string": spec in body must be of type object: "string"'),
-        ({"spec": {"size": 1, "parts": [{"name": "a", "tags": ["x", 7]}]}},
-         'spec.parts[0].tags[1]: Invalid value: "integer": spec.parts[0].tags[1] in body must be of type string'),
+        (
+            {"spec": {"size": 1, "parts": [{"name": "a", "tags": ["x", 7]}]}},
+            'spec.parts[0].tags[1]: Invalid value: "integer": spec.parts[0].tags[1] in body must be of type string',
+        ),
         ({"spec": {"size": 1, "parts": [{"tags": []}]}}, "spec.parts[0].name: Required value"),
-        ({"spec": {"size": 1, "parts": [{"name": "a"}, {"name": "a"}]}},
-         'spec.parts[1]: Duplicate value: {"name": "a"}'),
-        ({"spec": {"size": 1, "parts": [{"name": str(i)} for i in range(4)]}},
-         "spec.parts: Too many: 4: must have at most 3 items"),
+        (
+            {"spec": {"size": 1, "parts": [{"name": "a"}, {"name": "a"}]}},
+            'spec.parts[1]: Duplicate value: {"name": "a"}',
+        ),
+        (
+            {"spec": {"size": 1, "parts": [{"name": str(i)} for i in range(4)]}},
+            "spec.parts: Too many: 4: must have at most 3 items",
+        ),
     ],
-)  # fmt: skip
+)
 def test_structural_errors_name_the_field(change: dict[str, Any], expected: str) -> None:
     obj = {**widget(), **copy.deepcopy(change)}
     found = messages(obj)
@@ -262,8 +281,14 @@ def test_main_resource_writes_are_pruned_before_generation_is_computed(store: Ku
     same = store.patch(API, "widgets", "ns", "w", {"spec": {"unknown": 1}})
     assert same["metadata"]["generation"] == 1 and "unknown" not in same["spec"]
     with invalid("spec.size: Invalid value: 0"):
-        store.patch(API, "widgets", "ns", "w", [{"op": "replace", "path": "/spec/size", "value": 0}],
-                    content_type="application/json-patch+json")  # fmt: skip
+        store.patch(
+            API,
+            "widgets",
+            "ns",
+            "w",
+            [{"op": "replace", "path": "/spec/size", "value": 0}],
+            content_type="application/json-patch+json",
+        )
     current = store.get(API, "widgets", "ns", "w")
     assert current is not None
     with invalid("spec.colour: Unsupported value"):

@@ -21,8 +21,11 @@ from finops.pricebooks import ACTIVE_MARKER, elect_active, parse_pricebook
 def book(name: str, *, ns: str = "finops", created: str = "2026-01-01T00:00:00Z", **extra: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": ns, "creationTimestamp": created, "uid": f"uid-{name}"}
     meta.update(extra.pop("meta", {}))
-    return {"metadata": meta, "spec": {"currency": "EUR", "valuationMode": "currency",
-            "rates": {"cpuHour": "0.03", "ramGbHour": "0.004"}}, **extra}  # fmt: skip
+    return {
+        "metadata": meta,
+        "spec": {"currency": "EUR", "valuationMode": "currency", "rates": {"cpuHour": "0.03", "ramGbHour": "0.004"}},
+        **extra,
+    }
 
 
 def test_label_marker_wins_over_a_newer_book() -> None:

@@ -31,24 +31,47 @@ DOC: dict[str, Any] = {
     "nodes": [{"name": "n1", "cpuCores": 8, "ramGiB": 32}, {"name": "n2", "cpuCores": 8, "ramGiB": 32, "gpus": 1}],
     "namespaces": [{"name": "shop", "labels": {"cost-center": "cc-1", "team": "checkout"}}, {"name": "ops"}],
     "workloads": [
-        {"namespace": "shop", "kind": "Deployment", "name": "web", "replicas": 2, "labels": {"tier": "fe"},
-         "containers": container()},
-        {"namespace": "shop", "kind": "Rollout", "apiVersion": "argoproj.io/v1alpha1", "name": "checkout",
-         "replicas": 2, "containers": container(0.25, 0.07)},
+        {
+            "namespace": "shop",
+            "kind": "Deployment",
+            "name": "web",
+            "replicas": 2,
+            "labels": {"tier": "fe"},
+            "containers": container(),
+        },
+        {
+            "namespace": "shop",
+            "kind": "Rollout",
+            "apiVersion": "argoproj.io/v1alpha1",
+            "name": "checkout",
+            "replicas": 2,
+            "containers": container(0.25, 0.07),
+        },
         {"namespace": "shop", "kind": "StatefulSet", "name": "db", "node": "n1", "containers": container(2, 4)},
         {"namespace": "ops", "kind": "DaemonSet", "name": "agent", "containers": container(0.05, 0.0625)},
-        {"namespace": "ops", "kind": "CronJob", "name": "etl", "replicas": 2,
-         "schedule": {"every": "1h", "runFor": "20m", "offset": "5m"}, "containers": container(1, 2, 1)},
+        {
+            "namespace": "ops",
+            "kind": "CronJob",
+            "name": "etl",
+            "replicas": 2,
+            "schedule": {"every": "1h", "runFor": "20m", "offset": "5m"},
+            "containers": container(1, 2, 1),
+        },
         {"namespace": "ops", "kind": "Job", "name": "migrate", "start": "-5h", "end": "-4h", "containers": container()},
         {"namespace": "ops", "kind": "Job", "name": "backfill", "start": "-1h", "containers": container()},
         {"namespace": "ops", "kind": "ReplicaSet", "name": "legacy-rs", "containers": container()},
         {"namespace": "ops", "kind": "Pod", "name": "debug", "containers": container(0.1, 0.1)},
         {"namespace": "ops", "kind": "Pod", "name": "shell", "replicas": 2, "containers": container(0.1, 0.1)},
         {"namespace": "shop", "kind": "Deployment", "name": "old", "end": "-2h", "containers": container()},
-        {"namespace": "shop", "kind": "Deployment", "name": "later", "start": "2026-03-10T16:00:00Z",
-         "containers": container()},
+        {
+            "namespace": "shop",
+            "kind": "Deployment",
+            "name": "later",
+            "start": "2026-03-10T16:00:00Z",
+            "containers": container(),
+        },
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -139,16 +162,24 @@ def test_metadata_is_deterministic_and_complete(scenario: Scenario, objects: lis
     pod = of_kind(objects, "Pod")[("shop", "web-97375-0")]
     assert pod["metadata"]["uid"] == object_uid("objects", "Pod", "shop", "web-97375-0")
     [ref] = pod["metadata"]["ownerReferences"]
-    assert ref == {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-97375",
-                   "uid": object_uid("objects", "ReplicaSet", "shop", "web-97375"),
-                   "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    assert ref == {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web-97375",
+        "uid": object_uid("objects", "ReplicaSet", "shop", "web-97375"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     assert pod["metadata"]["labels"] == {"app": "web", "tier": "fe"}
     assert pod["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}}
     assert pod["status"]["phase"] == "Running" and pod["status"]["startTime"] == pod["metadata"]["creationTimestamp"]
     assert "ownerReferences" not in of_kind(objects, "Pod")[("ops", "debug")]["metadata"]
     shop = of_kind(objects, "Namespace")[("", "shop")]
-    assert shop["metadata"]["labels"] == {"cost-center": "cc-1", "team": "checkout",
-                                          "kubernetes.io/metadata.name": "shop"}  # fmt: skip
+    assert shop["metadata"]["labels"] == {
+        "cost-center": "cc-1",
+        "team": "checkout",
+        "kubernetes.io/metadata.name": "shop",
+    }
     node = of_kind(objects, "Node")[("", "n2")]
     assert node["status"]["capacity"] == {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "1"}
     assert sorted(name for (_, name) in of_kind(objects, "Pod") if name.startswith("agent")) == ["agent-n1", "agent-n2"]

@@ -65,8 +65,13 @@ def test_aggregate_parsing_and_keys() -> None:
     assert parse_aggregate("controllerKind") == ("controllerkind",)
     with pytest.raises(QueryError, match="invalid allocation property"):
         parse_aggregate("namespace,colour")
-    props = Properties(cluster="c", namespace="shop", controller="web", controller_kind="deployment",
-                       labels={"team": "checkout", "cost_center": "cc-1"})  # fmt: skip
+    props = Properties(
+        cluster="c",
+        namespace="shop",
+        controller="web",
+        controller_kind="deployment",
+        labels={"team": "checkout", "cost_center": "cc-1"},
+    )
     assert key_function(parse_aggregate("namespace,label:cost-center,controller") or ())(props) == (
         "shop/cc-1/deployment:web"
     )
@@ -113,9 +118,17 @@ def test_numbers_are_rounded_like_opencost() -> None:
 _names = st.sampled_from(["", "a", "b", "__unmounted__"])
 _labels = st.dictionaries(st.sampled_from(["team", "app"]), st.sampled_from(["x", "y"]), max_size=2)
 _props = st.builds(
-    Properties, cluster=_names, node=_names, container=_names, controller=_names, namespace=_names, pod=_names,
-    services=st.sampled_from([(), ("lb",)]), labels=_labels, namespace_labels=_labels,
-)  # fmt: skip
+    Properties,
+    cluster=_names,
+    node=_names,
+    container=_names,
+    controller=_names,
+    namespace=_names,
+    pod=_names,
+    services=st.sampled_from([(), ("lb",)]),
+    labels=_labels,
+    namespace_labels=_labels,
+)
 
 
 @given(_props, _props, _props, st.booleans())

@@ -278,8 +278,7 @@ def test_the_mean_price_of_a_mixed_hour_is_rounded_for_display_only() -> None:
 
 def book_rates(**rates: str) -> dict[str, Decimal]:
     """The rates of a PriceBook stating ``rates``, parsed as the collector parses them."""
-    obj = {"metadata": {"namespace": "finops", "name": "exact"},
-           "spec": {"currency": "USD", "rates": rates}}  # fmt: skip
+    obj = {"metadata": {"namespace": "finops", "name": "exact"}, "spec": {"currency": "USD", "rates": rates}}
     return dict(parse_pricebook(obj).rates)
 
 

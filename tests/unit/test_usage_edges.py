@@ -88,8 +88,9 @@ def test_gpu_hours_are_gpus_used_times_the_hours_of_overlap() -> None:
     ids=["half-micro", "whole", "storage", "largest"],
 )
 def test_the_unit_price_is_reported_digit_for_digit(rate: str, margin: Margin, text: str) -> None:
-    charge = usage_charge(Meter.CPU_HOUR, [row(cpu_core_usage_avg=1, rates={"cpuHour": Decimal(rate)})], margin,
-                          ActiveInterval(TEN))  # fmt: skip
+    charge = usage_charge(
+        Meter.CPU_HOUR, [row(cpu_core_usage_avg=1, rates={"cpuHour": Decimal(rate)})], margin, ActiveInterval(TEN)
+    )
     assert str(charge.unit_price_micros) == text
     assert [str(p) for p in charge.unit_prices] == [text]
 
