@@ -3,6 +3,6 @@ imports psycopg; everything else calls ``Database.execute/fetch_one/fetch_all`` 
 """
 
 from infra.postgres.database import Database, connect
-from infra.postgres.migrations import apply_migrations
+from infra.postgres.migrations import apply_migrations, check_schema
 
-__all__ = ["Database", "apply_migrations", "connect"]
+__all__ = ["Database", "apply_migrations", "check_schema", "connect"]

@@ -18,6 +18,7 @@ import importlib.resources
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, LiteralString, Self, cast
 
 import psycopg
@@ -114,13 +115,25 @@ def _params(values: dict[str, Any]) -> dict[str, Any]:
 class Database:
     """Named queries on a connection pool."""
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool[Connection]) -> None:
+    def __init__(
+        self,
+        pool: psycopg_pool.ConnectionPool[Connection],
+        timeouts: Timeouts | None = None,
+        *,
+        per_transaction: bool = False,
+    ) -> None:
         self.pool = pool
+        self.timeouts = timeouts or Timeouts()
+        self.per_transaction = per_transaction
+        """Timeouts set again at the start of every transaction (``SET LOCAL``): behind PgBouncer's
+        transaction pooling a session's settings stay on whichever server connection ran them."""
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:
         """A connection in a transaction: committed on success, rolled back on error."""
         with wrap_errors(), _explained(self.pool, self.pool.timeout), self.pool.connection() as conn:
+            if self.per_transaction:
+                self.timeouts.set_local(conn)
             yield conn
 
     def check(self, timeout: float) -> None:
@@ -168,28 +181,81 @@ class Database:
         self.pool.close()
 
 
+DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
+DEFAULT_STATEMENT_TIMEOUT_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """PostgreSQL's ``lock_timeout`` and ``statement_timeout`` in seconds; 0 is no limit."""
+
+    lock_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
+    statement_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS
+
+    @staticmethod
+    def _ms(seconds: float) -> str:
+        return f"{round(seconds * 1000)}ms"
+
+    def set_session(self, conn: Connection) -> None:
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
+            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
+        )
+
+    def set_local(self, conn: Connection) -> None:
+        """For the current transaction only (it begins one): what holds behind PgBouncer."""
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
+            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
+        )
+
+
 def _utc_session(conn: Connection) -> None:
     """Every session in UTC, whatever the server's or role's default: timestamps come back in UTC
     (so hour arithmetic never crosses a DST change) and advisory-lock keys built from their text
-    are the same for every client. Set per connection, so it also holds behind PgBouncer."""
+    are the same for every client. Set per connection; PgBouncer tracks ``TimeZone`` and
+    ``DateStyle`` per client, so they also hold behind its transaction pooling."""
     conn.execute("SET TIME ZONE 'UTC'")
     conn.execute("SET DateStyle = 'ISO, YMD'")
     conn.commit()
 
 
-def connect(dsn: str, *, pool: str = "pool", max_size: int = 4, timeout: float = 10.0) -> Database:
+def connect(
+    dsn: str,
+    *,
+    pool: str = "pool",
+    max_size: int = 4,
+    timeout: float = 10.0,
+    timeouts: Timeouts | None = None,
+) -> Database:
     """Open a pool on ``dsn``; it connects lazily, so a down database fails the first request
     with a 503 rather than the cold start. A DSN that is neither a URL nor a conninfo string is
-    a ``ConfigError`` here, redacted (libpq quotes the whole string, password included)."""
+    a ``ConfigError`` here, redacted (libpq quotes the whole string, password included).
+
+    ``timeouts`` (default: 30 s lock, 300 s statement) hold on every connection: set once per
+    session on a pool, and per transaction (``SET LOCAL``) with ``pool="null"``, the PgBouncer
+    mode, where a session's settings do not follow the client (and never leak onto PgBouncer's
+    server connections). ``pool="null"`` also turns psycopg's server-side prepared statements
+    off, which transaction pooling cannot carry from one transaction to the next."""
     try:
         password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.Error as exc:
         raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
     register_secret(str(password) if password is not None else None)
+    limits = timeouts or Timeouts()
+    connection_kwargs: dict[str, Any] = {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))}
+    if pool == "null":
+        connection_kwargs["prepare_threshold"] = None
+
+    def configure(conn: Connection) -> None:
+        if pool != "null":
+            limits.set_session(conn)
+        _utc_session(conn)
+
     kwargs: dict[str, Any] = {
-        "kwargs": {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))},
+        "kwargs": connection_kwargs,
         "connection_class": _Connection,
-        "configure": _utc_session,
+        "configure": configure,
         "timeout": timeout,
         "open": False,
         "check": psycopg_pool.ConnectionPool.check_connection,
@@ -202,4 +268,4 @@ def connect(dsn: str, *, pool: str = "pool", max_size: int = 4, timeout: float =
     else:
         opened = psycopg_pool.ConnectionPool[Connection](dsn, min_size=0, max_size=max_size, max_idle=300, **kwargs)
     opened.open(wait=False)
-    return Database(opened)
+    return Database(opened, limits, per_transaction=pool == "null")

@@ -196,11 +196,6 @@ WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name =
 ORDER BY measured_at DESC, id DESC
 LIMIT %(limit)s;
 
--- name: try_backfill_lock
-SELECT pg_try_advisory_lock(hashtext('backfill'), hashtext(%(cluster)s)) AS locked;
-
--- name: release_backfill_lock
-SELECT pg_advisory_unlock(hashtext('backfill'), hashtext(%(cluster)s)) AS released;
 
 -- name: backfill_progress
 SELECT started_at, finished_at FROM backfill_progress WHERE cluster = %(cluster)s;
@@ -554,3 +549,44 @@ SELECT problem, day, namespace, entry_kind, team, total_cost_micros FROM (
     ) b)
 ) found
 ORDER BY day, namespace, problem;
+
+-- ==== Leases and retention (locks that survive PgBouncer's transaction pooling; bounded deletes) ====
+
+-- name: claim_lease
+-- Taken when free, expired, or already ours (a renewal); the row comes back only when it is ours.
+-- Two claimants at once: the second waits on the first's row and then sees it held.
+INSERT INTO leases (name, holder, acquired_at, expires_at)
+VALUES (%(name)s, %(holder)s, now(), now() + make_interval(secs => %(seconds)s))
+ON CONFLICT (name) DO UPDATE
+    SET holder = EXCLUDED.holder, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+    WHERE leases.expires_at <= now() OR leases.holder = EXCLUDED.holder
+RETURNING holder;
+
+-- name: release_lease
+DELETE FROM leases WHERE name = %(name)s AND holder = %(holder)s;
+
+-- name: delete_expired_job_runs
+DELETE FROM job_runs WHERE run_id IN (
+    SELECT run_id FROM job_runs WHERE cluster = %(cluster)s AND started_at < %(cutoff)s LIMIT %(limit)s
+);
+
+-- name: delete_expired_cost_actuals
+-- Never an application's latest record (its current actual, and what tells the backfill it is known).
+DELETE FROM cost_actuals WHERE id IN (
+    SELECT a.id FROM cost_actuals a
+    WHERE a.cluster = %(cluster)s AND a.measured_at < %(cutoff)s
+      AND EXISTS (SELECT 1 FROM cost_actuals n
+                  WHERE n.cluster = a.cluster AND n.app_namespace = a.app_namespace AND n.app_name = a.app_name
+                    AND (n.measured_at, n.id) > (a.measured_at, a.id))
+    LIMIT %(limit)s
+);
+
+-- name: delete_expired_sync_events
+-- Closed events only (a pending or measuring one is still to be measured), and never one a kept
+-- record points to.
+DELETE FROM sync_events WHERE id IN (
+    SELECT e.id FROM sync_events e
+    WHERE e.cluster = %(cluster)s AND e.status IN ('measured', 'failed') AND e.received_at < %(cutoff)s
+      AND NOT EXISTS (SELECT 1 FROM cost_actuals a WHERE a.sync_event_id = e.id)
+    LIMIT %(limit)s
+);
