@@ -18,14 +18,23 @@ from pathlib import Path
 
 import httpx
 
+from finops.errors import InvalidInput
 from infra.postgres import apply_migrations, connect
-from sandbox import kube as sandbox_kube
-from sandbox import opencost as sandbox_opencost
-from sandbox.cluster import cluster_objects
-from sandbox.postgres import embedded_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sandbox" / "demo"
+# The sandbox is not in the product wheel: it is imported from the checkout this module lives in
+# (the `finops` console script's sys.path does not hold the checkout; the editable install maps
+# only the product's packages).
+if not (ROOT / "sandbox").is_dir():
+    raise InvalidInput(f"the local stack needs a checkout of the repository: {ROOT / 'sandbox'} does not exist")
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+from sandbox import kube as sandbox_kube  # noqa: E402 - after the checkout is on sys.path
+from sandbox import opencost as sandbox_opencost  # noqa: E402
+from sandbox.cluster import cluster_objects  # noqa: E402
+from sandbox.postgres import embedded_postgres  # noqa: E402
 
 
 def free_port() -> int:

@@ -32,7 +32,8 @@ def test_every_layer_renders(name: str) -> None:
 
 def test_base_images_come_from_the_kustomization() -> None:
     images = {container["image"] for obj in manifests.layer("base") for container in _containers(obj)}
-    assert images == {"registry.example.com/platform/finops-functions:0.1.0", "curlimages/curl:8.11.1"}
+    # One image for everything: the Services, the install Job and the CronJobs' `finops ping`.
+    assert images == {"registry.example.com/platform/finops-functions:0.1.0"}
 
 
 def _containers(node: object) -> list[dict[str, str]]:

@@ -42,7 +42,7 @@ RECONCILE = [
 EVENT = [("get_object", FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")]
 COSTJOB = [("get_object", FINOPS, "costjobs"), ("patch_status", FINOPS, "costjobs")]  # the CostJob a ping names
 CALLS: dict[str, list[tuple[str, str, str]]] = {
-    "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB, *MEASURE],  # MEASURE: the re-drive
+    "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB],  # re-drives go to on-sync as events
     "on_sync": MEASURE,
     "backfill": [("list_objects", "argoproj.io", "applications"), *MEASURE],
     "cost_api": [],
@@ -163,9 +163,13 @@ def test_named_grants_match_the_configured_objects(target: str) -> None:
                         assert rule["resourceNames"] == [names[(group, resource)]], rule
     # OpenCost's objects are granted in OpenCost's namespace only.
     cluster_wide = {
-        (g, r) for _, role in _bindings_of(_account_of(target)) if role["kind"] == "ClusterRole"
-        for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
-    }  # fmt: skip
+        (g, r)
+        for _, role in _bindings_of(_account_of(target))
+        if role["kind"] == "ClusterRole"
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
     assert not {("", "configmaps"), ("apps", "deployments")} & cluster_wide
 
 

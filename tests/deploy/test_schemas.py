@@ -122,8 +122,18 @@ def _set_timeout(obj: Obj) -> None:
     obj["spec"]["template"]["spec"]["timeoutSeconds"] = 900
 
 
+def _mount_tmp(obj: Obj) -> None:  # a path Knative reserves
+    obj["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "tmp", "mountPath": "/tmp"}]
+
+
+def _host_path(obj: Obj) -> None:
+    obj["spec"]["template"]["spec"]["volumes"] = [{"name": "tmp", "hostPath": {"path": "/tmp"}}]
+
+
 @pytest.mark.parametrize(
-    "change", [_set_spec, _set_template_spec, _set_container, _set_field_ref, _set_timeout], ids=lambda f: f.__name__
+    "change",
+    [_set_spec, _set_template_spec, _set_container, _set_field_ref, _set_timeout, _mount_tmp, _host_path],
+    ids=lambda f: f.__name__,
 )
 def test_our_service_schema_rejects_what_knative_would(change: Any) -> None:
     service = _service()

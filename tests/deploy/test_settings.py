@@ -9,8 +9,8 @@ CronJobs that ping them, the install Job, the Secret):
   longer than the Service may take, the backfill's budget fits in its Service's timeout;
 - concurrency: collectors run one at a time, every Service keeps a thread free beyond its
   ``containerConcurrency`` (for Knative's probes), all scale to zero and stay cluster-local;
-- the CronJobs and the install Job reference only variables they define, and send the token of
-  the same Secret key the pinged function checks;
+- the CronJobs and the install Job run ``finops ping``/``finops install`` with variables those
+  commands read, and send the token of the same Secret key the pinged function checks;
 - the Secret's keys are exactly the ones referenced.
 """
 
@@ -22,6 +22,7 @@ import pytest
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
+from functions.cli_ops import INSTALL_ENV, PING_ENV
 from functions.targets import TARGETS
 from infra.settings import (
     BackfillSettings,
@@ -117,9 +118,6 @@ def test_each_service_runs_as_its_own_service_account(target: str) -> None:
     assert manifests.named("ServiceAccount", account)["metadata"]["namespace"] == service["metadata"]["namespace"]
 
 
-VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-
-
 def _script_container(obj: Obj) -> Obj:
     spec = obj["spec"]["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else obj["spec"]
     (container,) = spec["template"]["spec"]["containers"]
@@ -131,13 +129,6 @@ def _pod_spec(obj: Obj) -> Obj:
     return dict(spec["template"]["spec"])
 
 
-def _shell_variables(script: str) -> set[str]:
-    """``$NAME``/``${NAME...}`` the shell expands (the install Job's Python reads os.environ[...])."""
-    shell = script.split("<<'PY'")[0]
-    python = set(re.findall(r'os\.environ\["([A-Z_]+)"\]', script))
-    return (set(VARIABLE.findall(shell)) - {"minutes", "scheduled"}) | python
-
-
 JOBS = [*manifests.of_kind("CronJob"), *manifests.of_kind("Job")]
 
 
@@ -145,9 +136,11 @@ JOBS = [*manifests.of_kind("CronJob"), *manifests.of_kind("Job")]
 def test_job_scripts_use_only_their_own_variables_and_the_pinged_function_token(job: Obj) -> None:
     container = _script_container(job)
     env = manifests.container_env(container)
-    script = "\n".join(container["args"])
-    assert container["command"] == ["/bin/sh", "-c"]
-    assert _shell_variables(script) <= set(env), sorted(_shell_variables(script) - set(env))
+    command, known = (
+        (["finops", "ping"], PING_ENV) if job["kind"] == "CronJob" else (["finops", "install"], INSTALL_ENV)
+    )
+    assert container["command"] == command and "args" not in container
+    assert set(env) <= known, f"not read by {' '.join(command)}: {sorted(set(env) - known)}"
     url = env["FUNCTION_URL" if job["kind"] == "CronJob" else "BACKFILL_URL"].value
     service = manifests.service_at(url)
     service_env = manifests.container_env(manifests.service_container(service))
@@ -173,12 +166,13 @@ def test_cronjobs_run_once_per_hour_and_fail_visibly(cronjob: Obj) -> None:
     assert job["backoffLimit"] >= 1
     assert job["activeDeadlineSeconds"] < 3600, "a stuck run must end before the next hour's"
     assert manifests.service_target(manifests.service_at(env["FUNCTION_URL"].value)) in PINGED
-    assert "--fail-with-body" in _script_container(cronjob)["args"][0]
+    # `finops ping` pings again while work remains: every ping fits in the Job's deadline.
+    assert int(env["MAX_PINGS"].value) * int(env["MAX_TIME"].value) <= job["activeDeadlineSeconds"]
 
 
-def test_both_cronjobs_run_the_same_script() -> None:
-    scripts = {_script_container(c)["args"][0] for c in manifests.of_kind("CronJob")}
-    assert len(scripts) == 1
+def test_both_cronjobs_run_the_same_command() -> None:
+    commands = {(*_script_container(c)["command"], _script_container(c)["image"]) for c in manifests.of_kind("CronJob")}
+    assert len(commands) == 1
     pinged = {
         manifests.service_target(
             manifests.service_at(manifests.container_env(_script_container(c))["FUNCTION_URL"].value)
@@ -194,8 +188,7 @@ def test_install_job_is_an_argo_cd_post_sync_hook_and_a_plain_job() -> None:
     assert annotations["argocd.argoproj.io/hook"] == "PostSync"
     assert annotations["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
     assert job["spec"]["activeDeadlineSeconds"] > 0 and job["spec"]["backoffLimit"] >= 1
-    script = _script_container(job)["args"][0]
-    assert script.index("finops migrate") < script.index("exec python")
+    assert _script_container(job)["command"] == ["finops", "install"]  # migrates, then backfills
     env = manifests.container_env(_script_container(job))
     assert (
         env["DATABASE_URL"]

@@ -1,4 +1,4 @@
-"""We test these aspects of the architecture (DESIGN.md, "Direction of imports"):
+"""We test these aspects of the architecture (docs/architecture.md, "Layers and the import rules"):
 
 - ``finops`` (the domain) imports nothing of ours and no I/O library;
 - ``infra`` imports only ``finops``; ``functions`` imports ``finops`` and ``infra``
@@ -33,6 +33,7 @@ ADAPTERS = {
         "infra/events.py",
         "functions/cli.py",
         "functions/cli_ledger.py",
+        "functions/cli_ops.py",
         "functions/localstack.py",
         "sandbox/kube/events.py",  # the sandbox API server delivering events, as Knative's adapter does
     ),

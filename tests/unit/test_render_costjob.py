@@ -39,7 +39,8 @@ def test_costjobs_render_to_pings(tmp_path: Path, capsys: pytest.CaptureFixture[
     container = allocations["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["FUNCTION_URL"].startswith("http://collect-allocations.")
-    assert '\\"costJob\\": {\\"namespace\\": \\"team-a\\", \\"name\\": \\"allocations\\"}' in container["args"][0]
+    assert container["command"] == ["finops", "ping"]
+    assert env["COST_JOB"] == "team-a/allocations"  # finops ping sends it as the body's costJob
     assert container["resources"] == {"requests": {"cpu": "20m"}}  # replaced whole
     charge_env = {
         e["name"]: e.get("value")
