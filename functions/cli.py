@@ -4,6 +4,7 @@ finops run [--once] [--hours 24]     the main job on embedded defaults (``make r
 finops serve TARGET [--port 8080]    one function under functions-framework, as in production
 finops invoke TARGET --url URL       ping a function the way its CronJob does
 finops migrate                       apply pending migrations to DATABASE_URL
+finops install / finops ping         what the install Job and the hourly CronJobs run (cli_ops)
 finops runs [--function F] [--limit N]   recent run outcomes, newest first
 finops collect --from D --to D       load allocation history hour by hour (resumable)
 finops verify [--cluster C]          check that the hour ledger, rows and rollups agree
@@ -33,17 +34,28 @@ from finops.errors import FinOpsError, IncompleteData, InvalidInput, PermanentEr
 from finops.hours import truncate_to_hour
 from finops.money import format_amount
 from functions.cli_ledger import add_commands as add_ledger_commands
+from functions.cli_ops import add_commands as add_ops_commands
 from functions.cli_reports import add_commands as add_report_commands
-from functions.report_table import render
 from functions.targets import TARGETS
+from functions.text_table import render
 from infra.logs import configure_cli, one_line, redact
 from infra.settings import ConfigError, database_url
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
     from infra.postgres import apply_migrations, connect
+    from infra.postgres.database import Timeouts
+    from infra.settings import CommonSettings, load
 
-    db = connect(database_url())
+    url = database_url()  # (its own message when unset) then the functions' database settings, as
+    # the install Job passes them (DATABASE_POOL=null behind PgBouncer's transaction pooling)
+    settings = load(CommonSettings, {**os.environ, "DATABASE_URL": url})
+    db = connect(
+        url,
+        pool=settings.DATABASE_POOL,
+        timeout=settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
+        timeouts=Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
+    )
     applied = apply_migrations(db)
     db.close()
     print(f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date")
@@ -161,8 +173,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         import contextlib
 
         with contextlib.ExitStack() as functions:
-            for target in TARGETS:
-                functions.enter_context(serve_function(stack, target))
+            for target in sorted(TARGETS, key=lambda t: t != "on_sync"):  # on_sync first: others re-drive to it
+                redrive = {"ON_SYNC_URL": stack.function_urls["on_sync"]} if target != "on_sync" else {}
+                functions.enter_context(serve_function(stack, target, **redrive))
             print("Local stack is up:")
             print(f"  PostgreSQL           {_shown_dsn(stack.database_url)}")
             print(f"  OpenCost (sandbox)   {stack.opencost_url}")
@@ -227,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.set_defaults(func=cmd_runs)
 
     def render_costjobs(args: argparse.Namespace) -> int:
-        from functions.render import render_files
+        from functions.costjob_cronjobs import render_files
 
         print(render_files(args.files), end="")
         return 0
@@ -239,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     costjob.set_defaults(func=render_costjobs)
     add_report_commands(sub)
     add_ledger_commands(sub)
+    add_ops_commands(sub)
     return parser
 
 

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from finops.errors import InvalidInput
-from functions.report_table import render
+from functions.text_table import render
 from infra.logs import one_line
 from infra.settings import database_url
 
@@ -34,7 +34,7 @@ def _default_cluster() -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from datetime import date
 
-    from functions.reports import render as out
+    from functions.reports import formats as out
     from functions.reports import service
 
     # The policy first: a bad one is reported as such, even without a database to connect to.
@@ -77,7 +77,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _print_document(document: Any) -> None:
     """A JSON report (``service.ReportDocument``) on stdout, its warning (if any) on stderr."""
-    from functions.reports import render as out
+    from functions.reports import formats as out
 
     if warned := out.warning(document.coverages):
         print(warned, file=sys.stderr)
@@ -89,7 +89,7 @@ REQUIRE_COMPLETE = "refuse (exit 1) unless every hour of the period is final and
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
     """Validate a policy as the reports would, without a database: exit 1 naming the key path."""
-    from functions.reports.render import load_policy
+    from functions.reports.formats import load_policy
 
     try:
         policy = load_policy(args.file)
@@ -137,7 +137,7 @@ def add_commands(sub: Any) -> None:
 
     def export_focus(args: argparse.Namespace) -> int:
         from functions.reports.exports import export_focus_command
-        from functions.reports.render import load_policy
+        from functions.reports.formats import load_policy
 
         policy = load_policy(args.policy)  # before connecting: a bad policy fails on its own
         return export_focus_command(
@@ -170,7 +170,7 @@ def add_commands(sub: Any) -> None:
 
     def export_csv(args: argparse.Namespace) -> int:
         from functions.reports.exports import export_chargeback_csv_command
-        from functions.reports.render import load_policy
+        from functions.reports.formats import load_policy
 
         policy = load_policy(args.policy)
         return export_chargeback_csv_command(

@@ -27,7 +27,6 @@ from finops.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "knative" / "cronjobs.yaml"
-CRON_BODY = '\\"trigger\\": \\"cron\\"}'
 URLS = {
     "collect-allocations": "http://collect-allocations.finops.svc.cluster.local",
     "collect-charges": "http://collect-charges.finops.svc.cluster.local",
@@ -53,12 +52,10 @@ def render_costjob(costjob: dict[str, Any]) -> dict[str, Any]:
     env = {item["name"]: item for item in container["env"]}
     env["CRONJOB"]["value"] = name
     env["FUNCTION_URL"]["value"] = URLS[spec.target_service]
-    script = container["args"][0]
-    if CRON_BODY not in script:
-        raise InvalidInput(f"the CronJob template {TEMPLATES} changed: its ping body is not where render expects")
-    body = f'"trigger": "costjob", "costJob": {{"namespace": "{spec.namespace}", "name": "{spec.name}"}}}}'
-    ref = body.replace('"', '\\"')  # the script holds the JSON inside a double-quoted shell string
-    container["args"][0] = script.replace(CRON_BODY, ref)
+    if container.get("command") != ["finops", "ping"]:
+        raise InvalidInput(f"the CronJob template {TEMPLATES} changed: its container no longer runs `finops ping`")
+    # `finops ping` (functions/cli_ops.py) sends the CostJob's reference, with trigger "costjob".
+    container["env"].append({"name": "COST_JOB", "value": f"{spec.namespace}/{spec.name}"})
     if spec.resources is not None:
         container["resources"] = dict(spec.resources)  # replaced whole, as the operator did
     return cron

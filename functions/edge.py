@@ -4,23 +4,32 @@ database, and mapping a run's outcome to an HTTP response.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
+import io
 import itertools
 import json
 import logging
+import math
 import os
 import re
+import socket
+import threading
+import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlencode
 
 import flask
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
-from finops.errors import FinOpsError, InvalidInput, TemporaryError, Unauthorized
+from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
+from functions.runs import Run, recorded_run
 from infra import logs
-from infra.postgres import Database, apply_migrations, connect
-from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, load
+from infra.postgres import Database, apply_migrations, check_schema, connect
+from infra.postgres.database import Timeouts
+from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, ServingSettings, load
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs neither
     from infra.kube import KubeClient
@@ -45,18 +54,25 @@ def settings_for(function: str, settings_class: type[S]) -> Callable[[], S]:
     return loader
 
 
-_migrated: set[str] = set()  # DSNs migrated by this process or the master it was forked from
+_migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the master it was forked from
 
 
 @functools.cache
-def database(dsn: str, pool: str, max_size: int, timeout: float, migrate: bool) -> Database:
-    """One pool per process (per DSN); migrations applied on first use, under an advisory lock."""
-    db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout)
-    if migrate and dsn not in _migrated:
+def database(
+    dsn: str, pool: str, max_size: int, timeout: float, migrate: bool, timeouts: Timeouts | None = None
+) -> Database:
+    """One pool per process (per DSN). On first use the schema is checked: a schema newer than
+    this code is refused (``SchemaTooNew``, the cold start stops), an older one answers 503 until
+    ``finops migrate`` has run (``SchemaBehind``). With ``migrate`` (``MIGRATE_ON_START``), pending
+    migrations are applied first instead, under the migrations' lock."""
+    db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)
+    if dsn not in _migrated:
         try:
-            apply_migrations(db)
+            if migrate:
+                apply_migrations(db)
+            check_schema(db)
         except FinOpsError:
-            database.cache_clear()  # try again on the next request rather than run unmigrated
+            database.cache_clear()  # try again on the next request rather than run on a wrong schema
             db.close()
             raise
         _migrated.add(dsn)
@@ -107,15 +123,99 @@ def database_from(settings: CommonSettings) -> Database:
         settings.DATABASE_POOL_MAX,
         settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
         settings.MIGRATE_ON_START,
+        Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
     )
+
+
+_secret_files: dict[str, tuple[tuple[int, int, int], str]] = {}
+_secret_files_lock = threading.Lock()
+
+
+def current_secret(settings: CommonSettings, name: str) -> str | None:
+    """The current value of the token ``name``: the file ``SECRETS_DIR/name`` when there is one
+    (re-read whenever its inode, size or mtime changes: the kubelet replaces a mounted Secret's
+    files when the Secret changes), else the setting read at cold start."""
+    if settings.SECRETS_DIR:
+        path = os.path.join(settings.SECRETS_DIR, name)
+        try:
+            st = os.stat(path)  # follows the kubelet's ..data symlink swap
+        except OSError:
+            pass
+        else:
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            with _secret_files_lock:
+                cached = _secret_files.get(path)
+                if cached is None or cached[0] != key:
+                    with open(path, encoding="utf-8") as f:
+                        value = f.read().strip()
+                    logs.register_secret(value)
+                    if cached is not None:
+                        log.info("secret file changed; the new value applies", extra={"fields": {"key": name}})
+                    _secret_files[path] = cached = (key, value)
+            if cached[1]:  # an empty file (a key being rewritten) keeps the cold-start value
+                return cached[1]
+    configured = getattr(settings, name, None)
+    return configured.get_secret_value() if isinstance(configured, SecretStr) else None
 
 
 def require_bearer(request: flask.Request, token: str) -> None:
     """Constant-time check of ``Authorization: Bearer <token>``."""
     header = request.headers.get("Authorization", "")
     scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+    if not token or scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         raise Unauthorized("missing or wrong bearer token in the Authorization header")
+
+
+def require_event_token(request: flask.Request, token: str | None) -> None:
+    """An event delivery's credential (``EVENT_TOKEN``): the ``token`` query parameter of the URL
+    it was delivered to, or ``Authorization: Bearer``; compared in constant time. Without
+    ``EVENT_TOKEN`` every delivery is accepted (rate-limited only)."""
+    if not token:
+        return
+    given = request.args.get("token")
+    if given is not None and hmac.compare_digest(given.encode(), token.encode()):
+        return
+    try:
+        require_bearer(request, token)
+    except Unauthorized:
+        raise Unauthorized("missing or wrong event token (the token query parameter of the delivery URL)") from None
+
+
+def with_event_token(url: str, token: str | None) -> str:
+    """``url`` carrying ``EVENT_TOKEN`` as its ``token`` query parameter (for our own deliveries)."""
+    if not token:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{urlencode({'token': token})}"
+
+
+class TooManyEvents(TemporaryError):
+    """Event deliveries above this replica's rate; the sender retries after ``retry_after_seconds``."""
+
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_seconds: float) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class RateLimit:
+    """A token bucket: ``burst`` deliveries at once, refilled at ``per_second``."""
+
+    def __init__(self, per_second: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_second, self.burst, self._clock = per_second, burst, clock
+        self._tokens, self._at = float(burst), clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        """Take one delivery's token, or raise ``TooManyEvents`` saying when one is free."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.per_second)
+            self._at = now
+            if self._tokens < 1:
+                wait = (1 - self._tokens) / self.per_second
+                raise TooManyEvents(f"more than {self.per_second:g} event deliveries a second on this replica", wait)
+            self._tokens -= 1
 
 
 MAX_JSON_DEPTH = 64
@@ -215,7 +315,51 @@ def error_response(exc: Exception, run_id: str | None = None) -> flask.Response:
         body["run_id"] = run_id
     if isinstance(exc, TemporaryError):
         body["retry"] = True
-    return respond(status, body)
+    if isinstance(exc, IncompleteData) and exc.coverage is not None:  # which hours, as a report shows
+        body["coverage"] = exc.coverage
+    response = respond(status, body)
+    retry_after = getattr(exc, "retry_after_seconds", None)
+    if isinstance(retry_after, int | float) and retry_after > 0:
+        response.headers["Retry-After"] = str(math.ceil(retry_after))
+    return response
+
+
+Handler = Callable[[flask.Request, S, Run], flask.Response]
+
+
+def edge(
+    function: str, settings: Callable[[], S], *, recorded: bool = True
+) -> Callable[[Handler[S]], Callable[[flask.Request], flask.Response]]:
+    """What every function's HTTP entry point does around its own logic (``handler(request,
+    settings, run)``): answer ``/healthz`` without touching anything, load the settings, run the
+    handler as one recorded run (``recorded_run``; ``recorded=False`` for reads such as cost_api,
+    which only map errors), map any error to its HTTP answer (``Retry-After`` when the error names
+    one), and then call what the handler left in ``run.afterwards`` (a CostJob's execution record)."""
+
+    def wrap(handler: Handler[S]) -> Callable[[flask.Request], flask.Response]:
+        @functools.wraps(handler)
+        def entry(request: flask.Request) -> flask.Response:
+            if (healthy := health(request)) is not None:
+                return healthy
+            s = settings()
+            run: Run | None = None
+            try:
+                if not recorded:
+                    return handler(request, s, Run(function=function, cluster=s.CLUSTER_ID))
+                with recorded_run(function, s.CLUSTER_ID) as run:
+                    response = handler(request, s, run)
+            except Exception as exc:  # a recorded run's error is classified and logged by recorded_run
+                if not recorded and not isinstance(exc, FinOpsError):
+                    log.exception("request crashed")
+                response = error_response(exc, run.run_id if run else None)
+            if run is not None:
+                for then in run.afterwards:
+                    then(run)
+            return response
+
+        return entry
+
+    return wrap
 
 
 def health(request: flask.Request) -> flask.Response | None:
@@ -223,3 +367,117 @@ def health(request: flask.Request) -> flask.Response | None:
     if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
         return respond(200, {"status": "ok"})
     return None
+
+
+class BodyGuard:
+    """WSGI middleware in front of every function: a request's body is read *before* the function
+    runs, bounded in size and in time, so a slow or lying client cannot hold a thread.
+
+    - A declared ``Content-Length`` above ``limit`` is answered 413 at once, nothing read (the
+      framework would otherwise read the whole declared body before answering).
+    - At most ``readers`` bodies are read at once; beyond that, 503 with ``Retry-After`` at once.
+      The threads left over (``THREADS`` minus ``readers``) always serve ``/healthz`` and bodiless
+      requests, however many uploads stall.
+    - A body not complete within ``timeout`` seconds of the headers is cut (the socket's read side
+      is shut down, which wakes a blocked read) and answered 408; a client gone mid-body, or a
+      malformed chunked body, is answered 400.
+
+    Every refusal closes the connection. The function then reads the buffered body from memory.
+    """
+
+    def __init__(self, app: Any, *, limit: int, timeout: float, readers: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.timeout = timeout
+        self._readers = threading.BoundedSemaphore(max(1, readers))
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        try:
+            return self._guarded(environ, start_response)
+        finally:
+            sock = environ.get("gunicorn.socket")
+            if environ.get("finops.refused") and sock is not None:  # no keep-alive drain of the rest
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RD)
+
+    def _guarded(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        declared = environ.get("CONTENT_LENGTH") or ""
+        if not chunked and declared in ("", "0"):
+            return self.app(environ, start_response)
+        if declared.isdigit() and int(declared) > self.limit:
+            return _refuse(environ, start_response, 413, f"body is larger than {self.limit} bytes")
+        if not self._readers.acquire(blocking=False):
+            return _refuse(environ, start_response, 503, "too many request bodies being received; retry", retry_after=1)
+        try:
+            body = self._read(environ)
+        except PayloadTooLarge as exc:
+            return _refuse(environ, start_response, 413, exc.message)
+        except _BodyTimeout:
+            return _refuse(environ, start_response, 408, f"body not received within {self.timeout:g} s")
+        except Exception as exc:  # gunicorn's chunk parser errors, a client gone mid-body
+            return _refuse(environ, start_response, 400, f"body could not be read: {type(exc).__name__}")
+        finally:
+            self._readers.release()
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        environ["wsgi.input_terminated"] = False
+        return self.app(environ, start_response)
+
+    def _read(self, environ: dict[str, Any]) -> bytes:
+        sock: socket.socket | None = environ.get("gunicorn.socket")
+        expired = threading.Event()
+
+        def cut() -> None:  # wakes the blocked read: it sees the end of the stream
+            expired.set()
+            with contextlib.suppress(OSError, AttributeError):
+                sock.shutdown(socket.SHUT_RD)  # type: ignore[union-attr]
+
+        timer = threading.Timer(self.timeout, cut) if sock is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            body = _read_at_most(environ["wsgi.input"], self.limit + 1)
+        except Exception:
+            if expired.is_set():
+                raise _BodyTimeout() from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if expired.is_set():
+            raise _BodyTimeout()
+        if len(body) > self.limit:
+            raise PayloadTooLarge(f"body is larger than {self.limit} bytes")
+        declared = environ.get("CONTENT_LENGTH") or ""
+        if declared.isdigit() and len(body) < int(declared):
+            raise InvalidInput("body shorter than its Content-Length")  # the client went away
+        return body
+
+
+class _BodyTimeout(Exception):
+    """The body did not arrive in time."""
+
+
+def _refuse(
+    environ: dict[str, Any], start_response: Callable[..., Any], status: int, message: str, retry_after: int = 0
+) -> list[bytes]:
+    environ["finops.refused"] = True
+    reason = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 503: "Service Unavailable"}
+    payload = json.dumps({"outcome": "failed", "error": message}).encode()
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload))), ("Connection", "close")]
+    if retry_after:
+        headers.append(("Retry-After", str(retry_after)))
+    log.warning("request refused before the function ran", extra={"fields": {"http_status": status, "error": message}})
+    start_response(f"{status} {reason[status]}", headers)
+    return [payload]
+
+
+def guard_bodies(app: flask.Flask, settings: ServingSettings) -> None:
+    """Put ``BodyGuard`` in front of ``app`` (functions-framework's Flask app)."""
+    readers = settings.THREADS - min(settings.HEALTH_RESERVED_THREADS, settings.THREADS // 2)
+    app.wsgi_app = BodyGuard(  # type: ignore[method-assign]
+        app.wsgi_app, limit=MAX_BODY_BYTES, timeout=settings.BODY_READ_TIMEOUT_SECONDS, readers=readers
+    )

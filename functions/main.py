@@ -14,8 +14,12 @@ import os
 import sys
 from typing import Any
 
+import flask
+
+from functions.edge import guard_bodies
 from functions.targets import TARGETS
 from functions.warmup import warm_up
+from infra.settings import ServingSettings, load
 
 __all__ = list(TARGETS)
 
@@ -32,3 +36,5 @@ def __dir__() -> list[str]:
 
 if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
     warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
+    if flask.has_app_context():  # functions-framework loads this module inside its app's context
+        guard_bodies(flask.current_app, load(ServingSettings))

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
-from functions.costjobs import CostJobRef
-from functions.edge import parse_body, require_bearer
+from functions.costjob_status import CostJobRef
+from functions.edge import current_secret, parse_body, require_bearer
 from functions.runs import Run
 from infra.settings import PingSettings
 
@@ -50,7 +50,7 @@ P = TypeVar("P", bound=Ping)
 def accept_ping(request: flask.Request, settings: PingSettings, run: Run, model: type[P]) -> tuple[P, datetime | None]:
     """Authenticate and parse a ping; returns it with the scheduled time that pins the run's hour
     (the body's ``scheduledTime``, else ``SCHEDULED_TIMESTAMP``, else None: the current hour)."""
-    require_bearer(request, settings.PING_TOKEN.get_secret_value())
+    require_bearer(request, current_secret(settings, "PING_TOKEN") or "")
     ping = parse_body(request, model)
     run.trigger = ping.trigger
     if ping.scheduledTime:

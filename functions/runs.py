@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,6 +42,9 @@ class Run:
     db: Database | None = None
     """Where the run is recorded; left None until the caller is authenticated and the database
     is reachable, so unauthenticated noise never fills ``job_runs``."""
+    afterwards: list[Callable[[Run], None]] = field(default_factory=list)
+    """Called by the edge once the run is finished and answered, whatever its outcome (a
+    CostJob's execution record); each must not raise."""
 
 
 @contextmanager

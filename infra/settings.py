@@ -51,13 +51,44 @@ class CommonSettings(BaseSettings):
     DATABASE_CONNECT_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
     """How long to wait for a connection before answering 503."""
 
-    MIGRATE_ON_START: bool = True
-    """Apply pending migrations at cold start, under an advisory lock."""
+    MIGRATE_ON_START: bool = False
+    """Apply pending migrations at cold start. Off: the install Job runs ``finops migrate`` and a
+    cold start only checks the schema version (refusing one newer than the image knows)."""
+
+    DATABASE_LOCK_TIMEOUT_SECONDS: float = Field(default=30, ge=0, le=3600)
+    """PostgreSQL ``lock_timeout`` of every transaction (a lock waited on longer fails it); 0: none."""
+
+    DATABASE_STATEMENT_TIMEOUT_SECONDS: float = Field(default=300, ge=0, le=86400)
+    """PostgreSQL ``statement_timeout`` of every statement (migrations excepted); 0: none."""
+
+    SECRETS_DIR: str | None = None
+    """A mounted copy of the Secret (a ``secret`` volume, not ``subPath``): the tokens
+    (``PING_TOKEN``, ``WEBHOOK_TOKEN``, ``PROXY_TOKEN``, ``EVENT_TOKEN``) are read from the file of
+    their key there on every request, re-read when it changes, so a rotated Secret applies to
+    warm pods without a new revision; a key without a file keeps its environment value."""
 
     @field_validator("CLUSTER_ID")
     @classmethod
     def _cluster_is_a_name(cls, value: str) -> str:
         return _as_config(validate_namespace, value, "CLUSTER_ID")
+
+
+class ServingSettings(BaseSettings):
+    """How the served function protects its threads (read at import, before the target's settings)."""
+
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True)
+
+    THREADS: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
+    """gunicorn's threads (functions-framework reads the same variable; its default is 4 per CPU)."""
+
+    HEALTH_RESERVED_THREADS: int = Field(default=2, ge=1, le=64)
+    """Threads never spent receiving request bodies (at most half of ``THREADS``): ``/healthz`` and
+    bodiless requests always find one, however many uploads stall; a body arriving while all the
+    others are receiving one gets 503 at once."""
+
+    BODY_READ_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=300)
+    """A request body must arrive within this long of its headers, else 408 and the connection is
+    closed (a stalled upload frees its thread)."""
 
 
 class PingSettings(CommonSettings):
@@ -107,7 +138,44 @@ class KubeSettings(BaseSettings):
     """Timeout of one Kubernetes API request."""
 
 
-class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
+class EventSettings(BaseSettings):
+    """The credential of CloudEvent deliveries (``on_sync``'s measurements, ``reconcile``'s changes)."""
+
+    EVENT_TOKEN: SecretStr | None = None
+    """Shared secret an event delivery must carry as the ``token`` query parameter of the URL it is
+    delivered to (the Trigger's subscriber ``uri``, the ApiServerSource's sink ``uri``, the re-drive's
+    ``ON_SYNC_URL``), or as ``Authorization: Bearer``. Unset: deliveries are not authenticated
+    (only rate-limited); docs/deploy.md, "Authenticated events". A secret."""
+
+
+class EventReceiverSettings(EventSettings):
+    """How many event deliveries one replica accepts."""
+
+    EVENTS_PER_SECOND: float = Field(default=20, gt=0, le=10_000)
+    """Event deliveries accepted per second per replica (a token bucket); beyond it, 429 with
+    ``Retry-After`` (the Broker and the ApiServerSource retry)."""
+
+    EVENTS_BURST: int = Field(default=50, ge=1, le=100_000)
+    """Deliveries accepted at once before ``EVENTS_PER_SECOND`` applies."""
+
+
+class RedriveSettings(EventSettings):
+    """Where overdue accepted sync events are re-driven (``collect_allocations``, ``backfill``)."""
+
+    ON_SYNC_URL: str = "http://on-sync.finops.svc.cluster.local"
+    """The on-sync Service: each accepted sync event still unmeasured after 10 minutes is sent
+    there as a ``dev.finops.sync.accepted`` CloudEvent and measured in a request of its own (the
+    local stack sets its served on_sync)."""
+
+    @field_validator("ON_SYNC_URL")
+    @classmethod
+    def _on_sync_url(cls, value: str) -> str:
+        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://on-sync.finops.svc.cluster.local")
+        return value
+
+
+class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings):
     """``collect_allocations``: copies OpenCost allocations hour by hour."""
 
     HOURS_LOOKBACK: int = Field(default=5, ge=0, le=8784)
@@ -137,6 +205,17 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
     ALLOCATION_RETENTION_MONTHS: int = Field(default=0, ge=0, le=120)
     """Monthly partitions of ``provider_allocations`` older than this are dropped; 0 keeps all."""
 
+    JOB_RUNS_RETENTION_DAYS: int = Field(default=90, ge=0, le=3650)
+    """``job_runs`` rows (every function's run history) older than this are deleted; 0 keeps all."""
+
+    SYNC_EVENTS_RETENTION_DAYS: int = Field(default=90, ge=0, le=3650)
+    """Closed (measured or failed) ``sync_events`` received longer ago than this are deleted; pending
+    or measuring events never are; 0 keeps all."""
+
+    COST_ACTUALS_RETENTION_DAYS: int = Field(default=400, ge=0, le=3650)
+    """``cost_actuals`` records measured longer ago than this are deleted, except each
+    application's latest (its current actual); 0 keeps all."""
+
     @model_validator(mode="after")
     def _lookback_within_history(self) -> CollectAllocationsSettings:
         if self.HOURS_LOOKBACK > self.OPENCOST_HISTORY_HOURS:
@@ -157,7 +236,7 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings):
         return _as_config(validate_label_key, value, "label key")
 
 
-class OnSyncSettings(CommonSettings, OpenCostSettings, KubeSettings):
+class OnSyncSettings(CommonSettings, OpenCostSettings, KubeSettings, EventReceiverSettings):
     """``on_sync``: the Argo CD Notifications webhook and the measurement it triggers."""
 
     WEBHOOK_TOKEN: SecretStr
@@ -181,7 +260,7 @@ class OnSyncSettings(CommonSettings, OpenCostSettings, KubeSettings):
     """The port functions-framework serves on (set by Knative); the local delivery target."""
 
 
-class BackfillSettings(PingSettings, OpenCostSettings, KubeSettings):
+class BackfillSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings):
     """``backfill``: measures every Argo CD Application that has no record yet (install)."""
 
     BACKFILL_CONCURRENCY: int = Field(default=4, ge=0, le=64)
@@ -256,8 +335,12 @@ class BillingSettings(BaseSettings):
         return value
 
 
-class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings):
+class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings, EventReceiverSettings):
     """``reconcile``: PriceBooks, Offerings and Subscriptions on every change (ApiServerSource)."""
+
+    PING_TOKEN: SecretStr
+    """Bearer token a full pass (a POST that is not a CloudEvent) must carry, as the hourly pings
+    do. Required; a secret."""
 
 
 class CollectChargesSettings(PingSettings, KubeSettings, BillingSettings):

@@ -2,22 +2,30 @@
 
 The life of an event: ``pending`` (accepted) → ``measuring`` (claimed by one measurement) →
 ``measured`` (its record stored in the same transaction). A failed measurement puts it back to
-``pending``; a claim older than ``STALE_AFTER`` (the measuring pod died) can be taken again; the
-hourly run re-drives whatever is still open after ``REDRIVE_AFTER``. The record is keyed on the
-event, so however often it is delivered, one event gives one record.
+``pending``; a claim older than ``STALE_AFTER`` (the measuring pod died) can be taken again. The
+record is keyed on the event, so however often it is delivered, one event gives one record.
+
+A measurement delivered before ``MEASURE_SETTLE_SECONDS`` have passed since the sync raises
+``NotSettled`` (the function answers 503 with ``Retry-After``) instead of sleeping: the Broker,
+or the local stack's detached delivery, delivers it again later.
+
+The re-drive: the hourly run (and the backfill) looks for events still open after
+``REDRIVE_AFTER`` and sends each one, at most ``REDRIVE_LIMIT`` per run, as a
+``dev.finops.sync.accepted`` CloudEvent to the on-sync Service (``ON_SYNC_URL``), which measures
+it in a request of its own; nothing is measured in the re-driving request.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from finops.errors import FinOpsError
+from finops.errors import FinOpsError, TemporaryError
 from finops.ownership import Ref
+from infra import events
 from infra.postgres import Database
 
 if TYPE_CHECKING:  # the webhook path (accept) does not need the measurement's imports
@@ -29,6 +37,15 @@ log = logging.getLogger(__name__)
 STALE_AFTER = timedelta(minutes=10)
 REDRIVE_AFTER = timedelta(minutes=10)
 MAX_ATTEMPTS = 8
+REDRIVE_LIMIT = 50  # events re-driven per run (the oldest first); the next run sends the rest
+
+
+class NotSettled(TemporaryError):
+    """Measured too early: the sync's new pods may have no metrics yet. Deliver it again later."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -82,16 +99,18 @@ def measure_event(
     settle_seconds: float = 0.0,
 ) -> str:
     """Measure one accepted event and store its record. Returns what happened:
-    ``measured``, or ``skipped`` when it is already measured or being measured elsewhere."""
+    ``measured``, or ``skipped`` when it is already measured or being measured elsewhere.
+    Raises ``NotSettled`` (the claim released) before ``settle_seconds`` after its receipt."""
     from functions.appcost.measure import measure_namespace, with_share
 
     event = db.fetch_one("claim_sync_event", id=event_id, stale_seconds=STALE_AFTER.total_seconds())
     if event is None:
         return "skipped"
+    left = settle_seconds - (datetime.now(UTC) - event["received_at"]).total_seconds()
+    if left > 0:  # let the new pods' metrics be recorded: measured on a later delivery
+        db.execute("release_sync_event", id=event_id, error=None, max_attempts=MAX_ATTEMPTS)
+        raise NotSettled(f"sync event {event_id} settles for {left:.1f} s more (MEASURE_SETTLE_SECONDS)", left)
     try:
-        waited = (datetime.now(UTC) - event["received_at"]).total_seconds()
-        if settle_seconds > waited:
-            time.sleep(settle_seconds - waited)  # let the new pods' metrics be recorded
         ns = event["destination_namespace"]
         own = [(kind, name) for kind, name in _resources(event["resources"])]
         measurement = with_share(measure_namespace(opencost, ns, now=datetime.now(UTC)), kube, own)
@@ -116,26 +135,20 @@ def measure_event(
     return "measured"
 
 
-def redrive(
-    db: Database,
-    opencost: OpenCostClient,
-    kube: KubeLister,
-    cluster: str,
-    *,
-    limit: int = 50,
-) -> dict[str, int]:
-    """Measure the events still open after ``REDRIVE_AFTER`` (lost deliveries, killed pods)."""
-    counts = {"redriven": 0, "redrive_failed": 0}
+def redrive(db: Database, cluster: str, url: str, source: str, *, limit: int = REDRIVE_LIMIT) -> dict[str, int]:
+    """Send a measurement event to ``url`` (the on-sync Service) for each event still open after
+    ``REDRIVE_AFTER`` (a lost delivery, a killed pod), oldest first, at most ``limit``. The
+    deliveries are detached: on-sync measures each one in its own request, and an event whose
+    measurement is lost again stays open for the next run."""
     overdue = db.fetch_all(
         "overdue_sync_events", cluster=cluster, older_than_seconds=REDRIVE_AFTER.total_seconds(), limit=limit
     )
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     for row in overdue:
-        try:
-            if measure_event(db, opencost, kube, int(row["id"])) == "measured":
-                counts["redriven"] += 1
-        except FinOpsError as exc:
-            counts["redrive_failed"] += 1
-            log.warning(
-                "re-driven sync event failed", extra={"fields": {"sync_event": row["id"], "error": exc.message}}
-            )
-    return counts
+        event_id = int(row["id"])
+        events.send_detached(
+            url, events.SYNC_ACCEPTED, f"sync-{event_id}-redrive-{stamp}", source, {"syncEventId": event_id}
+        )
+    if overdue:
+        log.info("re-drove overdue sync events", extra={"fields": {"sync_events": len(overdue), "to": url}})
+    return {"redrive_dispatched": len(overdue)}

@@ -15,17 +15,18 @@ from functions.appcost.syncs import redrive
 from functions.backfill.service import BackfillOptions
 from functions.backfill.service import backfill as run_backfill
 from functions.edge import (
+    current_secret,
     database_from,
-    error_response,
-    health,
+    edge,
     kube_from,
     opencost_from,
     parse_body,
     require_bearer,
     respond,
     settings_for,
+    with_event_token,
 )
-from functions.runs import Run, recorded_run
+from functions.runs import Run
 from infra.settings import BackfillSettings
 
 FUNCTION = "backfill"
@@ -39,36 +40,34 @@ class Invocation(BaseModel):
 
 
 @functions_framework.http
-def backfill(request: flask.Request) -> flask.Response:
-    if (healthy := health(request)) is not None:
-        return healthy
-    s = settings()
-    run: Run | None = None
-    try:
-        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            require_bearer(request, s.PING_TOKEN.get_secret_value())
-            run.trigger = parse_body(request, Invocation).trigger
-            if s.BACKFILL_CONCURRENCY == 0:
-                run.outcome, run.error = "skipped", "backfill is disabled (BACKFILL_CONCURRENCY=0)"
-                return respond(200, {"outcome": "skipped", "reason": run.error, "remaining": 0, "run_id": run.run_id})
-            run.db = database_from(s)
-            options = BackfillOptions(
-                cluster=s.CLUSTER_ID,
-                concurrency=s.BACKFILL_CONCURRENCY,
-                budget_seconds=s.BACKFILL_BUDGET_SECONDS,
-                deadline_seconds=s.BACKFILL_DEADLINE_SECONDS,
-                prune_remote=s.PRUNE_REMOTE_COST,
-                gate_app=_identity(s.CLUSTER_SCOPE_APP),
-            )
-            result = run_backfill(run.db, opencost_from(s), kube_from(s), options)
-            redriven = redrive(run.db, opencost_from(s), kube_from(s), s.CLUSTER_ID)
-            run.counts = {**result.counts(), **redriven}
-            run.outcome = result.outcome
-            if result.failed:
-                run.error = f"{result.failed} namespace(s) had no OpenCost data after every retry"
-        return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts})
-    except Exception as exc:  # classified and logged by recorded_run
-        return error_response(exc, run.run_id if run else None)
+@edge(FUNCTION, settings)
+def backfill(request: flask.Request, s: BackfillSettings, run: Run) -> flask.Response:
+    require_bearer(request, current_secret(s, "PING_TOKEN") or "")
+    run.trigger = parse_body(request, Invocation).trigger
+    if s.BACKFILL_CONCURRENCY == 0:
+        run.outcome, run.error = "skipped", "backfill is disabled (BACKFILL_CONCURRENCY=0)"
+        return respond(200, {"outcome": "skipped", "reason": run.error, "remaining": 0, "run_id": run.run_id})
+    run.db = database_from(s)
+    options = BackfillOptions(
+        cluster=s.CLUSTER_ID,
+        concurrency=s.BACKFILL_CONCURRENCY,
+        budget_seconds=s.BACKFILL_BUDGET_SECONDS,
+        deadline_seconds=s.BACKFILL_DEADLINE_SECONDS,
+        prune_remote=s.PRUNE_REMOTE_COST,
+        gate_app=_identity(s.CLUSTER_SCOPE_APP),
+    )
+    result = run_backfill(run.db, opencost_from(s), kube_from(s), options)  # BackfillBusy: 503, Retry-After
+    redriven = redrive(
+        run.db,
+        s.CLUSTER_ID,
+        with_event_token(s.ON_SYNC_URL, current_secret(s, "EVENT_TOKEN")),
+        f"/finops/{s.CLUSTER_ID}/{FUNCTION}",
+    )
+    run.counts = {**result.counts(), **redriven}
+    run.outcome = result.outcome
+    if result.failed:
+        run.error = f"{result.failed} namespace(s) had no OpenCost data after every retry"
+    return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts})
 
 
 def _identity(app: str) -> tuple[str, str] | None:

@@ -1,14 +1,17 @@
 """The install-time backfill: measure every Argo CD Application that has no record yet.
 
-One replica at a time (a PostgreSQL advisory lock; a replica that waited measures only what is
-still missing, so OpenCost is asked once per namespace). Each destination namespace is measured
-once, at most ``concurrency`` at a time, and each of its applications gets its own share. A
-namespace without data yet is retried after 1, 2, 4, 8 minutes, then left for the next sync.
+One replica at a time (a lease row in PostgreSQL, which works through PgBouncer's transaction
+pooling; a replica that waited measures only what is still missing, so OpenCost is asked once
+per namespace). Each destination namespace is measured once, at most ``concurrency`` at a
+time, and each of its applications gets its own share. A namespace without data yet is
+retried after 1, 2, 4, 8 minutes, then left for the next sync.
 
 A Knative request must end inside its timeout, so the backfill is resumable: an invocation works
 for at most ``budget`` seconds, records what is left (``backfill_namespaces``) and answers with
 ``remaining`` and ``retry_after_seconds``; the caller (the install Job, or the next invocation)
-continues. The whole backfill, lock waits included, ends ``deadline`` after its first invocation.
+continues. An invocation that finds another replica running it does not wait: it answers 503
+with ``Retry-After`` (``BUSY_RETRY_SECONDS``) and ``retry_after_seconds``, and the caller calls
+again. The whole backfill ends ``deadline`` after its first invocation.
 """
 
 from __future__ import annotations
@@ -26,14 +29,21 @@ from finops.errors import FinOpsError, TemporaryError
 from functions.appcost.measure import KubeLister, Measurement, measure_namespace, with_share
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
+from infra.postgres.leases import Lease, held
 
 log = logging.getLogger(__name__)
 
 ARGO = ("argoproj.io", "v1alpha1", "applications")
+LEASE_SECONDS = 60.0  # renewed every 20 s while held; a replica that died frees it after this
+
+
+BUSY_RETRY_SECONDS = 5  # Retry-After of an invocation that found another replica running it
 
 
 class BackfillBusy(TemporaryError):
-    """Another replica is running the backfill; retry later."""
+    """Another replica is running the backfill; call again after ``retry_after_seconds``."""
+
+    retry_after_seconds = BUSY_RETRY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -75,17 +85,12 @@ class BackfillResult:
 
 def backfill(db: Database, opencost: OpenCostClient, kube: KubeLister, options: BackfillOptions) -> BackfillResult:
     started = time.monotonic()
-    with db.connection() as lock_conn:
-        lock_conn.autocommit = True
-        while not db.fetch_one("try_backfill_lock", lock_conn, cluster=options.cluster)["locked"]:  # type: ignore[index]
-            if time.monotonic() - started > options.budget_seconds:
-                raise BackfillBusy("another replica has been running the backfill for this whole invocation")
-            time.sleep(0.25)
-        try:
-            return _run(db, opencost, kube, options, started)
-        finally:
-            db.execute("release_backfill_lock", lock_conn, cluster=options.cluster)
-            lock_conn.autocommit = False
+    # A lease row, not a session advisory lock: it holds through PgBouncer's transaction pooling.
+    lease = Lease(db, f"backfill:{options.cluster}", LEASE_SECONDS)
+    if not lease.claim():  # answered at once (503, Retry-After): no request thread waits for it
+        raise BackfillBusy("another replica is running the backfill; call again later")
+    with held(lease):
+        return _run(db, opencost, kube, options, started)
 
 
 def _run(

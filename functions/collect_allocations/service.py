@@ -18,8 +18,14 @@ until ``EMPTY_HOUR_GRACE_HOURS`` after it ended, then it is lost.
 
 The daily rollups follow the marks, not the run's memory: every marked day of the cluster
 (including those a killed run left) is rebuilt at the end of the run, even one that failed
-midway, each in the transaction that clears its mark. The work of one invocation is bounded by
-``COLLECT_BUDGET_SECONDS``; what is left is reported as ``remaining`` for the next run.
+midway, each in the transaction that clears its mark.
+
+Every invocation (the hourly ping and a history load alike) is bounded by
+``COLLECT_BUDGET_SECONDS``: no hour starts once it is spent (the first hour always does, so each
+ping makes progress), and no OpenCost retry starts after it. An invocation therefore lasts at most
+the budget plus one OpenCost attempt (twice ``OPENCOST_TIMEOUT_SECONDS`` in the worst case) and
+the rollups. The hours not started are reported as ``remaining``; the ledger keeps them
+unsettled, so the next ping continues with them.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from finops.ledger import horizon as history_horizon
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from functions.rollups import rebuild_marked_days
-from infra.heap import paused_gc
+from infra.heap import relaxed_gc
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
 
@@ -55,6 +61,7 @@ class CollectOptions:
     owner_label: str
     cost_center_label: str
     retention_months: int = 0
+    row_retention: RowRetention | None = None  # job_runs, sync_events, cost_actuals; None keeps all
     insert_timeout_seconds: float | None = None  # a CostJob's databaseInsertTimeout, per hour written
     history_hours: int = 360  # how far back OpenCost still answers (its Prometheus retention)
     empty_grace_hours: int = 6  # an empty answer is retried this long after the hour ended
@@ -203,7 +210,9 @@ def _collect_hours(
             if done and time.monotonic() >= deadline:
                 result.remaining = len(todo) - done
                 break
-            written = _write_hour(db, opencost, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
+            written = _write_hour(
+                db, opencost, options, pricing, hour, finalize, now, run_id, grace, retry_lost, retry_until=deadline
+            )
             if written is None:
                 result.hours_skipped.append(hour)
             elif written.state is HourState.LOST:
@@ -221,7 +230,46 @@ def _collect_hours(
         result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
     if options.retention_months:
         result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
+    if options.row_retention is not None:
+        delete_expired_rows(db, options.cluster, options.row_retention, now)
     result.finish()
+
+
+@dataclass(frozen=True)
+class RowRetention:
+    """Days each table's rows are kept (``*_RETENTION_DAYS``); 0 keeps them all."""
+
+    job_runs_days: int = 0
+    sync_events_days: int = 0
+    cost_actuals_days: int = 0
+    batch_rows: int = 5000  # one DELETE (one short transaction) at a time
+    max_batches: int = 20  # per table and run: a long backlog is worked off over several runs
+
+
+def delete_expired_rows(db: Database, cluster: str, retention: RowRetention, now: datetime) -> dict[str, int]:
+    """The cluster's rows older than their retention, in bounded batches. Records go before the
+    sync events they point to; an open (pending, measuring) sync event and each application's
+    latest record are never deleted."""
+    deleted: dict[str, int] = {}
+    for table, days in (
+        ("job_runs", retention.job_runs_days),
+        ("cost_actuals", retention.cost_actuals_days),
+        ("sync_events", retention.sync_events_days),
+    ):
+        if not days:
+            continue
+        cutoff = now - timedelta(days=days)
+        total = 0
+        for _ in range(retention.max_batches):
+            count = db.execute(f"delete_expired_{table}", cluster=cluster, cutoff=cutoff, limit=retention.batch_rows)
+            total += count
+            if count < retention.batch_rows:
+                break
+        if total:
+            deleted[table] = total
+    if deleted:
+        log.info("retention deleted rows", extra={"fields": {"cluster": cluster, **deleted}})
+    return deleted
 
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
@@ -253,11 +301,16 @@ def _write_hour(
     run_id: str,
     grace: timedelta,
     retry_lost: bool,
+    *,
+    retry_until: float | None = None,
 ) -> Written | None:
     """Replace one hour's rows and ledger state; None when it is settled (another run finalized
-    it meanwhile, or it is lost and this is not a history load)."""
+    it meanwhile, or it is lost and this is not a history load). No OpenCost retry starts after
+    ``retry_until`` (the run's time budget)."""
     # Fetch outside the transaction: no lock is held while OpenCost answers.
-    sets = opencost.allocation(hour.start, hour.end, aggregate=options.aggregation, accumulate=True, include_idle=True)
+    sets = opencost.allocation(
+        hour.start, hour.end, aggregate=options.aggregation, accumulate=True, include_idle=True, retry_until=retry_until
+    )
     if len(sets) > 1:
         raise OpenCostUnavailable(f"OpenCost answered {len(sets)} sets for one accumulated hour ({hour})")
     step_set = sets[0] if sets else {}
@@ -277,8 +330,9 @@ def _write_hour(
             empty_state, reason = empty_answer(hour, finalize=finalize, now=now, grace=grace)
             if state is HourState.LOST:  # a retried lost hour stays lost
                 empty_state = HourState.LOST
-            db.execute("record_empty_hour", conn, **key, state=empty_state, reason=reason, empty_since=now,
-                       run_id=run_id)  # fmt: skip
+            db.execute(
+                "record_empty_hour", conn, **key, state=empty_state, reason=reason, empty_since=now, run_id=run_id
+            )
             log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
             return Written(empty_state, empty=True, reason=reason)
         if state is not HourState.MISSING:
@@ -294,7 +348,7 @@ def _write_hour(
             cost_center_label_key=options.cost_center_label,
             collected_at=now,
         )
-        with paused_gc():
+        with relaxed_gc():
             count = db.copy_rows(conn, "provider_allocations", COLUMNS, builder.rows(step_set))
         written = HourState.FINAL if finalize else HourState.OPEN
         db.execute(

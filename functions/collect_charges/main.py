@@ -13,18 +13,11 @@ import functions_framework
 
 from functions.collect_charges.service import Limits
 from functions.collect_charges.service import collect_charges as run_charges
-from functions.costjobs import record_execution, require_costjob
-from functions.edge import (
-    database_from,
-    error_response,
-    health,
-    kube_from,
-    respond,
-    settings_for,
-)
+from functions.costjob_status import record_execution, require_costjob
+from functions.edge import database_from, edge, kube_from, respond, settings_for
 from functions.pings import Ping, accept_ping
 from functions.reconcile.targets import mto_target, opencost_target
-from functions.runs import Run, recorded_run
+from functions.runs import Run
 from infra.settings import CollectChargesSettings
 
 FUNCTION = "collect_charges"
@@ -32,32 +25,29 @@ settings = settings_for(FUNCTION, CollectChargesSettings)
 
 
 @functions_framework.http
-def collect_charges(request: flask.Request) -> flask.Response:
-    if (healthy := health(request)) is not None:
-        return healthy
-    s = settings()
-    run: Run | None = None
-    ping: Ping | None = None
-    try:
-        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            ping, scheduled = accept_ping(request, s, run, Ping)
-            run.db = database_from(s)
-            if ping.costJob is not None:
-                require_costjob(kube_from(s), ping.costJob)
-            result = run_charges(
-                run.db, kube_from(s), s.CLUSTER_ID, s.OPENCOST_AGGREGATE, opencost_target(s),
-                scheduled=scheduled, now=datetime.now(UTC), mto=mto_target(s),
-                limits=Limits(s.CHARGES_CHUNK_HOURS, s.CHARGES_BATCH_ROWS, s.CHARGES_BUDGET_SECONDS),
-            )  # fmt: skip
-            run.counts = result.counts()
-            run.outcome = result.outcome
-            run.error = "; ".join(result.problems()) or None
-        response = respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "errors": result.errors})
-    except Exception as exc:  # classified and logged by recorded_run
-        response = error_response(exc, run.run_id if run else None)
-    if ping is not None and ping.costJob is not None and run is not None and run.db is not None:
-        record_execution(kube_from(s), ping.costJob, run)
-    return response
+@edge(FUNCTION, settings)
+def collect_charges(request: flask.Request, s: CollectChargesSettings, run: Run) -> flask.Response:
+    ping, scheduled = accept_ping(request, s, run, Ping)
+    run.db = database_from(s)
+    if ping.costJob is not None:
+        require_costjob(kube_from(s), ping.costJob)
+        ref = ping.costJob
+        run.afterwards.append(lambda done: record_execution(kube_from(s), ref, done))
+    result = run_charges(
+        run.db,
+        kube_from(s),
+        s.CLUSTER_ID,
+        s.OPENCOST_AGGREGATE,
+        opencost_target(s),
+        scheduled=scheduled,
+        now=datetime.now(UTC),
+        mto=mto_target(s),
+        limits=Limits(s.CHARGES_CHUNK_HOURS, s.CHARGES_BATCH_ROWS, s.CHARGES_BUDGET_SECONDS),
+    )
+    run.counts = result.counts()
+    run.outcome = result.outcome
+    run.error = "; ".join(result.problems()) or None
+    return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "errors": result.errors})
 
 
 def warm_up() -> None:

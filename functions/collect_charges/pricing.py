@@ -371,9 +371,11 @@ def price_plans(
     batch_rows: int,
     budget_seconds: float | None = None,
 ) -> PricingRun:
-    """Price ``plans`` batch by batch, each batch in its own transaction; stop between batches once
-    ``budget_seconds`` have passed (at least one batch is always written, so every run progresses)."""
+    """Price ``plans`` batch by batch, each batch in its own transaction; stop between batches when
+    another batch as long as the last one would end past ``budget_seconds`` (at least one batch is
+    always written, so every run progresses)."""
     started = time.monotonic()
+    batch_started = started
     run = PricingRun()
     queue = deque(plan for plan in plans if not plan.done)
     while queue:
@@ -405,7 +407,9 @@ def price_plans(
             db.execute("merge_charge_staging", conn)
         run.rows += len(rows)
         run.batches += 1
-        if queue and budget_seconds is not None and time.monotonic() - started >= budget_seconds:
+        now_at = time.monotonic()
+        last_batch, batch_started = now_at - batch_started, now_at
+        if queue and budget_seconds is not None and now_at - started + last_batch >= budget_seconds:
             run.remaining = [plan for plan in queue if not plan.done]
             break
     return run

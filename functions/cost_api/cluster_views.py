@@ -11,7 +11,7 @@ from finops.errors import InvalidInput, NotFound
 from finops.money import format_amount
 from functions.cost_api.views import actual
 from functions.reports import service
-from functions.reports.render import load_policy
+from functions.reports.formats import load_policy
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 

@@ -17,9 +17,10 @@ from typing import Any
 import flask
 import functions_framework
 
-from finops.errors import FinOpsError, IncompleteData, NotFound, PermanentError
+from finops.errors import NotFound, PermanentError
 from functions.cost_api import cluster_views, routes, views
-from functions.edge import database_from, error_response, health, respond, settings_for
+from functions.edge import current_secret, database_from, edge, respond, settings_for
+from functions.runs import Run
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 
@@ -35,7 +36,7 @@ class Forbidden(PermanentError):
 
 def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
     given = request.headers.get(s.PROXY_TOKEN_HEADER, "")
-    if not hmac.compare_digest(given.encode(), s.PROXY_TOKEN.get_secret_value().encode()):
+    if not hmac.compare_digest(given.encode(), (current_secret(s, "PROXY_TOKEN") or "").encode()):
         raise Forbidden(f"missing or wrong {s.PROXY_TOKEN_HEADER} header (requests must come through Argo CD)")
     namespace, sep, name = request.headers.get("Argocd-Application-Name", "").partition(":")
     if not sep or not namespace or not name:
@@ -53,32 +54,25 @@ def _app_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, 
 
 
 @functions_framework.http
-def cost_api(request: flask.Request) -> flask.Response:
-    if (healthy := health(request)) is not None:
-        return healthy
-    s = settings()
-    try:
-        if request.method != "GET":
-            raise PermanentError(f"{request.method} is not allowed; the API is read-only")
-        if request.path.rstrip("/") == "/api/v1/openapi.json":
-            return respond(200, routes.openapi())
-        found = routes.match(request.path)
-        if found is None:
-            raise NotFound(f"no route {request.path}")
-        route, params = found
-        identity = _identity(request, s)
-        if route.scope == "app":
-            if identity != (params["appNamespace"], params["appName"]):
-                raise Forbidden("Argocd-Application-Name does not name the application in the path")
-            return respond(200, _app_view(database_from(s), s, route.view, identity))
-        if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
-            raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
-        view = getattr(cluster_views, route.view)
-        return respond(200, view(database_from(s), s, request.args, **params))
-    except IncompleteData as exc:  # a refused period: say which hours, as the report would have
-        return respond(exc.http_status, {"outcome": "failed", "error": exc.message, "coverage": exc.coverage})
-    except FinOpsError as exc:
-        return error_response(exc)
+@edge(FUNCTION, settings, recorded=False)  # reads: errors mapped (409 with coverage), no run records
+def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Response:
+    if request.method != "GET":
+        raise PermanentError(f"{request.method} is not allowed; the API is read-only")
+    if request.path.rstrip("/") == "/api/v1/openapi.json":
+        return respond(200, routes.openapi())
+    found = routes.match(request.path)
+    if found is None:
+        raise NotFound(f"no route {request.path}")
+    route, params = found
+    identity = _identity(request, s)
+    if route.scope == "app":
+        if identity != (params["appNamespace"], params["appName"]):
+            raise Forbidden("Argocd-Application-Name does not name the application in the path")
+        return respond(200, _app_view(database_from(s), s, route.view, identity))
+    if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
+        raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
+    view = getattr(cluster_views, route.view)
+    return respond(200, view(database_from(s), s, request.args, **params))
 
 
 def warm_up() -> None:

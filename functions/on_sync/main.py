@@ -8,8 +8,18 @@ Two kinds of request reach this function:
    ``K_SINK`` (Knative Eventing delivers it back here) or, without a sink, to this function's
    own URL (the local stack). No work happens after the response.
 2. **The CloudEvent** ``dev.finops.sync.accepted``: measures the event in a request of its own.
-   It carries only the id of an accepted event, so it needs no token: a duplicate or forged one
-   can at most re-measure an accepted, still-pending event (claims are idempotent).
+   It carries only the id of an accepted event (and ``notBefore``). With ``EVENT_TOKEN`` set, a
+   delivery must carry it (the ``token`` query parameter of the Trigger's subscriber URI, or of
+   the URL the hourly run and the backfill re-drive overdue events to); without it, a forged
+   event can at most re-measure an accepted, still-pending event (claims are idempotent).
+   Deliveries beyond ``EVENTS_PER_SECOND`` (``EVENTS_BURST`` at once) get 429.
+
+The settle delay (``MEASURE_SETTLE_SECONDS``, so the new pods' metrics exist) never holds a
+request thread: an event delivered before ``notBefore`` (or, without it, before the settle time
+after the event's receipt) is answered 503 with ``Retry-After`` and delivered again later: by
+the Broker, whose Trigger retries 503 with its backoff (Knative Eventing honours ``Retry-After``
+itself only with the alpha ``delivery-retryafter`` feature), or, without a sink, by the timer that
+posts it to this function's own URL once it has settled.
 
 At most ``MAX_IN_FLIGHT`` measurements run per replica; beyond that, 429.
 """
@@ -18,28 +28,34 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import flask
 import functions_framework
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError
-from functions.appcost.syncs import SyncEvent, accept, measure_event
+from finops.hours import parse_timestamp
+from functions.appcost.syncs import NotSettled, SyncEvent, accept, measure_event
 from functions.edge import (
+    RateLimit,
+    current_secret,
     database_from,
-    error_response,
-    health,
+    edge,
     kube_from,
     opencost_from,
     parse_body,
     read_json,
     require_bearer,
+    require_event_token,
     respond,
     settings_for,
+    with_event_token,
 )
 from functions.on_sync.webhook import SyncWebhook
-from functions.runs import Run, recorded_run
+from functions.runs import Run
 from infra import events
 from infra.settings import OnSyncSettings
 
@@ -97,7 +113,7 @@ def _skip_reason(hook: SyncWebhook, gate: str) -> str | None:
 
 
 def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
-    require_bearer(request, s.WEBHOOK_TOKEN.get_secret_value())
+    require_bearer(request, current_secret(s, "WEBHOOK_TOKEN") or "")
     hook = parse_body(request, SyncWebhook)
     run.trigger = "argocd"
     run.counts = {"app": hook.identity, "revision": hook.revision_key}
@@ -144,48 +160,73 @@ def _skipped_resources(hook: SyncWebhook) -> dict[str, Any]:
 
 
 def _dispatch(s: OnSyncSettings, event_id: int) -> None:
-    data = {"syncEventId": event_id}
+    settle = s.MEASURE_SETTLE_SECONDS
+    not_before = datetime.now(UTC) + timedelta(seconds=settle)
+    data: dict[str, Any] = {"syncEventId": event_id, "notBefore": not_before.isoformat()}
     source = f"/finops/{s.CLUSTER_ID}/on_sync"
-    if s.K_SINK:
+    if s.K_SINK:  # delivered at once; answered 503 until notBefore, the Trigger redelivers
         try:
             events.send(s.K_SINK, events.SYNC_ACCEPTED, f"sync-{event_id}", source, data)
         except FinOpsError as exc:  # accepted and persisted: the hourly run re-drives it
             log.warning("sync event not delivered to K_SINK", extra={"fields": {"error": exc.message}})
-    else:
-        events.send_detached(f"http://127.0.0.1:{s.PORT}/", events.SYNC_ACCEPTED, f"sync-{event_id}", source, data)
+    else:  # delivered when it has settled, by a timer
+        url = with_event_token(f"http://127.0.0.1:{s.PORT}/", current_secret(s, "EVENT_TOKEN"))
+        events.send_detached(url, events.SYNC_ACCEPTED, f"sync-{event_id}", source, data, delay=settle)
 
 
 def _measurement(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
     run.trigger = "event"
+    require_event_token(request, current_secret(s, "EVENT_TOKEN"))
+    event_rate().take()
     body = read_json(request)
     event_id = body.get("syncEventId") if isinstance(body, dict) else None
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise InvalidInput("syncEventId: must be a positive integer")
     run.counts = {"sync_event": event_id}
-    with in_flight():
-        run.db = database_from(s)
-        outcome = measure_event(
-            run.db, opencost_from(s), kube_from(s), event_id, settle_seconds=s.MEASURE_SETTLE_SECONDS
-        )
+    not_before = body.get("notBefore")
+    if not_before is not None:  # settling: answered before any database work
+        if not isinstance(not_before, str):
+            raise InvalidInput("notBefore: must be an RFC 3339 timestamp")
+        left = (parse_timestamp(not_before, field="notBefore") - datetime.now(UTC)).total_seconds()
+        if left > 0:
+            return _not_yet(run, event_id, NotSettled(f"sync event {event_id} settles for {left:.1f} s more", left))
+    try:
+        with in_flight():
+            run.db = database_from(s)
+            outcome = measure_event(
+                run.db, opencost_from(s), kube_from(s), event_id, settle_seconds=s.MEASURE_SETTLE_SECONDS
+            )
+    except NotSettled as exc:
+        return _not_yet(run, event_id, exc)
     if outcome == "skipped":
         run.outcome = "skipped"
         run.error = "already measured or being measured"
     return respond(200, {"outcome": run.outcome, "sync_event": event_id, "run_id": run.run_id})
 
 
+def _not_yet(run: Run, event_id: int, exc: NotSettled) -> flask.Response:
+    """Too early to measure: 503 with ``Retry-After``, so the Broker (its Trigger's retries) or
+    the local stack's timer delivers the event again once the sync has settled."""
+    after = max(1, math.ceil(exc.retry_after))
+    run.outcome, run.http_status, run.error = "skipped", 503, f"{exc.message}; delivered again later"
+    body = {"outcome": "skipped", "reason": "settling", "retry": True, "retry_after_seconds": after}
+    response = respond(503, {**body, "sync_event": event_id, "run_id": run.run_id})
+    response.headers["Retry-After"] = str(after)
+    return response
+
+
 @functions_framework.http
-def on_sync(request: flask.Request) -> flask.Response:
-    if (healthy := health(request)) is not None:
-        return healthy
-    s = settings()
-    run: Run | None = None
-    try:
-        with recorded_run(FUNCTION, s.CLUSTER_ID) as run:
-            if request.headers.get("ce-type") == events.SYNC_ACCEPTED:
-                return _measurement(request, s, run)
-            return _webhook(request, s, run)
-    except Exception as exc:  # classified and logged by recorded_run
-        return error_response(exc, run.run_id if run else None)
+@edge(FUNCTION, settings)
+def on_sync(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
+    if request.headers.get("ce-type") == events.SYNC_ACCEPTED:
+        return _measurement(request, s, run)
+    return _webhook(request, s, run)
+
+
+@functools.cache
+def event_rate() -> RateLimit:
+    """This replica's budget of event deliveries."""
+    return RateLimit(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
 
 
 def warm_up() -> None:

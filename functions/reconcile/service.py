@@ -128,7 +128,7 @@ def reconcile_event(
         reconcile_provider(kube, mto, opencost, now, result)
     offerings = reconcile_offerings(kube, db, cluster, now, result)
     changed = offerings.changed | ({(ref.namespace, ref.name)} if ref.kind == "Offering" and obj is None else set())
-    events.offerings = offerings.objects
+    events.offerings.update(offerings.objects)
     for namespace, name in sorted(changed):
         rows = db.fetch_all("subscriptions_of_offering", cluster=cluster, namespace=namespace, name=name)
         events.subscriptions(_fetch(kube, [(row["namespace"], row["name"]) for row in rows]))
@@ -154,7 +154,7 @@ class _Cascade:
     ) -> None:
         self.kube, self.db, self.cluster, self.now, self.result = kube, db, cluster, now, result
         self.targets = Targets(kube, discovery, bulk=False)
-        self.offerings: dict[Ref, dict[str, Any]] | None = None  # all of them, once read
+        self.offerings: dict[Ref, dict[str, Any] | None] = {}  # read once each (None: not found)
         self.done: set[Ref] = set()
 
     def subscriptions(self, subs: list[dict[str, Any]]) -> None:
@@ -193,21 +193,22 @@ class _Cascade:
                 )
 
     def _world(self, sub: dict[str, Any]) -> World:
-        """What ``sub``'s gates read: the Offerings, its parent chain, and its family when its
+        """What ``sub``'s gates read: its Offering, its parent chain, and its family when its
         Offering requires other Offerings."""
-        if self.offerings is None:
-            self.offerings = {ref_of(o): o for o in list_kind(self.kube, "offerings")}
+        offering_ref = reference((sub.get("spec") or {}).get("offeringRef"), ref_of(sub)[0])
+        if offering_ref is not None and offering_ref not in self.offerings:
+            self.offerings[offering_ref] = get_kind(self.kube, "offerings", *offering_ref)
+        offerings = {ref: obj for ref, obj in self.offerings.items() if obj is not None}
         known: dict[Ref, dict[str, Any]] = {ref_of(sub): sub}
-        chain = World(self.offerings, known, self.targets)
+        chain = World(offerings, known, self.targets)
         current: dict[str, Any] | None = sub
         while current is not None and (parent := chain.parent_of(current)) is not None and parent not in known:
             current = get_kind(self.kube, "subscriptions", *parent)
             if current is not None:
                 known[parent] = current
-        offering_ref = reference((sub.get("spec") or {}).get("offeringRef"), ref_of(sub)[0])
-        offering = self.offerings.get(offering_ref) if offering_ref else None
+        offering = offerings.get(offering_ref) if offering_ref else None
         if (((offering or {}).get("spec") or {}).get("compatibility") or {}).get("requiredOfferings"):
             rows = self.db.fetch_all("subscription_family", cluster=self.cluster, root=chain.root_uid(sub))
             missing = [(r["namespace"], r["name"]) for r in rows if (r["namespace"], r["name"]) not in known]
             known.update({ref_of(s): s for s in _fetch(self.kube, missing)})
-        return World(self.offerings, known, self.targets)
+        return World(offerings, known, self.targets)

@@ -38,7 +38,7 @@ from finops.coverage import Coverage
 from finops.focus import COLUMNS, DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
 from finops.policy import Policy
 from functions.reports.cloud import direct_costs
-from functions.reports.render import chargeback_csv, warning
+from functions.reports.formats import chargeback_csv, warning
 from functions.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database

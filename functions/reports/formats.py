@@ -20,7 +20,7 @@ from finops.chargeback import Report
 from finops.coverage import Coverage
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
-from functions.report_table import render
+from functions.text_table import render
 
 
 def load_policy(path: str | Path) -> Policy:

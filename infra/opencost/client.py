@@ -11,7 +11,8 @@ OpenCost that trickles its answer (a byte every 50 ms) never trips it and would 
 Knative kills it. Each attempt therefore streams the answer and checks a monotonic deadline
 (``timeout`` seconds from the request's start) between chunks; past it the attempt fails like a
 timeout (retried, then ``OpenCostUnavailable`` naming the deadline). One read still blocks at most
-the read timeout, so an attempt ends within twice ``timeout`` in the worst case.
+the read timeout, so an attempt ends within twice ``timeout`` in the worst case. A caller with a
+time budget passes ``retry_until``: no retry starts after it (the attempt under way finishes).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
-from infra.heap import paused_gc
+from infra.heap import relaxed_gc
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 
 log = logging.getLogger(__name__)
@@ -108,10 +109,13 @@ class OpenCostClient:
         include_idle: bool = False,
         share_idle: bool = False,
         namespaces: Sequence[str] | None = None,
+        retry_until: float | None = None,
     ) -> list[dict[str, Allocation]]:
-        """``GET /allocation`` over ``[start, end)``: one map (key → Allocation) per step set."""
+        """``GET /allocation`` over ``[start, end)``: one map (key → Allocation) per step set.
+        ``retry_until`` (a ``time.monotonic()`` value, the caller's time budget): no retry starts
+        after it, so a failing OpenCost costs the caller at most one more attempt."""
         params = self._params(start, end, aggregate, step, accumulate, include_idle, share_idle, namespaces)
-        data = self._envelope("/allocation", params, RESPONSE)
+        data = self._envelope("/allocation", params, RESPONSE, retry_until)
         return [step_set or {} for step_set in data]
 
     def allocation_summary(
@@ -128,11 +132,13 @@ class OpenCostClient:
         data = self._envelope("/allocation/summary", params, SUMMARY_RESPONSE)
         return [_summary_set(item) for item in data.get("sets") or []]
 
-    def _envelope(self, path: str, params: dict[str, str], shape: TypeAdapter[Any]) -> Any:
+    def _envelope(
+        self, path: str, params: dict[str, str], shape: TypeAdapter[Any], retry_until: float | None = None
+    ) -> Any:
         """``data`` of OpenCost's documented envelope, validated; anything else is OpenCost's fault."""
-        body = self._get(path, params)
+        body = self._get(path, params, retry_until)
         try:
-            with paused_gc():
+            with relaxed_gc():
                 envelope = shape.validate_json(body)
         except ValidationError as exc:
             raise OpenCostUnavailable(
@@ -162,7 +168,7 @@ class OpenCostClient:
                     )
             return response.status_code, b"".join(chunks)
 
-    def _get(self, path: str, params: dict[str, str]) -> bytes:
+    def _get(self, path: str, params: dict[str, str], retry_until: float | None = None) -> bytes:
         attempt = 0
         while True:
             try:
@@ -182,6 +188,11 @@ class OpenCostClient:
                     f"OpenCost at {self.base_url} failed {path} after {attempt + 1} attempts: {problem}"
                 )
             delay = self.backoff * (2**attempt)
+            if retry_until is not None and time.monotonic() + delay >= retry_until:
+                raise OpenCostUnavailable(
+                    f"OpenCost at {self.base_url} failed {path} after {attempt + 1} attempt(s), no retry within "
+                    f"the invocation's time budget: {problem}"
+                )
             log.warning(
                 "OpenCost request failed; retrying",
                 extra={"fields": {"path": path, "attempt": attempt + 1, "delay_s": delay, "error": problem}},

@@ -2,7 +2,8 @@
 
 - every local Application without a record is measured once (``measured_on = 'install'``),
   remote ones, ones without a valid destination, and ones with a record are skipped;
-- two replicas at once: one waits for the other, and OpenCost is asked once per namespace;
+- two replicas at once: one answers 503 with ``Retry-After`` at once (no request thread waits
+  for the other), the caller calls again, and OpenCost is asked once per namespace;
 - a sync record is never overwritten by the backfill's conditional insert;
 - a namespace without data is retried after 1, 2, 4, 8 minutes across invocations, then given up;
 - ``PRUNE_REMOTE_COST=true`` deletes records of applications now deploying elsewhere;
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,6 +28,7 @@ from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from tests.e2e.conftest import TOKEN
 
+BACKFILL_BUDGET = 240  # BACKFILL_BUDGET_SECONDS (the default) of the served backfill
 LOCAL_APPS = {("argocd", "web"), ("argocd", "cart"), ("team-apps", "web"), ("argocd", "fresh"), ("argocd", "ghost")}
 
 
@@ -35,8 +38,14 @@ def backfill_url(stack: Stack) -> Iterator[str]:
         yield url
 
 
-def invoke(url: str) -> dict[str, Any]:
-    response = httpx.post(url, json={}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
+def invoke(url: str, busy: list[float] | None = None) -> dict[str, Any]:
+    """As the install Job: a 503 (another replica runs it) is called again after its Retry-After."""
+    while True:
+        response = httpx.post(url, json={}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
+        if response.status_code != 503 or busy is None:
+            break
+        busy.append(float(response.headers["Retry-After"]))
+        time.sleep(busy[-1])
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -60,7 +69,8 @@ def test_two_replicas_measure_each_namespace_once(
 ) -> None:
     before = len(opencost.requests)
     answers: list[dict[str, Any]] = []
-    threads = [threading.Thread(target=lambda: answers.append(invoke(backfill_url))) for _ in range(2)]
+    busy: list[float] = []
+    threads = [threading.Thread(target=lambda: answers.append(invoke(backfill_url, busy))) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -76,6 +86,23 @@ def test_two_replicas_measure_each_namespace_once(
     by_app = {(r["app_namespace"], r["app_name"]): r for r in records(db)}
     web, cart = by_app[("argocd", "web")], by_app[("argocd", "cart")]
     assert web["cost_micros"] == cart["cost_micros"] and set(web["share"]["pods"]).isdisjoint(cart["share"]["pods"])
+
+
+def test_a_replica_that_finds_the_backfill_running_answers_503_at_once(backfill_url: str, db: Database) -> None:
+    from functions.backfill.service import BUSY_RETRY_SECONDS
+    from infra.postgres.leases import Lease
+
+    other = Lease(db, "backfill:test", 60)  # another replica holds it
+    assert other.claim()
+    try:
+        started = time.monotonic()
+        response = httpx.post(backfill_url, json={}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
+        assert response.status_code == 503, response.text
+        assert response.headers["Retry-After"] == str(BUSY_RETRY_SECONDS) and response.json()["retry"] is True
+        assert time.monotonic() - started < BACKFILL_BUDGET  # answered, not waited for the budget
+    finally:
+        other.release()
+    assert invoke(backfill_url)["measured"] == 4
 
 
 def test_a_sync_record_is_never_overwritten_and_skips_count(backfill_url: str, db: Database) -> None:
@@ -107,8 +134,10 @@ def test_a_namespace_without_data_is_retried_then_given_up(backfill_url: str, db
     delays = []
     for _ in range(4):
         with db.connection() as conn:
-            row = conn.execute("SELECT attempts, next_attempt_at - now() AS wait FROM backfill_namespaces "
-                               "WHERE namespace = 'ghost-town'").fetchone()  # fmt: skip
+            row = conn.execute(
+                "SELECT attempts, next_attempt_at - now() AS wait FROM backfill_namespaces "
+                "WHERE namespace = 'ghost-town'"
+            ).fetchone()
             assert row is not None
             delays.append(round(row["wait"].total_seconds() / 60))
             conn.execute("UPDATE backfill_namespaces SET next_attempt_at = now() WHERE namespace = 'ghost-town'")

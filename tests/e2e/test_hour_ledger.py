@@ -8,6 +8,8 @@ and Kubernetes API and a real PostgreSQL):
   hour is final without data;
 - an hour OpenCost answers empty stays open and is retried, and is lost only after the grace;
 - ``finops collect --from/--to`` loads a range resumably and idempotently;
+- the hourly ping stops starting hours once ``COLLECT_BUDGET_SECONDS`` is spent and answers
+  ``remaining``; the next pings continue until nothing remains;
 - ``finops verify`` finds a rollup or ledger that disagrees with the rows.
 """
 
@@ -146,8 +148,9 @@ def test_hours_opencost_no_longer_has_are_lost_with_the_reason(collector: Any, d
         ).fetchone()
     assert empty_final is not None and empty_final["n"] == 0
     env = {**os.environ, "DATABASE_URL": database_url}
-    runs = subprocess.run([FINOPS, "runs", "--function", "collect_allocations"], env=env, capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
+    runs = subprocess.run(
+        [FINOPS, "runs", "--function", "collect_allocations"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert "hours_lost=18" in runs and "partial" in runs
     # Settled hours are not asked for again; the lost ones stay lost.
     again = history_ping({"scheduledTime": "2026-11-21T17:00:00Z"}).json()
@@ -190,9 +193,13 @@ def test_finops_collect_loads_a_range_resumably(
     db: Database, database_url: str, opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
 ) -> None:
     env = {
-        **os.environ, "DATABASE_URL": database_url, "OPENCOST_URL": opencost.url, "KUBE_API_URL": kube.url,
-        "CLUSTER_ID": "history", "OPENCOST_RETRIES": "0",
-    }  # fmt: skip
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "OPENCOST_URL": opencost.url,
+        "KUBE_API_URL": kube.url,
+        "CLUSTER_ID": "history",
+        "OPENCOST_RETRIES": "0",
+    }
     argv = [FINOPS, "collect", "--from", "2026-11-01", "--to", "2026-11-03"]
     opencost.fail_next(status=500, times=1, after=20)  # the first load fails midway
     failed = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -244,6 +251,22 @@ def test_a_history_load_through_the_ping_is_bounded_and_resumed_until_nothing_re
     assert verify(db) == []
 
 
+def test_the_hourly_ping_is_bounded_by_the_budget_and_the_next_pings_finish(collector: Any, db: Database) -> None:
+    pinger = collector(COLLECT_BUDGET_SECONDS="0.001")  # a budget spent at once: one hour per call
+    ping = {"scheduledTime": "2026-11-20T10:00:00Z"}  # HOURS_LOOKBACK=5: 05..09, then 10 (open)
+    first = pinger(ping).json()
+    assert (first["hours_written"], first["remaining"], first["outcome"]) == (1, 5, "partial"), first
+    assert "time budget spent: 5 hour(s) remain" in first["warnings"][-1]
+    assert [s for s, _ in ledger_states(db).values()] == ["final"]  # the rest stays unsettled
+    answers = [pinger(ping).json() for _ in range(5)]
+    assert [a["remaining"] for a in answers] == [4, 3, 2, 1, 0]
+    assert answers[-1]["outcome"] == "success" and answers[-1]["warnings"] == []
+    states = ledger_states(db)
+    assert len(states) == 6 and states[at("2026-11-20T10:00:00Z")][0] == "open"
+    assert {s for hour, (s, _) in states.items() if hour < at("2026-11-20T10:00:00Z")} == {"final"}
+    assert verify(db) == []
+
+
 def test_a_report_rebuilds_the_days_a_killed_run_left_marked(ping: Pinger, db: Database, database_url: str) -> None:
     assert ping({"scheduledTime": "2026-11-20T10:00:00Z"}).status_code == 200
     with db.connection() as conn:  # as a run killed between an hour's commit and the rollup
@@ -253,7 +276,12 @@ def test_a_report_rebuilds_the_days_a_killed_run_left_marked(ping: Pinger, db: D
         )
     assert verify(db) != []
     env = {**os.environ, "DATABASE_URL": database_url}
-    report = subprocess.run([FINOPS, "report", "unlabelled", "--month", "2026-11", "--format", "json"], env=env,
-                            capture_output=True, text=True, check=False)  # fmt: skip
+    report = subprocess.run(
+        [FINOPS, "report", "unlabelled", "--month", "2026-11", "--format", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert report.returncode == 0, report.stderr
     assert verify(db) == []

@@ -12,7 +12,7 @@ in-process against it and PostgreSQL:
   released) likewise;
 - a second reconcile with nothing new does not resolve the Offerings again (it would if the
   PriceBook fingerprint in ``status.resolvedPricing`` were pruned): checked with and without the CRDs;
-- a CostJob's execution record (``functions.costjobs.record_execution``, which logs and swallows a
+- a CostJob's execution record (``functions.costjob_status.record_execution``, which logs and swallows a
   refused write) is stored whole, history capped at the schema's ``maxItems``;
 - what the controllers rely on survives: ``status.ready`` as the string the CRDs declare, and
   ``status.observedGeneration`` on every kind that has one.
@@ -32,7 +32,7 @@ import yaml
 
 from finops.hours import HOUR, Hour
 from functions.collect_charges.service import ChargesResult, collect_charges
-from functions.costjobs import HISTORY_LIMIT, CostJobRef, record_execution
+from functions.costjob_status import HISTORY_LIMIT, CostJobRef, record_execution
 from functions.reconcile.opencost import MtoTarget, OpenCostTarget
 from functions.reconcile.service import reconcile_all
 from functions.runs import Run as FunctionRun

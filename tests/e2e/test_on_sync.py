@@ -8,8 +8,10 @@ sandbox OpenCost and Kubernetes API and a real PostgreSQL:
 - replayed and concurrent identical webhooks give one event and one record;
 - skips (not Succeeded, remote cluster, gate app) answer 200 and store nothing;
 - a 21st concurrent measurement gets 429;
-- a measurement lost after the 202 (dead sink, killed pod) is re-driven by the hourly run and
-  stored exactly once.
+- a measurement lost after the 202 (dead sink, killed pod) is re-driven by the hourly run, which
+  sends it to on-sync as an event (measured there, not in the hourly run), stored exactly once;
+- a measurement delivered before the settle time is answered 503 with ``Retry-After`` (no thread
+  sleeps) and measured on a later delivery.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -106,8 +109,11 @@ def test_a_sync_is_accepted_fast_then_measured_with_the_right_monthly_figure(
     wait_for(lambda: len(records(db)) == 1)
     (record,) = records(db)
     assert (record["app_namespace"], record["app_name"], record["measured_on"], record["scope"]) == (
-        "argocd", "web", "sync", "application",
-    )  # fmt: skip
+        "argocd",
+        "web",
+        "sync",
+        "application",
+    )
     cost, hours = namespace_truth(opencost, record)
     assert record["cost_micros"] == int(cost * 1_000_000)
     assert record["measured_hours"] == hours
@@ -201,7 +207,7 @@ def test_the_21st_concurrent_measurement_gets_429(
 
 
 def test_a_lost_measurement_is_redriven_by_the_hourly_run_exactly_once(
-    stack: Stack, db: Database, collect_url: str
+    stack: Stack, db: Database, on_sync_url: str
 ) -> None:
     # A replica whose sink is unreachable: the event is accepted, then the measurement is lost.
     with serve_function(
@@ -218,11 +224,48 @@ def test_a_lost_measurement_is_redriven_by_the_hourly_run_exactly_once(
         )
     ping = {"scheduledTime": "2026-11-20T10:00:00Z"}
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    first = httpx.post(collect_url, json=ping, headers=headers, timeout=60).json()
-    assert first["redriven"] == 2, first
-    assert {e["status"] for e in events(db)} == {"measured"} and len(records(db)) == 2
-    again = httpx.post(collect_url, json=ping, headers=headers, timeout=60).json()
-    assert again["redriven"] == 0 and len(records(db)) == 2
+    # The hourly run sends each overdue event to on-sync (ON_SYNC_URL), measured there.
+    with serve_function(stack, "collect_allocations", HOURS_LOOKBACK="0", ON_SYNC_URL=on_sync_url) as hourly:
+        first = httpx.post(hourly, json=ping, headers=headers, timeout=60).json()
+        assert first["redrive_dispatched"] == 2, first
+        wait_for(lambda: {e["status"] for e in events(db)} == {"measured"})
+        assert len(records(db)) == 2 and {r["measured_on"] for r in records(db)} == {"sync"}
+        again = httpx.post(hourly, json=ping, headers=headers, timeout=60).json()
+        assert again["redrive_dispatched"] == 0 and len(records(db)) == 2
+    # No measurement ran in the hourly run's process: each came through on-sync as an event.
+    wait_for(lambda: measurement_runs(db) == 2)
+
+
+def measurement_runs(db: Database) -> int:
+    """on_sync runs triggered by a CloudEvent that stored a record."""
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM job_runs"
+            " WHERE function = 'on_sync' AND trigger = 'event' AND outcome = 'success'"
+        ).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def test_a_measurement_before_the_settle_time_is_answered_503_and_delivered_again(stack: Stack, db: Database) -> None:
+    # No sink: on_sync's own timer delivers the event once it has settled (the Broker's Trigger
+    # retries the 503 in a cluster). No request thread sleeps meanwhile.
+    with serve_function(replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="10") as url:
+        accepted = post(url, hook())
+        assert accepted.status_code == 202, accepted.text
+        event_id = accepted.json()["sync_event"]
+        ce = {"ce-specversion": "1.0", "ce-type": "dev.finops.sync.accepted", "ce-id": "early", "ce-source": "/t"}
+        not_before = (datetime.now(UTC) + timedelta(seconds=60)).isoformat()
+        early = httpx.post(url, json={"syncEventId": event_id, "notBefore": not_before}, headers=ce, timeout=30)
+        assert early.status_code == 503, early.text
+        assert 59 <= int(early.headers["Retry-After"]) <= 60 and early.json()["outcome"] == "skipped"
+        assert [(e["status"], e["attempts"]) for e in events(db)] == [("pending", 0)]  # not even claimed
+        # Without notBefore the event's receipt decides: claimed, released, answered 503.
+        bare = httpx.post(url, json={"syncEventId": event_id}, headers=ce, timeout=30)
+        assert bare.status_code == 503 and 1 <= int(bare.headers["Retry-After"]) <= 10, bare.text
+        assert events(db)[0]["status"] == "pending" and records(db) == []
+        wait_for(lambda: len(records(db)) == 1, timeout=40)  # the timer's delivery, once settled
+        assert events(db)[0]["status"] == "measured"
 
 
 def post_and_kill(stack: Stack, db: Database) -> str:

@@ -6,7 +6,8 @@ We test these aspects:
 - an empty range whose window is ``{"start": "null", "end": "null"}`` (strings) parses, as no data;
   ``"null"`` strings in an allocation's times parse as ``None``;
 - an answer trickled byte by byte fails the request at the overall deadline, not per read, as
-  ``OpenCostUnavailable`` naming the deadline; a fast answer is unaffected.
+  ``OpenCostUnavailable`` naming the deadline; a fast answer is unaffected;
+- no retry starts after the caller's time budget (``retry_until``).
 """
 
 from __future__ import annotations
@@ -110,3 +111,19 @@ def test_trickled_answer_fails_at_the_overall_deadline() -> None:
 def test_fast_answer_is_within_the_deadline() -> None:
     client = client_answering({"code": 200, "data": [{"a": {"name": "a", "totalCost": 1}}]}, timeout=0.3)
     assert client.allocation(START, END, aggregate="namespace")[0]["a"]["totalCost"] == Decimal(1)
+
+
+def test_no_retry_starts_after_the_callers_time_budget() -> None:
+    attempts: list[int] = []
+
+    def failing(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        return httpx.Response(503, content=b"busy")
+
+    client = OpenCostClient("http://opencost", retries=3, backoff=0.001, transport=httpx.MockTransport(failing))
+    with pytest.raises(OpenCostUnavailable) as caught:
+        client.allocation(START, END, aggregate="namespace", retry_until=time.monotonic())  # budget spent
+    assert len(attempts) == 1 and "no retry within the invocation's time budget" in str(caught.value)
+    with pytest.raises(OpenCostUnavailable):  # without a budget: every retry
+        client.allocation(START, END, aggregate="namespace")
+    assert len(attempts) == 1 + 4
