@@ -280,7 +280,7 @@ def test_a_backlog_priced_over_several_pings_ends_as_one_unbounded_run(db: Datab
     activated = PINNED.start - 72 * HOUR + timedelta(minutes=30)
     usage(db, 3, activated - timedelta(minutes=30), PINNED.start)
     with sandbox_kube.serve(objects=[PRICEBOOK, OFFERING, *(subscription(i, activated) for i in range(3))]) as kube:
-        pings = []
+        pings: list[ChargesResult] = []
         while not pings or pings[-1].remaining:
             pings.append(run(db, kube, PINNED, Limits(chunk_hours=5, batch_rows=100, budget_seconds=1e-9)))
             assert len(pings) < 20
