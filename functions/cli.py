@@ -39,23 +39,14 @@ from functions.cli_reports import add_commands as add_report_commands
 from functions.targets import TARGETS
 from functions.text_table import render
 from infra.logs import configure_cli, one_line, redact
-from infra.settings import ConfigError, database_url
+from infra.settings import ConfigError
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
-    from infra.postgres import apply_migrations, connect
-    from infra.postgres.database import Timeouts
-    from infra.settings import CommonSettings, load
+    from functions.cli_database import open_database
+    from infra.postgres import apply_migrations
 
-    url = database_url()  # (its own message when unset) then the functions' database settings, as
-    # the install Job passes them (DATABASE_POOL=null behind PgBouncer's transaction pooling)
-    settings = load(CommonSettings, {**os.environ, "DATABASE_URL": url})
-    db = connect(
-        url,
-        pool=settings.DATABASE_POOL,
-        timeout=settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
-        timeouts=Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
-    )
+    db = open_database()  # as the install Job passes it (DATABASE_POOL=null behind PgBouncer)
     applied = apply_migrations(db)
     db.close()
     print(f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date")
@@ -63,9 +54,9 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from infra.postgres import connect
+    from functions.cli_database import open_database
 
-    db = connect(database_url())
+    db = open_database()
     rows = db.fetch_all("recent_job_runs", function=args.function, limit=args.limit)
     db.close()
     table = [

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from finops.hours import Hour, parse_timestamp
-from infra.settings import ConfigError, database_url
+from infra.settings import ConfigError
 
 DATE_HELP = "a UTC date (2026-10-01) or an RFC 3339 time"
 
@@ -116,10 +116,10 @@ def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str,
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from functions.cli_database import open_database
     from functions.verify import verify
-    from infra.postgres import connect
 
-    db = connect(database_url())
+    db = open_database()
     try:
         problems = verify(db, args.cluster)
     finally:

@@ -45,7 +45,7 @@ from pydantic import ValidationError
 from finops.errors import FinOpsError, InvalidInput
 from finops.hours import truncate_to_hour
 from infra.logs import one_line, redact, register_secret
-from infra.settings import ConfigError, database_url
+from infra.settings import ConfigError
 
 # Not routable yet (Knative answers 404 until its route is ready), busy, or a replica restarting.
 RETRYABLE = frozenset({404, 429, 502, 503, 504})
@@ -194,9 +194,10 @@ def cmd_install(args: argparse.Namespace) -> int:
     invocations = _number(args.max_invocations, "MAX_INVOCATIONS", 100, int, minimum=1)
     retry = _number(args.retry_seconds, "RETRY_SECONDS", 10.0, float, minimum=0.0)
     if not args.skip_migrations:
-        from infra.postgres import apply_migrations, connect
+        from functions.cli_database import open_database
+        from infra.postgres import apply_migrations
 
-        db = connect(database_url())
+        db = open_database()  # DATABASE_POOL=null and the timeouts behind PgBouncer, as `finops migrate`
         try:
             applied = apply_migrations(db)
         finally:

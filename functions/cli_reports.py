@@ -15,13 +15,12 @@ from typing import Any
 from finops.errors import InvalidInput
 from functions.text_table import render
 from infra.logs import one_line
-from infra.settings import database_url
 
 
 def _report_db() -> Any:
-    from infra.postgres import connect
+    from functions.cli_database import open_database
 
-    return connect(database_url())
+    return open_database()
 
 
 def _default_cluster() -> str:

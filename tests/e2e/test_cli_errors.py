@@ -80,7 +80,9 @@ def test_a_good_policy_then_asks_for_the_database() -> None:
 @pytest.mark.parametrize("command", [("runs",), ("verify",), ("migrate",), ("report", "daily")])
 def test_a_refused_database_is_one_line_with_its_cause(command: tuple[str, ...]) -> None:
     port = free_port()
-    outcome = run_finops(*command, DATABASE_URL=f"postgresql://finops@127.0.0.1:{port}/finops")
+    outcome = run_finops(
+        *command, DATABASE_URL=f"postgresql://finops@127.0.0.1:{port}/finops", DATABASE_CONNECT_TIMEOUT_SECONDS="1"
+    )
     assert outcome.returncode == 1
     line = one_line_error(outcome)
     assert line == "finops: PostgreSQL is unavailable: Connection refused"

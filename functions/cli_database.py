@@ -1,0 +1,28 @@
+"""The database of the ``finops`` commands: ``DATABASE_URL`` and the functions' own database
+settings from the environment (``DATABASE_POOL``, the connect, lock and statement timeouts), so a
+command behaves as the functions do, behind PgBouncer too, and a refused database fails within
+``DATABASE_CONNECT_TIMEOUT_SECONDS``."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from infra.settings import CommonSettings, database_url, load
+
+if TYPE_CHECKING:
+    from infra.postgres import Database
+
+
+def open_database() -> Database:
+    from infra.postgres import connect
+    from infra.postgres.database import Timeouts
+
+    url = database_url()  # its own message when unset, before the other settings are read
+    settings = load(CommonSettings, {**os.environ, "DATABASE_URL": url})
+    return connect(
+        url,
+        pool=settings.DATABASE_POOL,
+        timeout=settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
+        timeouts=Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
+    )
