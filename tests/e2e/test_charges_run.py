@@ -14,7 +14,7 @@ sandbox Kubernetes API over HTTP and PostgreSQL):
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -26,10 +26,8 @@ from functions.reconcile.subscriptions import decide
 from infra.kube import KubeClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
-from tests.e2e.test_billing_scale import FB, OFFERING, PRICEBOOK, subscription, usage
+from tests.e2e.billing_world import AGG, FB, OFFERING, PINNED, PRICEBOOK, subscription, usage
 
-AGG = "namespace,controllerKind,controller,pod,container"
-PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 ACTIVATED = PINNED.start - 3 * HOUR + timedelta(minutes=30)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from infra.kube import KubeClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox.kube.schema import Pruned, Rejected
+from tests.e2e.billing_world import ACTIVATED, AGG, FB, OFFERING, PINNED, subscription, usage
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "knative" / "crds"
@@ -49,73 +50,6 @@ MTO_API = "dependencies.tenantoperator.stakater.com/v1alpha1"
 MTO = MtoTarget(
     "dependencies.tenantoperator.stakater.com", "v1alpha1", "opencosts", "multi-tenant-operator", "opencost"
 )
-# The world of tests/e2e/test_billing_scale.py (copied: that module changes often).
-FB = "finops.stakater.com/v1alpha1"
-AGG = "namespace,controllerKind,controller,pod,container"
-PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
-ACTIVATED = PINNED.start - 3 * HOUR + timedelta(minutes=30)
-OFFERING = {
-    "apiVersion": FB,
-    "kind": "Offering",
-    "metadata": {"name": "gold", "namespace": "finops"},
-    "spec": {
-        "pricing": {
-            "subscriptionFee": {"priceMicros": 1_000_000, "period": "1h", "tickAlignment": "ActivatedAt"},
-            "resourcePricing": [{"name": "cpuHour", "margins": {"factorMilli": 1500}}],
-        }
-    },
-}
-
-
-def iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def subscription(n: int, activated: datetime | None = ACTIVATED, **spec: Any) -> dict[str, Any]:
-    sub: dict[str, Any] = {
-        "apiVersion": FB,
-        "kind": "Subscription",
-        "metadata": {"name": f"sub-{n}", "namespace": f"team-{n % 5}"},
-        "spec": {
-            "offeringRef": {"name": "gold", "namespace": "finops"},
-            "usageSources": [{"resourceType": "Deployment", "name": f"app-{n}"}],
-            **spec,
-        },
-    }
-    if activated is not None:
-        sub["status"] = {"activatedAt": iso(activated), "ready": "True"}
-    return sub
-
-
-def usage(db: Database, n: int, first: datetime, last: datetime) -> None:
-    """Final ledger hours from ``first`` through ``last``, each with a row of every app-i using half
-    a core, stamped with a PriceBook of 0.04 a core-hour."""
-    with db.connection() as conn:
-        conn.execute(
-            "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, cpu_hour,"
-            " spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib)"
-            " VALUES ('c', 'finops', 'b', 'u', 'f', 'USD', 'currency', 0.04, 0, 0, 0, 0, 0, 0) ON CONFLICT DO NOTHING"
-        )
-        book = conn.execute("SELECT id FROM pricebooks WHERE cluster = 'c'").fetchone()
-        assert book is not None
-        conn.execute("SELECT finops_ensure_allocation_partition(%s)", (first,))
-        conn.execute("SELECT finops_ensure_allocation_partition(%s)", (last,))
-        conn.execute(
-            "INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count)"
-            " SELECT 'c', %s, h, 'final', %s FROM generate_series(%s::timestamptz, %s, interval '1 hour') h"
-            " ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET state = 'final'",
-            (AGG, n, first, last),
-        )
-        conn.execute(
-            "INSERT INTO provider_allocations (cluster, namespace, name, aggregation, hour, entry_kind,"
-            " controller_kind, controller, pod, cpu_core_usage_avg, minutes, pricebook_id, is_finalized)"
-            " SELECT 'c', 'team-' || i %% 5, 'app-' || i, %s, h, 'workload', 'deployment', 'app-' || i,"
-            " 'app-' || i || '-pod', 0.5, 60, %s, true"
-            " FROM generate_series(0, %s - 1) i, generate_series(%s::timestamptz, %s, interval '1 hour') h"
-            " ON CONFLICT DO NOTHING",
-            (AGG, book["id"], n, first, last),
-        )
-
 
 N = 3  # Subscriptions sub-0 .. sub-2 on "gold", billed from usage rows of app-0 .. app-2
 
