@@ -4,17 +4,14 @@ database, and mapping a run's outcome to an HTTP response.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hmac
-import io
 import itertools
 import json
 import logging
 import math
 import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +26,7 @@ from functions.runs import Run, recorded_run
 from infra import logs
 from infra.postgres import Database, apply_migrations, check_schema, connect
 from infra.postgres.database import Timeouts
-from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, ServingSettings, load
+from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, load
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs neither
     from infra.kube import KubeClient
@@ -231,7 +228,7 @@ def json_depth(raw: bytes) -> int:
     return max(itertools.accumulate(_DEPTH_STEP[b] for b in brackets), default=0)
 
 
-def _read_at_most(stream: IO[bytes], limit: int) -> bytes:
+def read_at_most(stream: IO[bytes], limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while size < limit and (chunk := stream.read(limit - size)):
@@ -247,7 +244,7 @@ def read_json(request: flask.Request) -> Any:
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
     try:
-        raw = _read_at_most(request.stream, MAX_BODY_BYTES + 1)
+        raw = read_at_most(request.stream, MAX_BODY_BYTES + 1)
     except Exception as exc:  # gunicorn's chunk parser errors, werkzeug's ClientDisconnected
         raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
     if len(raw) > MAX_BODY_BYTES:
@@ -367,117 +364,3 @@ def health(request: flask.Request) -> flask.Response | None:
     if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
         return respond(200, {"status": "ok"})
     return None
-
-
-class BodyGuard:
-    """WSGI middleware in front of every function: a request's body is read *before* the function
-    runs, bounded in size and in time, so a slow or lying client cannot hold a thread.
-
-    - A declared ``Content-Length`` above ``limit`` is answered 413 at once, nothing read (the
-      framework would otherwise read the whole declared body before answering).
-    - At most ``readers`` bodies are read at once; beyond that, 503 with ``Retry-After`` at once.
-      The threads left over (``THREADS`` minus ``readers``) always serve ``/healthz`` and bodiless
-      requests, however many uploads stall.
-    - A body not complete within ``timeout`` seconds of the headers is cut (the socket's read side
-      is shut down, which wakes a blocked read) and answered 408; a client gone mid-body, or a
-      malformed chunked body, is answered 400.
-
-    Every refusal closes the connection. The function then reads the buffered body from memory.
-    """
-
-    def __init__(self, app: Any, *, limit: int, timeout: float, readers: int) -> None:
-        self.app = app
-        self.limit = limit
-        self.timeout = timeout
-        self._readers = threading.BoundedSemaphore(max(1, readers))
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        try:
-            return self._guarded(environ, start_response)
-        finally:
-            sock = environ.get("gunicorn.socket")
-            if environ.get("finops.refused") and sock is not None:  # no keep-alive drain of the rest
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RD)
-
-    def _guarded(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-        declared = environ.get("CONTENT_LENGTH") or ""
-        if not chunked and declared in ("", "0"):
-            return self.app(environ, start_response)
-        if declared.isdigit() and int(declared) > self.limit:
-            return _refuse(environ, start_response, 413, f"body is larger than {self.limit} bytes")
-        if not self._readers.acquire(blocking=False):
-            return _refuse(environ, start_response, 503, "too many request bodies being received; retry", retry_after=1)
-        try:
-            body = self._read(environ)
-        except PayloadTooLarge as exc:
-            return _refuse(environ, start_response, 413, exc.message)
-        except _BodyTimeout:
-            return _refuse(environ, start_response, 408, f"body not received within {self.timeout:g} s")
-        except Exception as exc:  # gunicorn's chunk parser errors, a client gone mid-body
-            return _refuse(environ, start_response, 400, f"body could not be read: {type(exc).__name__}")
-        finally:
-            self._readers.release()
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
-        environ.pop("HTTP_TRANSFER_ENCODING", None)
-        environ["wsgi.input_terminated"] = False
-        return self.app(environ, start_response)
-
-    def _read(self, environ: dict[str, Any]) -> bytes:
-        sock: socket.socket | None = environ.get("gunicorn.socket")
-        expired = threading.Event()
-
-        def cut() -> None:  # wakes the blocked read: it sees the end of the stream
-            expired.set()
-            with contextlib.suppress(OSError, AttributeError):
-                sock.shutdown(socket.SHUT_RD)  # type: ignore[union-attr]
-
-        timer = threading.Timer(self.timeout, cut) if sock is not None else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-        try:
-            body = _read_at_most(environ["wsgi.input"], self.limit + 1)
-        except Exception:
-            if expired.is_set():
-                raise _BodyTimeout() from None
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if expired.is_set():
-            raise _BodyTimeout()
-        if len(body) > self.limit:
-            raise PayloadTooLarge(f"body is larger than {self.limit} bytes")
-        declared = environ.get("CONTENT_LENGTH") or ""
-        if declared.isdigit() and len(body) < int(declared):
-            raise InvalidInput("body shorter than its Content-Length")  # the client went away
-        return body
-
-
-class _BodyTimeout(Exception):
-    """The body did not arrive in time."""
-
-
-def _refuse(
-    environ: dict[str, Any], start_response: Callable[..., Any], status: int, message: str, retry_after: int = 0
-) -> list[bytes]:
-    environ["finops.refused"] = True
-    reason = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 503: "Service Unavailable"}
-    payload = json.dumps({"outcome": "failed", "error": message}).encode()
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload))), ("Connection", "close")]
-    if retry_after:
-        headers.append(("Retry-After", str(retry_after)))
-    log.warning("request refused before the function ran", extra={"fields": {"http_status": status, "error": message}})
-    start_response(f"{status} {reason[status]}", headers)
-    return [payload]
-
-
-def guard_bodies(app: flask.Flask, settings: ServingSettings) -> None:
-    """Put ``BodyGuard`` in front of ``app`` (functions-framework's Flask app)."""
-    readers = settings.THREADS - min(settings.HEALTH_RESERVED_THREADS, settings.THREADS // 2)
-    app.wsgi_app = BodyGuard(  # type: ignore[method-assign]
-        app.wsgi_app, limit=MAX_BODY_BYTES, timeout=settings.BODY_READ_TIMEOUT_SECONDS, readers=readers
-    )

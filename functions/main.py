@@ -16,7 +16,7 @@ from typing import Any
 
 import flask
 
-from functions.edge import guard_bodies
+from functions.body_guard import guard_bodies
 from functions.targets import TARGETS
 from functions.warmup import warm_up
 from infra.settings import ServingSettings, load

@@ -25,9 +25,9 @@ import pytest
 from pydantic import SecretStr
 
 from finops.errors import TemporaryError, Unauthorized
+from functions.body_guard import BodyGuard
 from functions.edge import (
     MAX_BODY_BYTES,
-    BodyGuard,
     RateLimit,
     TooManyEvents,
     current_secret,
