@@ -30,10 +30,10 @@ from typing import Any
 from finops.errors import FinOpsError
 from finops.fees import FeeSchedule, parse_fee
 from finops.hours import HOUR, Hour, parse_timestamp, truncate_to_hour
-from finops.ledger import first_unsettled
 from finops.sources import matches, namespaces
 from finops.subscriptions import meta, ref_of
 from finops.usage import ActiveInterval, Margin, Meter, UsageRow, parse_margin, usage_charge
+from functions.collect_charges.usage_rows import Usage, UsageBoundary, read_usage, usage_row
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
@@ -55,37 +55,7 @@ COLUMNS = (
     "computed_at",
     "unpriced_rows",
 )
-RATE_COLUMNS = {  # spec.rates key -> its exact pricebooks column (numeric, currency units)
-    "cpuHour": "cpu_hour",
-    "ramGbHour": "ram_gb_hour",
-    "pvGbHour": "pv_gb_hour",
-    "gpuHour": "gpu_hour",
-    "networkGiB": "network_gib",
-}
 FEE = "fee"
-
-
-class UsageBoundary:
-    """Where a source's usage stops being final: ``boundary(start)`` is the first hour at or after
-    ``start`` that the hour ledger does not hold as settled (``finops.ledger.first_unsettled``),
-    never after the pinned hour. Settled hours are read once per run, further back only on demand,
-    and always *before* the usage rows of those hours are read: an hour a concurrent run settles
-    in between then counts as not settled (its charge stays open and is priced again next run),
-    never as settled with the rows read before it was."""
-
-    def __init__(self, db: Database, cluster: str, aggregation: str, pinned: Hour) -> None:
-        self.db, self.end = db, pinned.start
-        self.key: dict[str, Any] = {"cluster": cluster, "aggregation": aggregation}
-        self.ledger_start: datetime | None = (db.fetch_one("ledger_start", **self.key) or {}).get("hour")
-        self.read_from = self.end
-        self.settled: set[datetime] = set()
-
-    def __call__(self, start: datetime) -> datetime:
-        if start < self.read_from:
-            rows = self.db.fetch_all("settled_hours", **self.key, start=start, end=self.read_from)
-            self.settled.update(row["hour"] for row in rows)
-            self.read_from = start
-        return first_unsettled(start, self.end, self.settled, self.ledger_start)
 
 
 @dataclass
@@ -182,24 +152,6 @@ def plan_subscription(
     )
 
 
-def _usage_row(row: Mapping[str, Any]) -> UsageRow:
-    start = row["data_start"] or row["hour"]
-    end = row["data_end"] or row["hour"] + HOUR
-    rates = None if row["pricebook_id"] is None else {field: row[col] for field, col in RATE_COLUMNS.items()}
-    return UsageRow(
-        start=start,
-        end=end,
-        cpu_core_usage_avg=row["cpu_core_usage_avg"],
-        gpu_usage_avg=None,
-        ram_byte_usage_avg=row["ram_byte_usage_avg"],
-        pv_byte_hours=row["pv_byte_hours"],
-        network_transfer_bytes=row["network_transfer_bytes"],
-        network_receive_bytes=row["network_receive_bytes"],
-        rates=rates,
-        key=f"{row['namespace']}/{row['pod']}",
-    )
-
-
 Chunk = dict[str, tuple[datetime, datetime]]  # source -> [start, end)
 
 
@@ -227,55 +179,6 @@ def usage_windows(work: Iterable[tuple[Plan, Chunk]]) -> dict[str, list[tuple[da
                 out.append((start, end))
         merged[namespace] = out
     return merged
-
-
-class Usage:
-    """A batch's allocation rows, indexed by namespace, by controller and by pod, so each
-    Subscription looks only at the rows its ``usageSources`` can name (not at every row of its
-    namespace: many Subscriptions share one)."""
-
-    def __init__(self, rows: Iterable[Mapping[str, Any]] = ()) -> None:
-        self.by_namespace: dict[str, list[Mapping[str, Any]]] = {}
-        self.by_controller: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-        self.by_pod: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-        for row in rows:
-            namespace = row["namespace"]
-            self.by_namespace.setdefault(namespace, []).append(row)
-            self.by_controller.setdefault((namespace, row["controller"]), []).append(row)
-            self.by_pod.setdefault((namespace, row["pod"]), []).append(row)
-
-    def candidates(self, sources: list[Mapping[str, Any]], default: str) -> list[Mapping[str, Any]]:
-        """Every row some entry of ``sources`` may match (each once); ``matches`` decides."""
-        found: dict[int, Mapping[str, Any]] = {}
-        for source in sources:
-            namespace, name = str(source.get("namespace") or default), source.get("name")
-            if name is None:
-                pool = self.by_namespace.get(namespace, [])
-            elif source.get("resourceType") == "Pod":
-                pool = self.by_pod.get((namespace, name), [])
-            else:
-                pool = self.by_controller.get((namespace, name), [])
-            found.update((id(row), row) for row in pool)
-        return list(found.values())
-
-
-def read_usage(
-    db: Database, cluster: str, aggregation: str, windows: Mapping[str, list[tuple[datetime, datetime]]]
-) -> Usage:
-    """The allocation rows of ``windows`` (one query)."""
-    flat = [(namespace, start, end) for namespace, spans in windows.items() for start, end in spans]
-    if not flat:
-        return Usage()
-    return Usage(
-        db.fetch_all(
-            "usage_rows",
-            cluster=cluster,
-            aggregation=aggregation,
-            namespaces=[w[0] for w in flat],
-            starts=[w[1] for w in flat],
-            ends=[w[2] for w in flat],
-        )
-    )
 
 
 def price_chunk(plan: Plan, chunk: Chunk, usage: Usage, cluster: str, now: datetime) -> list[tuple[Any, ...]]:
@@ -331,7 +234,7 @@ def price_chunk(plan: Plan, chunk: Chunk, usage: Usage, cluster: str, now: datet
     by_hour: dict[datetime, list[UsageRow]] = {}
     for row in usage.candidates(plan.sources, plan.namespace):
         if span[0] <= row["hour"] < span[1] and matches(row, plan.sources, plan.namespace):
-            by_hour.setdefault(row["hour"], []).append(_usage_row(row))
+            by_hour.setdefault(row["hour"], []).append(usage_row(row))
     for meter, margin in plan.margins.items():
         if meter.value not in chunk:
             continue

@@ -19,8 +19,9 @@ from typing import Any
 from finops.errors import FinOpsError, InvalidInput
 from finops.hours import Hour, pin_hour
 from finops.subscriptions import Ref, meta, ref_of, reference
-from functions.collect_charges.pricing import Plan, UsageBoundary, plan_subscription, price_plans
+from functions.collect_charges.pricing import Plan, plan_subscription, price_plans
 from functions.collect_charges.status import read_totals, release_finalizer, write_costs
+from functions.collect_charges.usage_rows import UsageBoundary
 from functions.reconcile.objects import Kube
 from functions.reconcile.offerings import mirrored_offerings
 from functions.reconcile.opencost import MtoTarget, OpenCostTarget

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.pricing import UsageBoundary, plan_subscription, price_plans
+from functions.collect_charges.pricing import plan_subscription, price_plans
+from functions.collect_charges.usage_rows import UsageBoundary
 from infra.postgres import Database
 from tests.integration import charges
 from tests.integration.charges import AGG
