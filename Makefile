@@ -19,8 +19,10 @@ run: $(STAMP)  ## the main job on embedded defaults; keeps serving until Ctrl-C
 	$(BIN)/finops run
 
 # Debian packages the tests use: PgBouncer (tests/e2e/test_pgbouncer.py runs the main flows through
-# it). Installed with apt-get when missing and run as root; otherwise that test fails, saying how.
-DEBS := pgbouncer
+# it), Prometheus and promtool (the Prometheus collector, the alert rules), Chromium (the UI
+# extension in a real browser). Installed with apt-get when missing and run as root; otherwise the
+# tests that need them fail, saying how.
+DEBS := pgbouncer prometheus chromium
 debs:
 	@for pkg in $(DEBS); do \
 	  command -v $$pkg >/dev/null 2>&1 || [ -x /usr/sbin/$$pkg ] || { \
