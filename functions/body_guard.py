@@ -1,5 +1,12 @@
 """The body guard in front of every function: a request's body is read before the function runs,
-bounded in size and in time, with threads kept for ``/healthz`` (see ``BodyGuard``)."""
+bounded in size and in time, with threads kept for ``/healthz`` (see ``BodyGuard``).
+
+Every body is limited to ``MAX_BODY_BYTES`` (64 KiB), except on the few routes ``LARGE_BODIES``
+lists for their function (``FUNCTION_TARGET``): cost_api's CI push of a cloud estimate takes up
+to 10 MiB. Such a route gets its own limit, a longer read time and its own count of bodies read
+at once (memory, not threads, is what a 10 MiB JSON costs), and still takes a reader thread like
+any body; every other path of that function, and every other function, keeps 64 KiB.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,11 @@ import contextlib
 import io
 import json
 import logging
+import re
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import flask
@@ -19,6 +28,21 @@ from functions.edge import MAX_BODY_BYTES, PayloadTooLarge, read_at_most
 from infra.settings import ServingSettings
 
 log = logging.getLogger("finops.edge")
+
+
+@dataclass(frozen=True)
+class LargeBody:
+    """A route allowed a body above ``MAX_BODY_BYTES``."""
+
+    method: str
+    path: re.Pattern[str]  # matched whole against PATH_INFO
+    limit: int  # bytes
+    at_once: int = 2  # such bodies read (and then parsed) at once per replica; beyond, 503 at once
+    timeout: float = 60.0  # seconds to receive it (at least; BODY_READ_TIMEOUT_SECONDS if longer)
+
+
+CLOUD_ESTIMATE_BODY = LargeBody("POST", re.compile(r"/api/v1/apps/[^/]+/[^/]+/cloud-estimate/?"), 10 * 1024 * 1024)
+LARGE_BODIES: dict[str, tuple[LargeBody, ...]] = {"cost_api": (CLOUD_ESTIMATE_BODY,)}
 
 
 class BodyGuard:
@@ -37,11 +61,12 @@ class BodyGuard:
     Every refusal closes the connection. The function then reads the buffered body from memory.
     """
 
-    def __init__(self, app: Any, *, limit: int, timeout: float, readers: int) -> None:
+    def __init__(self, app: Any, *, limit: int, timeout: float, readers: int, large: Sequence[LargeBody] = ()) -> None:
         self.app = app
         self.limit = limit
         self.timeout = timeout
         self._readers = threading.BoundedSemaphore(max(1, readers))
+        self._large = [(route, threading.BoundedSemaphore(max(1, route.at_once))) for route in large]
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         try:
@@ -57,27 +82,44 @@ class BodyGuard:
         declared = environ.get("CONTENT_LENGTH") or ""
         if not chunked and declared in ("", "0"):
             return self.app(environ, start_response)
-        if declared.isdigit() and int(declared) > self.limit:
-            return _refuse(environ, start_response, 413, f"body is larger than {self.limit} bytes")
-        if not self._readers.acquire(blocking=False):
-            return _refuse(environ, start_response, 503, "too many request bodies being received; retry", retry_after=1)
+        large = next(
+            (
+                (route, slots)
+                for route, slots in self._large
+                if environ.get("REQUEST_METHOD") == route.method and route.path.fullmatch(environ.get("PATH_INFO", ""))
+            ),
+            None,
+        )
+        limit, timeout = (large[0].limit, max(self.timeout, large[0].timeout)) if large else (self.limit, self.timeout)
+        if declared.isdigit() and int(declared) > limit:
+            return _refuse(environ, start_response, 413, f"body is larger than {limit} bytes")
+        if large is not None and not large[1].acquire(blocking=False):
+            return _refuse(environ, start_response, 503, "too many large bodies being received; retry", retry_after=5)
         try:
-            body = self._read(environ)
-        except PayloadTooLarge as exc:
-            return _refuse(environ, start_response, 413, exc.message)
-        except _BodyTimeout:
-            return _refuse(environ, start_response, 408, f"body not received within {self.timeout:g} s")
-        except Exception as exc:  # gunicorn's chunk parser errors, a client gone mid-body
-            return _refuse(environ, start_response, 400, f"body could not be read: {type(exc).__name__}")
+            if not self._readers.acquire(blocking=False):
+                return _refuse(
+                    environ, start_response, 503, "too many request bodies being received; retry", retry_after=1
+                )
+            try:
+                body = self._read(environ, limit, timeout)
+            except PayloadTooLarge as exc:
+                return _refuse(environ, start_response, 413, exc.message)
+            except _BodyTimeout:
+                return _refuse(environ, start_response, 408, f"body not received within {timeout:g} s")
+            except Exception as exc:  # gunicorn's chunk parser errors, a client gone mid-body
+                return _refuse(environ, start_response, 400, f"body could not be read: {type(exc).__name__}")
+            finally:
+                self._readers.release()
         finally:
-            self._readers.release()
+            if large is not None:
+                large[1].release()
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         environ.pop("HTTP_TRANSFER_ENCODING", None)
         environ["wsgi.input_terminated"] = False
         return self.app(environ, start_response)
 
-    def _read(self, environ: dict[str, Any]) -> bytes:
+    def _read(self, environ: dict[str, Any], limit: int, timeout: float) -> bytes:
         sock: socket.socket | None = environ.get("gunicorn.socket")
         expired = threading.Event()
 
@@ -86,12 +128,12 @@ class BodyGuard:
             with contextlib.suppress(OSError, AttributeError):
                 sock.shutdown(socket.SHUT_RD)  # type: ignore[union-attr]
 
-        timer = threading.Timer(self.timeout, cut) if sock is not None else None
+        timer = threading.Timer(timeout, cut) if sock is not None else None
         if timer is not None:
             timer.daemon = True
             timer.start()
         try:
-            body = read_at_most(environ["wsgi.input"], self.limit + 1)
+            body = read_at_most(environ["wsgi.input"], limit + 1)
         except Exception:
             if expired.is_set():
                 raise _BodyTimeout() from None
@@ -101,8 +143,8 @@ class BodyGuard:
                 timer.cancel()
         if expired.is_set():
             raise _BodyTimeout()
-        if len(body) > self.limit:
-            raise PayloadTooLarge(f"body is larger than {self.limit} bytes")
+        if len(body) > limit:
+            raise PayloadTooLarge(f"body is larger than {limit} bytes")
         declared = environ.get("CONTENT_LENGTH") or ""
         if declared.isdigit() and len(body) < int(declared):
             raise InvalidInput("body shorter than its Content-Length")  # the client went away
@@ -127,9 +169,13 @@ def _refuse(
     return [payload]
 
 
-def guard_bodies(app: flask.Flask, settings: ServingSettings) -> None:
-    """Put ``BodyGuard`` in front of ``app`` (functions-framework's Flask app)."""
+def guard_bodies(app: flask.Flask, settings: ServingSettings, target: str | None = None) -> None:
+    """Put ``BodyGuard`` in front of ``app`` (functions-framework's Flask app serving ``target``)."""
     readers = settings.THREADS - min(settings.HEALTH_RESERVED_THREADS, settings.THREADS // 2)
     app.wsgi_app = BodyGuard(  # type: ignore[method-assign]
-        app.wsgi_app, limit=MAX_BODY_BYTES, timeout=settings.BODY_READ_TIMEOUT_SECONDS, readers=readers
+        app.wsgi_app,
+        limit=MAX_BODY_BYTES,
+        timeout=settings.BODY_READ_TIMEOUT_SECONDS,
+        readers=readers,
+        large=LARGE_BODIES.get(target or "", ()),
     )

@@ -37,4 +37,4 @@ def __dir__() -> list[str]:
 if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
     warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
     if flask.has_app_context():  # functions-framework loads this module inside its app's context
-        guard_bodies(flask.current_app, load(ServingSettings))
+        guard_bodies(flask.current_app, load(ServingSettings), os.environ["FUNCTION_TARGET"])

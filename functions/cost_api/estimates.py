@@ -1,0 +1,239 @@
+"""Cloud estimates pushed by CI: ``POST /api/v1/apps/{appNamespace}/{appName}/cloud-estimate``
+stores Infracost's JSON for the application; ``GET`` on the same path (through Argo CD's proxy,
+like every app view) lists its resources, and ``/actual`` carries a summary (``cloudEstimates``).
+
+The push is not the UI's: it is authenticated by ``Authorization: Bearer $CI_TOKEN`` (constant-time
+compare, re-read from ``SECRETS_DIR`` like the other tokens) and by nothing else. The proxy's
+secret header and ``Argocd-Application-Name`` are never read on this path, so a browser session
+through Argo CD cannot write, and CI never holds the proxy's token. Without ``CI_TOKEN`` the route
+answers 404 naming it.
+
+The body may be up to ``MAX_ESTIMATE_BYTES`` (10 MiB; every other request keeps the 64 KiB limit:
+``functions.body_guard.LARGE_BODIES``): a declared ``Content-Length`` above it is a 413 before
+anything is read, a chunked body is counted while it is read and cut at the limit. Then 415 for a
+body that is not JSON, 400 naming the field for anything malformed. Every refusal happens before
+the one transaction that replaces the key's estimate, so a refused push changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import flask
+
+from finops.cloud_estimates import SOURCES, Estimate, parse_infracost, text_of
+from finops.errors import InvalidInput, NotFound
+from finops.labels import validate_namespace
+from finops.money import format_amount, to_micros
+from functions.body_guard import CLOUD_ESTIMATE_BODY
+from functions.edge import (
+    MAX_JSON_DEPTH,
+    PayloadTooLarge,
+    current_secret,
+    database_from,
+    json_depth,
+    read_at_most,
+    require_bearer,
+    respond,
+)
+from infra.postgres import Database
+from infra.settings import CostApiSettings
+
+log = logging.getLogger(__name__)
+
+MAX_ESTIMATE_BYTES = CLOUD_ESTIMATE_BODY.limit  # 10 MiB
+STALE_AFTER_SECONDS = 7 * 24 * 3600  # the tab warns about an estimate CI has not refreshed in a week
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # DNS-1123 subdomain (an Application's name)
+COLUMNS = (
+    "cluster",
+    "app_namespace",
+    "app_name",
+    "source",
+    "position",
+    "project",
+    "path",
+    "depth",
+    "monthly_cost",
+    "hourly_cost",
+    "components",
+)
+
+
+class UnsupportedMediaType(InvalidInput):
+    """The body is not JSON."""
+
+    http_status = 415
+
+
+def _money(value: Decimal | None) -> dict[str, Any] | None:
+    """An exact amount: rounded once for display, in micros, and as the tool stated it."""
+    if value is None:
+        return None
+    micros = to_micros(value)
+    return {"amount": format_amount(micros), "micros": micros, "exact": text_of(value)}
+
+
+def _app(namespace: str, name: str) -> tuple[str, str]:
+    validate_namespace(namespace, field="appNamespace")
+    if not _NAME.fullmatch(name):
+        raise InvalidInput(f"appName: {name[:80]!r} is not a valid Application name (DNS-1123 subdomain)")
+    return namespace, name
+
+
+def _source(args: Any) -> str:
+    source = args.get("source", SOURCES[0])
+    if source not in SOURCES:
+        raise InvalidInput(f"source: {source[:40]!r} is not one of {', '.join(SOURCES)}")
+    return str(source)
+
+
+def _read_document(request: flask.Request) -> Any:
+    if request.mimetype != "application/json" and not request.mimetype.endswith("+json"):
+        shown = request.mimetype or "none"
+        raise UnsupportedMediaType(f"Content-Type is {shown[:60]}; send application/json (infracost --format json)")
+    if request.content_length is not None and request.content_length > MAX_ESTIMATE_BYTES:
+        raise PayloadTooLarge(f"body is larger than {MAX_ESTIMATE_BYTES} bytes")
+    try:
+        raw = read_at_most(request.stream, MAX_ESTIMATE_BYTES + 1)
+    except Exception as exc:  # a client gone mid-body
+        raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
+    if len(raw) > MAX_ESTIMATE_BYTES:
+        raise PayloadTooLarge(f"body is larger than {MAX_ESTIMATE_BYTES} bytes")
+    if not raw.strip():
+        raise InvalidInput("body: empty; send the output of infracost breakdown --format json")
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidInput(f"body is not valid JSON: {str(exc)[:200]}") from exc
+
+
+def push(request: flask.Request, s: CostApiSettings, namespace: str, name: str) -> flask.Response:
+    """The CI push: authenticate, read, parse, then replace the key's estimate in one transaction."""
+    token = current_secret(s, "CI_TOKEN")
+    if not token:
+        raise NotFound("cloud estimates are not enabled: set CI_TOKEN (the bearer token CI pushes with)")
+    require_bearer(request, token)
+    app = _app(namespace, name)
+    source = _source(request.args)
+    estimate = parse_infracost(_read_document(request))
+    changed = store(database_from(s), s.CLUSTER_ID, app, source, estimate, datetime.now(UTC))
+    log.info(
+        "cloud estimate stored",
+        extra={"fields": {"app": f"{app[0]}/{app[1]}", "source": source, "rows": len(estimate.resources)}},
+    )
+    return respond(
+        200,
+        {
+            "outcome": "stored",
+            "app": {"namespace": app[0], "name": app[1]},
+            "source": source,
+            "currency": estimate.currency,
+            "monthly": _money(estimate.monthly),
+            "statedMonthly": _money(estimate.stated_monthly),
+            "resources": estimate.top_level,
+            "rows": len(estimate.resources),
+            "unpriced": estimate.unpriced,
+            "changed": changed,
+            "warnings": list(estimate.warnings),
+        },
+    )
+
+
+def store(
+    db: Database, cluster: str, app: tuple[str, str], source: str, estimate: Estimate, received_at: datetime
+) -> bool:
+    """Replace the key's estimate and resources whole (one transaction, under the key's lock);
+    True when the content differs from what was stored."""
+    key = {"cluster": cluster, "app_namespace": app[0], "app_name": app[1], "source": source}
+    rows = [
+        (
+            cluster,
+            app[0],
+            app[1],
+            source,
+            position,
+            r.project,
+            list(r.path),
+            r.depth,
+            r.monthly_cost,
+            r.hourly_cost,
+            json.dumps([c.document() for c in r.components]),
+        )
+        for position, r in enumerate(estimate.resources)
+    ]
+    with db.connection() as conn:
+        db.execute("lock_cloud_estimate", conn, **key)
+        result = db.fetch_one(
+            "upsert_cloud_estimate",
+            conn,
+            **key,
+            currency=estimate.currency,
+            tool_version=estimate.tool_version,
+            generated_at=estimate.generated_at,
+            monthly=estimate.monthly,
+            stated_monthly=estimate.stated_monthly,
+            projects=json.dumps(estimate.projects_document()),
+            resource_count=estimate.top_level,
+            unpriced_count=estimate.unpriced,
+            digest=estimate.digest,
+            received_at=received_at,
+        )
+        db.execute("delete_cloud_estimate_resources", conn, **key)
+        db.copy_rows(conn, "cloud_estimate_resources", COLUMNS, rows)
+    return bool(result and result["changed"])
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    age = int(row["age_seconds"])
+    return {
+        "source": row["source"],
+        "currency": row["currency"].strip(),
+        "monthly": _money(row["monthly"]),
+        "statedMonthly": _money(row["stated_monthly"]),
+        "resources": row["resource_count"],
+        "unpriced": row["unpriced_count"],
+        "projects": row["projects"],
+        "generatedAt": None if row["generated_at"] is None else row["generated_at"].isoformat(),
+        "receivedAt": row["received_at"].isoformat(),
+        "changedAt": row["changed_at"].isoformat(),
+        "ageSeconds": age,
+        "stale": age > STALE_AFTER_SECONDS,
+    }
+
+
+def summaries(db: Database, cluster: str, identity: tuple[str, str]) -> list[dict[str, Any]]:
+    """The ``cloudEstimates`` member of ``/actual``: one entry per source, with its age."""
+    rows = db.fetch_all("app_cloud_estimates", cluster=cluster, app_namespace=identity[0], app_name=identity[1])
+    return [_summary(row) for row in rows]
+
+
+def listing(db: Database, cluster: str, identity: tuple[str, str]) -> dict[str, Any]:
+    """``GET .../cloud-estimate``: every estimate of the application with its resources."""
+    estimates = summaries(db, cluster, identity)
+    if not estimates:
+        raise NotFound(f"no cloud estimate for application {identity[0]}/{identity[1]} yet (CI pushes them)")
+    resources = db.fetch_all(
+        "app_cloud_estimate_resources", cluster=cluster, app_namespace=identity[0], app_name=identity[1]
+    )
+    for estimate in estimates:
+        estimate["items"] = [
+            {
+                "project": r["project"],
+                "name": r["path"][-1],
+                "path": r["path"],
+                "depth": r["depth"],
+                "monthly": _money(r["monthly_cost"]),
+                "hourly": text_of(r["hourly_cost"]),
+                "components": r["components"],
+            }
+            for r in resources
+            if r["source"] == estimate["source"]
+        ]
+    return {"app": {"namespace": identity[0], "name": identity[1]}, "estimates": estimates}
