@@ -12,12 +12,27 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 HOURS_PER_MONTH = 720
 RESOURCES = ("cpu", "ram", "gpu", "pv", "network", "lb")
+# OpenCost names an Argo Rollout's pods after their ReplicaSet (``web-6d9f8c7b5``): the
+# ReplicaSet's pod-template hash is dropped so the key names the Rollout across its revisions.
+_TEMPLATE_HASH = re.compile(r"-[0-9a-z]{1,10}$")
+
+
+def controller_key(kind: str | None, name: str | None) -> str | None:
+    """A pod's controller as the application selector names it: ``<controllerKind>:<controller>``
+    (``deployment:web``; ``rollout:web`` for the ReplicaSet ``web-6d9f8c7b5`` of a Rollout); None
+    for a bare pod. SQL's ``finops_in_app_scope`` (migration 013) applies the same rule to rows."""
+    if not name:
+        return None
+    if kind == "rollout":
+        name = _TEMPLATE_HASH.sub("", name)
+    return f"{kind or ''}:{name}"
 
 
 def monthly(cost_micros: int, measured_hours: Decimal) -> int:
@@ -45,6 +60,7 @@ class PodCost:
     cpu_usage: Decimal | None = None
     ram_request: Decimal | None = None
     ram_usage: Decimal | None = None
+    controller: str | None = None  # ``controller_key`` of OpenCost's properties; None for a bare pod
 
     @property
     def idle(self) -> Decimal:
@@ -64,10 +80,15 @@ class Figures:
     cpu_efficiency: Decimal | None
     ram_efficiency: Decimal | None
     pods: list[str] = field(default_factory=list)
+    controllers: list[str] = field(default_factory=list)  # OpenCost controllers of the pods
+    bare_pods: list[str] = field(default_factory=list)  # the pods without a controller
 
     def as_document(self, measured_hours: Decimal) -> dict[str, object]:
+        """The share document. ``selector`` says which hourly allocation rows are the application's
+        (its pods' controllers, and its bare pods by name), so its history survives pod churn."""
         return {
             "pods": self.pods,
+            "selector": {"controllers": self.controllers, "pods": self.bare_pods},
             "cost_micros": self.cost_micros,
             "monthly_micros": monthly(self.cost_micros, measured_hours),
             "breakdown": self.breakdown,
@@ -99,6 +120,8 @@ def figures_of(pods: Iterable[PodCost]) -> Figures:
         cpu_efficiency=weighted("cpu_request", "cpu_usage"),
         ram_efficiency=weighted("ram_request", "ram_usage"),
         pods=sorted(p.pod for p in chosen),
+        controllers=sorted({p.controller for p in chosen if p.controller}),
+        bare_pods=sorted(p.pod for p in chosen if not p.controller),
     )
 
 

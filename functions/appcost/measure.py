@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from finops.errors import FinOpsError, TemporaryError
-from finops.measurement import Figures, PodCost, efficiency_document, figures_of, monthly
+from finops.measurement import Figures, PodCost, controller_key, efficiency_document, figures_of, monthly
 from finops.money import cost_micros
 from finops.ownership import Ref, owned_pods
 from infra.opencost import Allocation, OpenCostClient
@@ -104,6 +104,7 @@ def pod_cost(a: Allocation) -> PodCost:
         cpu_usage=a.get("cpuCoreUsageAverage"),
         ram_request=a.get("ramByteRequestAverage"),
         ram_usage=a.get("ramByteUsageAverage"),
+        controller=controller_key(props.get("controllerKind"), props.get("controller")),
     )
 
 
