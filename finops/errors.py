@@ -5,9 +5,11 @@
     │   ├── InvalidInput           a request or document failed validation (400)
     │   ├── Unauthorized           missing or wrong credentials (401)
     │   ├── NotFound               the named object does not exist (404)
-    │   └── IncompleteData         the period's data cannot make the report asked for (409)
+    │   ├── IncompleteData         the period's data cannot make the report asked for (409)
+    │   └── SourceMisconfigured    the allocation source cannot answer as configured (500)
     └── TemporaryError             a dependency is unavailable: HTTP 503, retry later
         ├── OpenCostUnavailable
+        ├── PrometheusUnavailable
         ├── KubernetesUnavailable
         ├── DatabaseUnavailable
         └── Conflict               an optimistic-concurrency clash (409 from Kubernetes)
@@ -67,6 +69,12 @@ class IncompleteData(PermanentError):
         self.coverage = coverage  # the refused period's coverage document, for the caller to show
 
 
+class SourceMisconfigured(PermanentError):
+    """The allocation source cannot answer as configured (a rejected query, missing metrics)."""
+
+    http_status = 500  # not the caller's input: the cluster's monitoring must be fixed
+
+
 class TemporaryError(FinOpsError):
     """A dependency is unavailable; retry later."""
 
@@ -75,6 +83,10 @@ class TemporaryError(FinOpsError):
 
 class OpenCostUnavailable(TemporaryError):
     """OpenCost is unavailable or answered something that is not its documented API."""
+
+
+class PrometheusUnavailable(TemporaryError):
+    """Prometheus is unavailable or answered something that is not its documented HTTP API."""
 
 
 class KubernetesUnavailable(TemporaryError):

@@ -34,7 +34,11 @@ RATE_FIELDS = (
     "pvGbHour",
     "gpuHour",
     "networkGiB",
+    "lbHour",  # per LoadBalancer Service-hour (the Prometheus source prices LBs with it)
 )
+# Rates added after books were first stored: left out of the fingerprint while 0, so a book that
+# does not set them keeps the version (the pricebooks row) it had before they existed.
+LATER_RATES = frozenset({"lbHour"})
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class PriceBook:
 
         Built from the canonical rate strings, so "0.10" and "0.1" are the same version.
         """
-        rates = {field: rate_text(rate) for field, rate in self.rates.items()}
+        rates = {field: rate_text(rate) for field, rate in self.rates.items() if rate or field not in LATER_RATES}
         document = {"currency": self.currency, "mode": self.valuation_mode, **rates}
         return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:32]
 

@@ -93,9 +93,9 @@ def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar:
 
 
 def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str, Any]:
-    from functions.collect_allocations.main import _options
+    from functions.collect_allocations.main import _options, allocation_source
     from functions.collect_allocations.service import collect_range
-    from functions.edge import database_from, kube_from, opencost_from
+    from functions.edge import database_from, kube_from
     from infra.settings import CollectAllocationsSettings, load
 
     # The CLI is not pinged: the ping token the settings require is not used here.
@@ -103,7 +103,7 @@ def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str,
     db = database_from(settings)
     result = collect_range(
         db,
-        opencost_from(settings),
+        allocation_source(settings),  # OpenCost, or Prometheus (ALLOCATION_SOURCE)
         kube_from(settings),
         _options(settings),
         start=start,

@@ -13,8 +13,11 @@ import flask
 import functions_framework
 
 from finops.costjobs import parse_costjob
+from functions.app_history.recorder import RecorderOptions, record_daily
 from functions.appcost.syncs import redrive
+from functions.collect_allocations.prometheus_source import PrometheusAllocations
 from functions.collect_allocations.service import CollectOptions, RowRetention, collect, collect_range
+from functions.collect_allocations.sources import AllocationSource
 from functions.costjob_status import record_execution, require_costjob
 from functions.edge import (
     current_secret,
@@ -22,6 +25,7 @@ from functions.edge import (
     edge,
     kube_from,
     opencost_from,
+    prometheus_from,
     respond,
     settings_for,
     with_event_token,
@@ -51,17 +55,21 @@ def collect_allocations(request: flask.Request, s: CollectAllocationsSettings, r
             run.counts["costjob_timeouts_ignored"] = list(costjob.ignored)
     if "databaseInitTimeout" in timeouts:
         run.db.check(timeouts["databaseInitTimeout"])
-    opencost = opencost_from(s, timeouts.get("openCostFetchTimeout"))
+    source = allocation_source(s, timeouts.get("openCostFetchTimeout"))
     kube = kube_from(s, timeouts.get("kubernetesOperationTimeout"))
     options = replace(_options(s), insert_timeout_seconds=timeouts.get("databaseInsertTimeout"))
     now = datetime.now(UTC)
     redriven: dict[str, int] = {}
+    daily: dict[str, int] = {}
     if history is not None:  # a history load: [from, to), within the time budget
         result = collect_range(
-            run.db, opencost, kube, options, start=history[0], end=history[1], now=now, run_id=run.run_id
+            run.db, source, kube, options, start=history[0], end=history[1], now=now, run_id=run.run_id
         )
     else:
-        result = collect(run.db, opencost, kube, options, scheduled=scheduled, now=now, run_id=run.run_id)
+        result = collect(run.db, source, kube, options, scheduled=scheduled, now=now, run_id=run.run_id)
+        # Each application's daily cost history, from the hours stored (no OpenCost call).
+        history_options = RecorderOptions(s.CLUSTER_ID, s.OPENCOST_AGGREGATE, s.DAILY_HISTORY_DAYS)
+        daily = record_daily(run.db, history_options, today=now.date()).counts()
         # The safety net of on_sync: sync events accepted but never measured are sent to
         # on-sync again as events (measured there, in requests of their own).
         redriven = redrive(
@@ -70,10 +78,22 @@ def collect_allocations(request: flask.Request, s: CollectAllocationsSettings, r
             with_event_token(s.ON_SYNC_URL, current_secret(s, "EVENT_TOKEN")),
             f"/finops/{s.CLUSTER_ID}/{FUNCTION}",
         )
-    run.counts = {**run.counts, **result.counts(), **redriven}
+    run.counts = {**run.counts, **result.counts(), **redriven, **daily}
     run.outcome = result.outcome
     run.error = "; ".join(result.warnings) or None
     return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "warnings": result.warnings})
+
+
+def allocation_source(s: CollectAllocationsSettings, timeout: float | None = None) -> AllocationSource:
+    """OpenCost's allocation API, or the same method computed from Prometheus (``ALLOCATION_SOURCE``);
+    a CostJob's ``openCostFetchTimeout`` bounds either."""
+    if s.ALLOCATION_SOURCE == "prometheus":
+        assert s.PROMETHEUS_URL is not None  # the settings require it for this source
+        client = prometheus_from(s.PROMETHEUS_URL, timeout or s.PROMETHEUS_TIMEOUT_SECONDS, s.PROMETHEUS_BEARER_TOKEN)
+        return PrometheusAllocations(
+            client, cluster=s.CLUSTER_ID, owner_label=s.OWNER_LABEL, cost_center_label=s.COST_CENTER_LABEL
+        )
+    return opencost_from(s, timeout)
 
 
 def _status_timeout(run: Run) -> float | None:
@@ -93,6 +113,7 @@ def _options(s: CollectAllocationsSettings) -> CollectOptions:
         history_hours=s.OPENCOST_HISTORY_HOURS,
         empty_grace_hours=s.EMPTY_HOUR_GRACE_HOURS,
         budget_seconds=s.COLLECT_BUDGET_SECONDS,
+        source=s.ALLOCATION_SOURCE,
         row_retention=RowRetention(
             job_runs_days=s.JOB_RUNS_RETENTION_DAYS,
             sync_events_days=s.SYNC_EVENTS_RETENTION_DAYS,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 from finops.errors import InvalidInput, NotFound
@@ -24,6 +26,7 @@ class ActivePricing:
     currency: str | None
     label: str | None
     warning: str | None
+    rates: Mapping[str, Decimal] | None = None  # the book's exact rates (a source that prices with them)
 
 
 def resolve_pricebook(db: Database, kube: KubeReader, cluster: str) -> ActivePricing:
@@ -51,4 +54,4 @@ def resolve_pricebook(db: Database, kube: KubeReader, cluster: str) -> ActivePri
     }
     row = db.fetch_one("upsert_pricebook", **version)
     assert row is not None
-    return ActivePricing(int(row["id"]), book.currency, f"{book.namespace}/{book.name}", None)
+    return ActivePricing(int(row["id"]), book.currency, f"{book.namespace}/{book.name}", None, book.rates)

@@ -1,4 +1,7 @@
-"""OpenCost allocations to ``provider_allocations`` rows (the column order of ``COLUMNS``)."""
+"""OpenCost-shaped allocations to ``provider_allocations`` rows (the column order of ``COLUMNS``).
+
+The allocations come from OpenCost or from the Prometheus source (``prometheus_source``), which
+answers in OpenCost's shape; ``source`` records which one on every row."""
 
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ COLUMNS = (
     "currency",
     "is_finalized",
     "collected_at",
+    "source",
 )
 
 # OpenCost's placeholders where a namespace would be; stored as '' (no namespace).
@@ -76,6 +80,7 @@ class RowBuilder:
         owner_label_key: str,
         cost_center_label_key: str,
         collected_at: datetime,
+        source: str = "opencost",
     ) -> None:
         self.cluster = cluster
         self.aggregation = aggregation
@@ -86,6 +91,7 @@ class RowBuilder:
         self.owner_key = owner_label_key
         self.cost_center_key = cost_center_label_key
         self.collected_at = collected_at
+        self.source = source
 
     def rows(self, allocations: Mapping[str, Allocation]) -> Iterator[tuple[Any, ...]]:
         """One row per allocation. Ownership comes from namespace labels only (OpenCost's
@@ -152,4 +158,5 @@ class RowBuilder:
             self.currency,
             self.finalized,
             self.collected_at,
+            self.source,
         )

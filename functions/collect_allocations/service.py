@@ -43,9 +43,9 @@ from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, win
 from finops.ledger import horizon as history_horizon
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
+from functions.collect_allocations.sources import AllocationSource, PricedSource, Source
 from functions.rollups import rebuild_marked_days
 from infra.heap import relaxed_gc
-from infra.opencost import OpenCostClient
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ class CollectOptions:
     history_hours: int = 360  # how far back OpenCost still answers (its Prometheus retention)
     empty_grace_hours: int = 6  # an empty answer is retried this long after the hour ended
     budget_seconds: float = 240  # work one invocation does before answering
+    source: Source = "opencost"  # recorded on every row and ledger entry
 
 
 @dataclass
@@ -120,7 +121,7 @@ class CollectResult:
 
 def collect(
     db: Database,
-    opencost: OpenCostClient,
+    source: AllocationSource,
     kube: KubeReader,
     options: CollectOptions,
     *,
@@ -146,13 +147,13 @@ def collect(
         for row in db.fetch_all("ledger_hours", **key, start=start, end=pinned.start)
     }
     result.hours_skipped = sorted(Hour(hour) for hour, state in ledger.items() if state.settled)
-    _collect_hours(db, opencost, kube, options, hours_to_collect(pinned, start, ledger), result, now, run_id)
+    _collect_hours(db, source, kube, options, hours_to_collect(pinned, start, ledger), result, now, run_id)
     return result
 
 
 def collect_range(
     db: Database,
-    opencost: OpenCostClient,
+    source: AllocationSource,
     kube: KubeReader,
     options: CollectOptions,
     *,
@@ -181,13 +182,13 @@ def collect_range(
         else:
             todo.append((Hour(hour), hour < current))
         hour += HOUR
-    _collect_hours(db, opencost, kube, options, todo, result, now, run_id, retry_lost=True, progress=progress)
+    _collect_hours(db, source, kube, options, todo, result, now, run_id, retry_lost=True, progress=progress)
     return result
 
 
 def _collect_hours(
     db: Database,
-    opencost: OpenCostClient,
+    source: AllocationSource,
     kube: KubeReader,
     options: CollectOptions,
     todo: list[tuple[Hour, bool]],
@@ -201,6 +202,8 @@ def _collect_hours(
     """Write ``todo`` within the time budget, then rebuild every marked day, even after a failure."""
     pricing = resolve_pricebook(db, kube, options.cluster)
     result.pricebook, result.pricebook_id = pricing.label, pricing.pricebook_id
+    if isinstance(source, PricedSource):
+        source = source.priced(pricing.rates)
     if pricing.warning:
         result.warnings.append(pricing.warning)
     deadline = time.monotonic() + options.budget_seconds
@@ -211,7 +214,7 @@ def _collect_hours(
                 result.remaining = len(todo) - done
                 break
             written = _write_hour(
-                db, opencost, options, pricing, hour, finalize, now, run_id, grace, retry_lost, retry_until=deadline
+                db, source, options, pricing, hour, finalize, now, run_id, grace, retry_lost, retry_until=deadline
             )
             if written is None:
                 result.hours_skipped.append(hour)
@@ -292,7 +295,7 @@ class Written:
 
 def _write_hour(
     db: Database,
-    opencost: OpenCostClient,
+    source: AllocationSource,
     options: CollectOptions,
     pricing: ActivePricing,
     hour: Hour,
@@ -307,8 +310,8 @@ def _write_hour(
     """Replace one hour's rows and ledger state; None when it is settled (another run finalized
     it meanwhile, or it is lost and this is not a history load). No OpenCost retry starts after
     ``retry_until`` (the run's time budget)."""
-    # Fetch outside the transaction: no lock is held while OpenCost answers.
-    sets = opencost.allocation(
+    # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers.
+    sets = source.allocation(
         hour.start, hour.end, aggregate=options.aggregation, accumulate=True, include_idle=True, retry_until=retry_until
     )
     if len(sets) > 1:
@@ -331,7 +334,14 @@ def _write_hour(
             if state is HourState.LOST:  # a retried lost hour stays lost
                 empty_state = HourState.LOST
             db.execute(
-                "record_empty_hour", conn, **key, state=empty_state, reason=reason, empty_since=now, run_id=run_id
+                "record_empty_hour",
+                conn,
+                **key,
+                state=empty_state,
+                reason=reason,
+                empty_since=now,
+                run_id=run_id,
+                source=options.source,
             )
             log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
             return Written(empty_state, empty=True, reason=reason)
@@ -347,6 +357,7 @@ def _write_hour(
             owner_label_key=options.owner_label,
             cost_center_label_key=options.cost_center_label,
             collected_at=now,
+            source=options.source,
         )
         with relaxed_gc():
             count = db.copy_rows(conn, "provider_allocations", COLUMNS, builder.rows(step_set))
@@ -362,6 +373,7 @@ def _write_hour(
             run_id=run_id,
             reason=None,
             empty_since=None,
+            source=options.source,
         )
         day = {"cluster": options.cluster, "aggregation": options.aggregation, "day": hour.start.date()}
         db.execute("lock_allocation_day", conn, **day)

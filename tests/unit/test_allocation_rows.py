@@ -327,6 +327,7 @@ def test_every_column_comes_from_its_own_field() -> None:
         "currency": "EUR",
         "is_finalized": True,
         "collected_at": collected,
+        "source": "opencost",  # the builder's default: OpenCost's allocation API
     }
     # Without a name, the row is named after its key.
     del entry["name"]

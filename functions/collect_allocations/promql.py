@@ -1,0 +1,87 @@
+"""The PromQL of the allocation method over kube-state-metrics and the kubelet's cAdvisor metrics.
+
+No recording rules are needed: every query is an instant query evaluated once, just before the
+window's end, whose subquery ``[<window>s:<step>s]`` samples the window at a fixed resolution
+(``STEP_SECONDS``). Subquery steps are aligned to multiples of the step, and evaluating at
+``end - 1 ms`` makes them exactly ``start, start + 1 m, ..., end - 1 m``: each minute of the window
+once, none of the next hour's. A sum over those steps is a quantity in unit-minutes (core-minutes,
+byte-minutes); the method divides by 60 in Decimal.
+
+Per container and step, the billed quantity is the larger of request and usage
+(``(R > U) or U or R`` keeps R where it is larger, U where usage exists, R where only a request
+does). Requests count only for pods whose phase is Pending or Running (a completed Job keeps
+reporting requests); usage is gated the same way, so the 5-minute ``rate`` window does not bill a
+pod for minutes after it ended. The pod-level (``container=""``) and pause (``POD``) series are
+excluded.
+"""
+
+from __future__ import annotations
+
+STEP_SECONDS = 60
+RATE_WINDOW = "5m"
+GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitised nvidia.com/gpu
+
+_LIVE = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"}) == 1'
+_CONTAINERS = 'container!="", container!="POD"'
+_BY = "namespace, pod, container"
+
+
+def requests(resource: str) -> str:
+    return (
+        f'sum by ({_BY}) (kube_pod_container_resource_requests{{resource="{resource}", {_CONTAINERS}}} '
+        f"and on (namespace, pod) ({_LIVE}))"
+    )
+
+
+CPU_USAGE = (
+    f"sum by ({_BY}) (rate(container_cpu_usage_seconds_total{{{_CONTAINERS}}}[{RATE_WINDOW}]) "
+    f"and on (namespace, pod) ({_LIVE}))"
+)
+MEMORY_USAGE = f"sum by ({_BY}) (container_memory_working_set_bytes{{{_CONTAINERS}}} and on (namespace, pod) ({_LIVE}))"
+CPU_REQUESTS = requests("cpu")
+MEMORY_REQUESTS = requests("memory")
+GPU_REQUESTS = requests(GPU_RESOURCE)
+
+
+def billed(request: str, usage: str) -> str:
+    """max(request, usage) per container, at one step."""
+    return f"(({request}) > ({usage})) or ({usage}) or ({request})"
+
+
+CPU_BILLED = billed(CPU_REQUESTS, CPU_USAGE)
+MEMORY_BILLED = billed(MEMORY_REQUESTS, MEMORY_USAGE)
+PRESENT = f"({CPU_BILLED}) or ({MEMORY_BILLED}) or ({GPU_REQUESTS})"
+
+
+def window(seconds: int) -> str:
+    return f"[{seconds}s:{STEP_SECONDS}s]"
+
+
+def queries(seconds: int) -> dict[str, str]:
+    """Every query of one window of ``seconds``, by the name the method reads it under."""
+    w, last = window(seconds), f"[{seconds}s]"
+    return {
+        # per container: unit-minutes of the window
+        "cpu_request": f"sum_over_time(({CPU_REQUESTS}){w})",
+        "cpu_usage": f"sum_over_time(({CPU_USAGE}){w})",
+        "cpu_billed": f"sum_over_time(({CPU_BILLED}){w})",
+        "ram_request": f"sum_over_time(({MEMORY_REQUESTS}){w})",
+        "ram_usage": f"sum_over_time(({MEMORY_USAGE}){w})",
+        "ram_billed": f"sum_over_time(({MEMORY_BILLED}){w})",
+        "gpu_request": f"sum_over_time(({GPU_REQUESTS}){w})",
+        "minutes": f"count_over_time(({PRESENT}){w})",
+        "first": f"min_over_time((0 * ({PRESENT}) + time()){w})",
+        "last": f"max_over_time((0 * ({PRESENT}) + time()){w})",
+        # who runs where, and who owns what
+        "pod_node": f'last_over_time(kube_pod_info{{node!=""}}{last})',
+        "pod_owner": f'last_over_time(kube_pod_owner{{owner_is_controller="true"}}{last})',
+        "replicaset_owner": f'last_over_time(kube_replicaset_owner{{owner_is_controller="true"}}{last})',
+        "namespace_labels": f"last_over_time(kube_namespace_labels{last})",
+        # outside the containers: claims' requested bytes, LoadBalancer Services, node capacity
+        "pvc_bytes": f"sum_over_time(kube_persistentvolumeclaim_resource_requests_storage_bytes{w})",
+        "lb_minutes": f'count_over_time(kube_service_spec_type{{type="LoadBalancer"}}{w})',
+        "capacity": (
+            f"sum_over_time((sum by (resource) (kube_node_status_allocatable"
+            f'{{resource=~"cpu|memory|{GPU_RESOURCE}"}})){w})'
+        ),
+    }

@@ -1,0 +1,150 @@
+"""The Prometheus HTTP API client: instant queries (``/api/v1/query``), values exact as Decimal.
+
+Why instant queries only: the allocation method (``functions.collect_allocations.prometheus_source``)
+asks for whole-hour sums with subqueries (``sum_over_time(<expr>[3600s:60s])``) evaluated once at
+the hour's end, so one answer per series replaces 60 samples per series of a range query.
+
+Values arrive as strings (``"0.25"``); they become ``Decimal`` from that text, never through
+``float``. ``NaN`` and infinities are refused (``PrometheusUnavailable``): no query of the method
+can produce them from sane data.
+
+Errors are mapped at this boundary, like the OpenCost client does:
+
+* unreachable, a timeout, a 5xx answer or a body that is not the documented envelope:
+  ``PrometheusUnavailable`` (a ``TemporaryError``, the run answers 503 and its trigger retries),
+  after ``retries`` retries with exponential backoff (none starts after ``retry_until``);
+* a 4xx answer (``bad_data``: a query Prometheus rejects, 401/403: a wrong bearer token):
+  ``SourceMisconfigured``, one line naming Prometheus's own error; retrying cannot help.
+
+The optional bearer token (``PROMETHEUS_BEARER_TOKEN``) is sent as ``Authorization: Bearer`` and
+never logged or put in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from finops.errors import PrometheusUnavailable, SourceMisconfigured
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One series of an instant vector: its labels and its exact value."""
+
+    labels: dict[str, str]
+    value: Decimal
+
+
+class PrometheusClient:
+    """Reads Prometheus's HTTP API (``/api/v1/query``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        bearer_token: SecretStr | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        headers = {"Accept": "application/json", "User-Agent": "finops-functions"}
+        if bearer_token is not None:
+            headers["Authorization"] = f"Bearer {bearer_token.get_secret_value()}"
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)),
+            transport=transport,
+            headers=headers,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def query(self, promql: str, at: datetime, *, retry_until: float | None = None) -> list[Sample]:
+        """The instant vector ``promql`` evaluated at ``at`` (millisecond precision)."""
+        form = {"query": promql, "time": f"{at.timestamp():.3f}", "timeout": f"{self.timeout:g}s"}
+        body = self._post("/api/v1/query", form, retry_until)
+        try:
+            envelope = json.loads(body)
+            data = envelope["data"]
+            if envelope.get("status") != "success" or data.get("resultType") != "vector":
+                raise ValueError(f"status {envelope.get('status')!r}, resultType {data.get('resultType')!r}")
+            return [_sample(item) for item in data["result"]]
+        except (ValueError, KeyError, TypeError, AttributeError, InvalidOperation) as exc:
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.base_url} answered /api/v1/query with a body that is not its documented "
+                f"envelope: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _post(self, path: str, form: dict[str, str], retry_until: float | None) -> bytes:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.post(path, data=form)
+            except httpx.HTTPError as exc:  # connect errors, timeouts
+                problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
+            else:
+                if response.status_code < 400:
+                    return response.content
+                problem = f"HTTP {response.status_code}: {_error_text(response.content)}"
+                if response.status_code not in _RETRY_STATUSES:
+                    raise SourceMisconfigured(
+                        f"Prometheus at {self.base_url} rejected a query ({problem}); query: {_short(form['query'])}"
+                    )
+            if attempt >= self.retries:
+                raise PrometheusUnavailable(
+                    f"Prometheus at {self.base_url} failed {path} after {attempt + 1} attempts: {problem}"
+                )
+            delay = self.backoff * (2**attempt)
+            if retry_until is not None and time.monotonic() + delay >= retry_until:
+                raise PrometheusUnavailable(
+                    f"Prometheus at {self.base_url} failed {path} after {attempt + 1} attempt(s), no retry within "
+                    f"the invocation's time budget: {problem}"
+                )
+            log.warning(
+                "Prometheus request failed; retrying",
+                extra={"fields": {"path": path, "attempt": attempt + 1, "delay_s": delay, "error": problem}},
+            )
+            time.sleep(delay)
+            attempt += 1
+
+
+def _sample(item: Any) -> Sample:
+    labels = item["metric"]
+    _, text = item["value"]
+    value = Decimal(text)
+    if not value.is_finite():
+        raise ValueError(f"the series {labels} has the value {text}")
+    return Sample({str(k): str(v) for k, v in labels.items()}, value)
+
+
+def _error_text(body: bytes) -> str:
+    """Prometheus's ``errorType: error`` on one line (or the start of a body that is not JSON)."""
+    try:
+        envelope = json.loads(body)
+        return f"{envelope.get('errorType', 'error')}: {envelope.get('error', '')}".replace("\n", " ")
+    except ValueError:
+        return body[:200].decode("utf-8", "replace").replace("\n", " ")
+
+
+def _short(promql: str) -> str:
+    flat = " ".join(promql.split())
+    return flat if len(flat) <= 160 else flat[:157] + "..."
