@@ -1,0 +1,296 @@
+"""The world the browser tests of the UI extension look at, built once per module over real HTTP:
+hours collected by ``collect_allocations``, install records by ``backfill``, sync records by
+``on_sync`` (two syncs of argocd/web for a trend, a namespace-scope sync of team-apps/web), a
+``cost_api`` with a chargeback policy, and the Argo CD stand-in (``sandbox.argocd_host``) in
+front of it; plus headless Chromium, and a page that records console errors and saves a
+screenshot of what it showed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, Request, sync_playwright
+from werkzeug.serving import make_server
+
+from finops.hours import truncate_to_hour
+from functions.localstack import Stack, serve_function
+from infra.postgres import connect
+from sandbox.argocd_host import ArgoHost, serve
+from tests.conftest import TABLES
+from tests.e2e.conftest import HOOK_TOKEN, TOKEN
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / ".local" / "artifacts" / "ui-extension"
+PROXY = "test-ui-proxy-token"
+HOURS = 30  # hours of history: yesterday (final) and today so far (partial)
+POLICY = """owner_label: team
+cost_center_label: cost-center
+idle: separate
+idle_owner: platform
+shared: {namespaces: [], split: proportional}
+currency: USD
+"""
+
+
+def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not reached in {timeout:.0f} s")
+
+
+def _records(database_url: str, app_ns: str, app: str, on: str) -> int:
+    db = connect(database_url)
+    try:
+        with db.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n FROM cost_actuals"
+                " WHERE app_namespace = %s AND app_name = %s AND measured_on = %s",
+                (app_ns, app, on),
+            ).fetchone()
+    finally:
+        db.close()
+    return int(row["n"]) if row else 0
+
+
+def _sync(on_sync_url: str, stack: Stack, app_ns: str, app: str, revision: str, *, resources: bool = True) -> None:
+    url = f"{stack.kube_url}/apis/argoproj.io/v1alpha1/namespaces/{app_ns}/applications/{app}"
+    application = httpx.get(url, timeout=10).json()
+    spec = application["spec"]
+    body = {
+        "app": app,
+        "appNamespace": app_ns,
+        "project": spec["project"],
+        "destinationNamespace": spec["destination"].get("namespace"),
+        "destinationServer": spec["destination"].get("server"),
+        "destinationName": spec["destination"].get("name"),
+        "syncResult": "Succeeded",
+        "revision": revision,
+        "revisions": None,
+        "finishedAt": datetime.now(UTC).isoformat(),
+        "resources": (application.get("status") or {}).get("resources", []) if resources else [],
+    }
+    response = httpx.post(on_sync_url, json=body, headers={"Authorization": f"Bearer {HOOK_TOKEN}"}, timeout=30)
+    assert response.status_code == 202, response.text
+
+
+def build_world(stack: Stack, database_url: str, collect_url: str, on_sync_url: str) -> None:
+    db = connect(database_url)
+    with db.connection() as conn:  # this module's tests share one world: start it from empty tables
+        tables = conn.execute(TABLES).fetchone()
+        assert tables is not None
+        conn.execute(f"TRUNCATE {next(iter(tables.values()))} RESTART IDENTITY CASCADE")
+    db.close()
+    first = truncate_to_hour(datetime.now(UTC)) - timedelta(hours=HOURS - 1)
+    for n in range(HOURS):
+        scheduled = (first + timedelta(hours=n)).isoformat()
+        response = httpx.post(
+            collect_url, json={"scheduledTime": scheduled}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120
+        )
+        assert response.status_code == 200, response.text
+    with serve_function(stack, "backfill", OPENCOST_RETRIES="0") as url:
+        response = httpx.post(url, json={}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
+        assert response.status_code == 200, response.text
+    for n, revision in enumerate(("1111111", "2222222"), start=1):
+        _sync(on_sync_url, stack, "argocd", "web", revision)
+        wait_for(lambda n=n: _records(database_url, "argocd", "web", "sync") == n, f"sync {n} of argocd/web measured")
+    _sync(on_sync_url, stack, "team-apps", "web", "3333333", resources=False)
+    wait_for(lambda: _records(database_url, "team-apps", "web", "sync") == 1, "sync of team-apps/web measured")
+
+
+@pytest.fixture(scope="module")
+def host(
+    stack: Stack, database_url: str, collect_url: str, on_sync_url: str, tmp_path_factory: Any
+) -> Iterator[ArgoHost]:
+    build_world(stack, database_url, collect_url, on_sync_url)
+    policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
+    policy.write_text(POLICY)
+    with (
+        serve_function(stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy)) as api_url,
+        serve(kube_url=stack.kube_url, cost_api_url=api_url, proxy_token=PROXY) as argo,
+    ):
+        yield argo
+
+
+def _unavailable(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """A cost_api whose database is down: every call answers 503 with cost_api's error body."""
+    body = json.dumps({"error": "PostgreSQL is unavailable: connection refused"}).encode()
+    start_response("503 Service Unavailable", [("Content-Type", "application/json"), ("Retry-After", "30")])
+    return [body]
+
+
+@pytest.fixture(scope="module")
+def outage_host(stack: Stack) -> Iterator[ArgoHost]:
+    """The Argo CD stand-in in front of a cost service answering 503."""
+    server = make_server("127.0.0.1", 0, _unavailable, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with serve(
+            kube_url=stack.kube_url, cost_api_url=f"http://127.0.0.1:{server.server_port}", proxy_token=PROXY
+        ) as argo:
+            yield argo
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.is_file():
+        pytest.fail(
+            f"{CHROMIUM} is missing: `make test` installs Debian's chromium as root; else sudo apt-get install chromium"
+        )
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        yield chromium
+        chromium.close()
+
+
+@contextlib.contextmanager
+def finops_run(database_url: str, hours: int) -> Iterator[tuple[str, list[str]]]:
+    """``finops run`` (what ``make run`` runs) in its own process until it prints the UI's URL, the
+    last line of its start; yields that URL and the lines printed. Stopped with Ctrl-C (SIGINT)."""
+    binary = Path(sys.executable).with_name("finops")
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [str(binary), "run", "--hours", str(hours)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            if line is None:
+                raise AssertionError("finops run exited before printing the UI's URL:\n" + "\n".join(seen))
+            seen.append(line)
+            found = re.match(r"^Argo CD UI extension: (http://127\.0\.0\.1:\d+/)", line)
+            if found:
+                yield found.group(1), seen
+                return
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        reader.join(10)  # the pipe is at its end once the process exited
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@dataclass
+class Screen:
+    """One browser page on the host: what it logged as errors and what it asked the proxy."""
+
+    page: Page
+    base: str
+    shots: Path
+    errors: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+
+    def open(self, query: str) -> Page:
+        self.page.goto(self.base + query)
+        return self.page
+
+    def text(self, testid: str) -> str:
+        return self.page.get_by_test_id(testid).inner_text()
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        print(f"screenshot: {path}")
+        return path
+
+    def errors_besides(self, *statuses: int) -> list[str]:
+        """Console errors, except the browser's own line for a response with an expected status."""
+        expected = tuple(f"the server responded with a status of {s}" for s in statuses)
+        return [
+            e for e in self.errors if not (e.startswith("Failed to load resource") and any(x in e for x in expected))
+        ]
+
+
+@pytest.fixture
+def screen(browser: Browser, host: ArgoHost, request: pytest.FixtureRequest) -> Iterator[Screen]:
+    yield from _screen(browser, host.url, request)
+
+
+@pytest.fixture
+def outage_screen(browser: Browser, outage_host: ArgoHost, request: pytest.FixtureRequest) -> Iterator[Screen]:
+    yield from _screen(browser, outage_host.url, request)
+
+
+def _screen(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Screen]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    view = Screen(page, base_url.rstrip("/"), ARTIFACTS)
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            view.errors.append(message.text)
+
+    def on_request(req: Request) -> None:
+        if "/extensions/" in req.url:
+            view.calls.append(req.url)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: view.errors.append(f"page error: {exc}"))
+    page.on("request", on_request)
+    yield view
+    view.shot(request.node.name)
+    context.close()
+
+
+def through_proxy(host: ArgoHost | str, path: str, app: str, project: str = "default", user: str = "readonly") -> Any:
+    """What the extension receives: ``path`` of cost_api through the host's proxy, as the user."""
+    base = host if isinstance(host, str) else host.url
+    response = httpx.get(
+        base.rstrip("/") + "/extensions/finops/api/v1" + path,
+        headers={"Argocd-Application-Name": app, "Argocd-Project-Name": project},
+        cookies={"argocd.token": user},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def money(amount: str, currency: str | None) -> str:
+    """The UI's rendering of an API amount: grouped, exact, with the currency code."""
+    return f"{Decimal(amount):,} {currency or '(currency unknown)'}"

@@ -1,0 +1,361 @@
+// finops Argo CD UI extension (built from ui/src by ui/build.mjs; do not edit). Uses Argo CD's global React.
+(() => {
+  // src/api.js
+  var PROXY = "/extensions/finops/api/v1";
+  var ApiError = class extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  };
+  async function errorOf(response) {
+    const text = await response.text();
+    try {
+      const body = JSON.parse(text);
+      if (body && typeof body.error === "string") return new ApiError(response.status, body.error);
+      if (body && typeof body.message === "string") return new ApiError(response.status, body.message);
+    } catch (_) {
+    }
+    return new ApiError(response.status, text.trim().slice(0, 300) || response.statusText);
+  }
+  async function getJSON(url, headers) {
+    let response;
+    try {
+      response = await fetch(url, { headers: { Accept: "application/json", ...headers }, credentials: "same-origin" });
+    } catch (exc) {
+      throw new ApiError(0, `could not reach Argo CD (${exc && exc.message ? exc.message : exc})`);
+    }
+    if (!response.ok) throw await errorOf(response);
+    return response.json();
+  }
+  function costApi(path, app) {
+    return getJSON(PROXY + path, {
+      "Argocd-Application-Name": `${app.namespace}:${app.name}`,
+      "Argocd-Project-Name": app.project
+    });
+  }
+  function argoApplication(namespace, name) {
+    const query = new URLSearchParams({ appNamespace: namespace });
+    return getJSON(`/api/v1/applications/${encodeURIComponent(name)}?${query}`, {});
+  }
+  function appPath(app, route, query) {
+    const base = `/apps/${encodeURIComponent(app.namespace)}/${encodeURIComponent(app.name)}/${route}`;
+    return query ? `${base}?${new URLSearchParams(query)}` : base;
+  }
+
+  // src/money.js
+  var DECIMAL = /^-?\d+(\.\d+)?$/;
+  function isAmount(value) {
+    return typeof value === "string" && DECIMAL.test(value);
+  }
+  function grouped(amount) {
+    const negative = amount.startsWith("-");
+    const [whole, fraction] = (negative ? amount.slice(1) : amount).split(".");
+    const withCommas = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return `${negative ? "-" : ""}${withCommas}${fraction === void 0 ? "" : `.${fraction}`}`;
+  }
+  function formatMoney(value, currency) {
+    const amount = value && typeof value === "object" ? value.amount : value;
+    if (!isAmount(amount)) return "—";
+    return `${grouped(amount)} ${currency || "(currency unknown)"}`;
+  }
+  function formatChange(value, currency) {
+    const amount = value && typeof value === "object" ? value.amount : value;
+    if (!isAmount(amount)) return "—";
+    return (amount.startsWith("-") ? "" : "+") + formatMoney(amount, currency);
+  }
+  function formatRatio(value) {
+    if (!isAmount(value)) return "—";
+    const percent = Number(value) * 100;
+    return Number.isFinite(percent) ? `${percent.toFixed(1)} %` : "—";
+  }
+  function microsOf(value) {
+    const micros = value && typeof value === "object" ? value.micros : value;
+    return typeof micros === "number" && Number.isFinite(micros) ? micros : 0;
+  }
+
+  // src/states.jsx
+  function useLoad(load, deps) {
+    const [state, setState] = React.useState({ status: "loading" });
+    React.useEffect(() => {
+      let live = true;
+      setState({ status: "loading" });
+      load().then(
+        (data) => live && setState({ status: "ok", data }),
+        (error) => live && setState({ status: "error", error })
+      );
+      return () => {
+        live = false;
+      };
+    }, deps);
+    return state;
+  }
+  function Loading({ what }) {
+    return /* @__PURE__ */ React.createElement("p", { className: "finops-loading", "data-testid": "loading" }, "Loading ", what, "…");
+  }
+  function Problem({ error, what, empty, testid }) {
+    const status = error && typeof error.status === "number" ? error.status : 0;
+    const detail = error && error.message ? error.message : String(error);
+    if (status === 404 && empty) {
+      return /* @__PURE__ */ React.createElement("p", { className: "finops-empty", "data-testid": `${testid}-empty` }, empty);
+    }
+    let text;
+    if (status === 401 || status === 403) {
+      text = `You are not allowed to see ${what} (HTTP ${status}): ${detail}`;
+    } else if (status === 503) {
+      text = `The cost service is unavailable right now (HTTP 503), so ${what} cannot be shown: ${detail}. Try again in a minute.`;
+    } else if (status === 0) {
+      text = `Could not load ${what}: ${detail}`;
+    } else {
+      text = `Could not load ${what} (HTTP ${status}): ${detail}`;
+    }
+    return /* @__PURE__ */ React.createElement("p", { className: "finops-error", role: "alert", "data-testid": `${testid}-error`, "data-status": status, style: styles.error }, text);
+  }
+  var styles = {
+    tab: { padding: "12px 16px", fontSize: "14px", lineHeight: 1.5, maxWidth: "900px" },
+    section: { marginBottom: "18px" },
+    figures: { display: "flex", flexWrap: "wrap", gap: "24px", margin: "8px 0" },
+    figure: { minWidth: "160px" },
+    figureLabel: { fontSize: "12px", color: "#6d7f8b", textTransform: "uppercase" },
+    figureValue: { fontSize: "20px", fontWeight: 600 },
+    badge: {
+      display: "inline-block",
+      padding: "1px 8px",
+      marginRight: "8px",
+      borderRadius: "10px",
+      fontSize: "12px",
+      background: "#dee6eb",
+      color: "#363c4a"
+    },
+    notice: { padding: "10px 12px", borderLeft: "4px solid #f4c030", background: "#fdf6e3" },
+    error: { padding: "10px 12px", borderLeft: "4px solid #e96d76", background: "#fcebec" },
+    table: { borderCollapse: "collapse", margin: "6px 0" },
+    cell: { padding: "3px 12px 3px 0", textAlign: "left", borderBottom: "1px solid #eef1f3" },
+    number: { padding: "3px 12px 3px 0", textAlign: "right", borderBottom: "1px solid #eef1f3", whiteSpace: "nowrap" },
+    muted: { color: "#6d7f8b" }
+  };
+
+  // src/Chart.jsx
+  var WIDTH = 640;
+  var HEIGHT = 150;
+  var TOP = 8;
+  function Chart({ days, currency }) {
+    if (!Array.isArray(days) || days.length === 0) {
+      return /* @__PURE__ */ React.createElement("p", { className: "finops-empty", "data-testid": "daily-empty" }, "No daily history yet.");
+    }
+    const most = Math.max(1, ...days.map((d) => Math.max(0, microsOf(d.cost))));
+    const peak = days.reduce((a, d) => microsOf(d.cost) > microsOf(a.cost) ? d : a, days[0]);
+    const slot = WIDTH / days.length;
+    const bar = Math.max(1, slot * 0.7);
+    return /* @__PURE__ */ React.createElement("figure", { style: { margin: 0 }, "data-testid": "daily-chart", "data-days": days.length }, /* @__PURE__ */ React.createElement(
+      "svg",
+      {
+        viewBox: `0 0 ${WIDTH} ${HEIGHT + TOP}`,
+        width: "100%",
+        style: { maxWidth: `${WIDTH}px`, display: "block" },
+        role: "img",
+        "aria-label": `Cost per day, ${days[0].day} to ${days[days.length - 1].day}`
+      },
+      /* @__PURE__ */ React.createElement("line", { x1: "0", y1: HEIGHT + TOP, x2: WIDTH, y2: HEIGHT + TOP, stroke: "#ccd6dd" }),
+      days.map((d, i) => {
+        const h = Math.max(0, microsOf(d.cost)) / most * HEIGHT;
+        const partial = d.final === false;
+        const note = !partial ? "" : i === days.length - 1 ? ` (today so far, ${d.hours} h)` : " (not recorded yet)";
+        return /* @__PURE__ */ React.createElement(
+          "rect",
+          {
+            key: d.day,
+            "data-testid": "daily-point",
+            "data-day": d.day,
+            "data-amount": d.cost && d.cost.amount,
+            "data-final": String(d.final !== false),
+            x: i * slot + (slot - bar) / 2,
+            y: TOP + HEIGHT - h,
+            width: bar,
+            height: Math.max(h, 0.5),
+            fill: partial ? "none" : "#0dadea",
+            stroke: "#0dadea"
+          },
+          /* @__PURE__ */ React.createElement("title", null, `${d.day}: ${formatMoney(d.cost, currency)}${note}`)
+        );
+      })
+    ), /* @__PURE__ */ React.createElement("figcaption", { style: styles.muted }, days[0].day, " to ", days[days.length - 1].day, ": one bar per day; highest ", formatMoney(peak.cost, currency), " on", " ", peak.day, days[days.length - 1].final === false ? "; hollow bars are not final (today, still counting, or a day not recorded yet)" : "", "."));
+  }
+
+  // src/AppTab.jsx
+  var LOCAL_SERVERS = ["", "https://kubernetes.default.svc"];
+  var LOCAL_NAMES = ["", "in-cluster"];
+  function isLocal(destination) {
+    const d = destination || {};
+    return LOCAL_SERVERS.includes(d.server || "") && LOCAL_NAMES.includes(d.name || "");
+  }
+  function identityOf(application) {
+    const meta = application && application.metadata || {};
+    const spec = application && application.spec || {};
+    return { namespace: meta.namespace || "argocd", name: meta.name || "", project: spec.project || "default" };
+  }
+  function formatHours(value) {
+    const hours = Number(value);
+    return Number.isFinite(hours) ? hours.toFixed(1) : "—";
+  }
+  var RESOURCES = [
+    ["cpu", "CPU"],
+    ["ram", "Memory"],
+    ["gpu", "GPU"],
+    ["pv", "Storage"],
+    ["network", "Network"],
+    ["lb", "Load balancers"]
+  ];
+  function Figure({ label, value, testid, note }) {
+    return /* @__PURE__ */ React.createElement("div", { style: styles.figure }, /* @__PURE__ */ React.createElement("div", { style: styles.figureLabel }, label), /* @__PURE__ */ React.createElement("div", { style: styles.figureValue, "data-testid": testid }, value), note ? /* @__PURE__ */ React.createElement("div", { style: styles.muted }, note) : null);
+  }
+  function ScopeLabel({ actual }) {
+    const text = actual.scope === "application" ? `Application scope: this application's own pods in namespace ${actual.destinationNamespace}.` : `Namespace scope: every pod in namespace ${actual.destinationNamespace}, which may include other applications' (this application's own pods could not be told apart).`;
+    return /* @__PURE__ */ React.createElement("p", { "data-testid": "scope-label", "data-scope": actual.scope }, /* @__PURE__ */ React.createElement("span", { style: styles.badge }, actual.scope === "application" ? "application scope" : "namespace scope"), text);
+  }
+  function Actual({ actual, currency }) {
+    const figures = actual.scope === "application" && actual.application ? actual.application : actual.namespace;
+    const breakdown = figures.breakdown || {};
+    const efficiency = figures.efficiency || {};
+    return /* @__PURE__ */ React.createElement("section", { style: styles.section, "data-testid": "actual" }, /* @__PURE__ */ React.createElement(ScopeLabel, { actual }), actual.measuredAtInstall ? /* @__PURE__ */ React.createElement("p", { "data-testid": "install-label" }, /* @__PURE__ */ React.createElement("span", { style: styles.badge }, "measured at install"), "This figure was taken when finops was installed, not after a sync; it is never the baseline of a change.") : null, /* @__PURE__ */ React.createElement("div", { style: styles.figures }, /* @__PURE__ */ React.createElement(Figure, { label: "Monthly projection", value: formatMoney(figures.monthly, currency), testid: "monthly" }), /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: "Last 24 h",
+        value: formatMoney(figures.cost, currency),
+        testid: "last-24h",
+        note: `measured over ${formatHours(actual.measuredHours)} h`
+      }
+    ), /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: "Workload idle (24 h)",
+        value: formatMoney(figures.workloadIdle, currency),
+        testid: "idle",
+        note: `${formatMoney(figures.workloadIdleMonthly, currency)} a month`
+      }
+    ), /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: "Efficiency",
+        value: formatRatio(efficiency.total),
+        testid: "efficiency",
+        note: `CPU ${formatRatio(efficiency.cpu)}, memory ${formatRatio(efficiency.ram)}`
+      }
+    )), /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "breakdown" }, /* @__PURE__ */ React.createElement("caption", { style: { ...styles.muted, textAlign: "left" } }, "Last 24 h by resource"), /* @__PURE__ */ React.createElement("tbody", null, RESOURCES.filter(([key]) => key in breakdown).map(([key, label]) => /* @__PURE__ */ React.createElement("tr", { key }, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, label), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": `breakdown-${key}` }, formatMoney(breakdown[key], currency)))))), /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "measured" }, "Measured ", actual.measuredOn === "install" ? "at install" : "after the sync", " of revision", " ", actual.revision ? actual.revision.slice(0, 12) : "(unknown)", " at ", actual.measuredAt, "."));
+  }
+  function Trend({ trend, currency }) {
+    if (!trend.change || !trend.previous) {
+      return /* @__PURE__ */ React.createElement("p", { "data-testid": "trend-none" }, "No earlier sync of the same scope to compare with yet (a measurement at install is never a baseline).");
+    }
+    const percent = trend.change.percent === null ? "" : ` (${trend.change.percent.startsWith("-") ? "" : "+"}${trend.change.percent} %)`;
+    return /* @__PURE__ */ React.createElement("p", { "data-testid": "trend" }, "Since the previous sync (revision ", trend.previous.revision ? trend.previous.revision.slice(0, 12) : "unknown", "):", " ", /* @__PURE__ */ React.createElement("strong", { "data-testid": "trend-change" }, formatChange(trend.change, currency)), percent, " a month, from ", formatMoney(trend.previous.monthly, currency), " to ", formatMoney(trend.latest.monthly, currency), ".");
+  }
+  function AppTab(props) {
+    const application = props.application || props.resource;
+    const app = identityOf(application);
+    const destination = application && application.spec && application.spec.destination || {};
+    const key = `${app.namespace}/${app.name}/${app.project}`;
+    const remote = !isLocal(destination);
+    const skip = () => Promise.resolve(null);
+    const actual = useLoad(() => remote ? skip() : costApi(appPath(app, "actual"), app), [key, remote]);
+    const trend = useLoad(() => remote ? skip() : costApi(appPath(app, "trend"), app), [key, remote]);
+    const daily = useLoad(() => remote ? skip() : costApi(appPath(app, "daily", { days: 30 }), app), [key, remote]);
+    if (remote) {
+      return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab" }, /* @__PURE__ */ React.createElement("p", { style: styles.notice, "data-testid": "remote-notice" }, app.namespace, "/", app.name, " deploys to another cluster (", destination.server || destination.name, "). finops measures only the cluster it runs in, so it has no cost for this application here; see the finops of that cluster."));
+    }
+    if (actual.status === "loading" || daily.status === "loading") {
+      return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab" }, /* @__PURE__ */ React.createElement(Loading, { what: "the application's cost" }));
+    }
+    const currency = daily.status === "ok" ? daily.data.currency : null;
+    return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab", "data-currency": currency || "" }, /* @__PURE__ */ React.createElement("h3", { style: { marginTop: 0 } }, "Cost of ", app.namespace, "/", app.name), actual.status === "ok" ? /* @__PURE__ */ React.createElement(Actual, { actual: actual.data, currency }) : /* @__PURE__ */ React.createElement(
+      Problem,
+      {
+        error: actual.error,
+        what: "this application's cost",
+        testid: "actual",
+        empty: `No cost record for ${app.namespace}/${app.name} yet: it is measured after its next successful sync (or by the install backfill).`
+      }
+    ), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Change since the previous sync"), trend.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "the trend" }) : null, trend.status === "ok" ? /* @__PURE__ */ React.createElement(Trend, { trend: trend.data, currency }) : null, trend.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: trend.error, what: "the trend", testid: "trend", empty: "No record yet, so no trend." }) : null), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Last 30 days"), daily.status === "ok" ? /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Chart, { days: daily.data.days, currency }), /* @__PURE__ */ React.createElement("p", { "data-testid": "daily-total" }, "Total ", daily.data.from, " to ", daily.data.to, ": ", formatMoney(daily.data.total, currency), daily.data.scope === "namespace" ? " (namespace scope)" : "")) : /* @__PURE__ */ React.createElement(Problem, { error: daily.error, what: "the daily history", testid: "daily", empty: "No daily history yet." })));
+  }
+
+  // src/ClusterView.jsx
+  function gateApp() {
+    const vars = typeof window !== "undefined" && window.FINOPS_VARS || {};
+    const [namespace, name] = String(vars.GATE_APP || "argocd:cost-gate").split(":");
+    return { namespace, name };
+  }
+  async function loadGate() {
+    const gate = gateApp();
+    const found = await argoApplication(gate.namespace, gate.name);
+    return { ...gate, project: found && found.spec && found.spec.project || "default" };
+  }
+  function Namespaces({ data, currency }) {
+    const rows = data.namespaces || [];
+    if (rows.length === 0) return /* @__PURE__ */ React.createElement("p", { "data-testid": "namespaces-empty" }, "No namespace cost in the last ", data.days, " days.");
+    return /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "namespaces" }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Namespace"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Owner"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Cost centre"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Cost, ", data.days, " days"))), /* @__PURE__ */ React.createElement("tbody", null, rows.map((r) => /* @__PURE__ */ React.createElement("tr", { key: r.namespace, "data-testid": "namespace-row", "data-namespace": r.namespace }, /* @__PURE__ */ React.createElement("td", { style: styles.cell }, r.namespace), /* @__PURE__ */ React.createElement("td", { style: styles.cell }, r.owner || /* @__PURE__ */ React.createElement("em", { style: styles.muted }, "unlabelled")), /* @__PURE__ */ React.createElement("td", { style: styles.cell }, r.costCenter || "—"), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "namespace-cost" }, formatMoney(r.cost, currency))))));
+  }
+  function Unlabelled({ data, currency }) {
+    const rows = (data.namespaces || []).filter((r) => !r.owner);
+    if (rows.length === 0) return /* @__PURE__ */ React.createElement("p", { "data-testid": "unlabelled-none" }, "Every namespace has an owner label.");
+    return /* @__PURE__ */ React.createElement("ul", { "data-testid": "unlabelled" }, rows.map((r) => /* @__PURE__ */ React.createElement("li", { key: r.namespace, "data-testid": "unlabelled-row" }, r.namespace, ": ", formatMoney(r.cost, currency))));
+  }
+  function policyText(policy) {
+    if (!policy) return "";
+    const idle = policy.idle === "separate" ? `idle capacity is its own line, owned by ${policy.idle_owner} (option B)` : "idle capacity is spread over the owners in proportion to their cost (option A)";
+    const shared = policy.shared || {};
+    const sharedNs = (shared.namespaces || []).join(", ") || "none";
+    const split = shared.split === "even" ? "evenly over the lines" : "in proportion to each line's allocated cost";
+    return `Policy: ${idle}; shared costs (namespaces: ${sharedNs}; fixed costs: ${(shared.fixed || []).length}) are split ${split}.`;
+  }
+  function Chargeback({ data }) {
+    const currency = data.currency;
+    return /* @__PURE__ */ React.createElement("div", { "data-testid": "chargeback", "data-currency": currency }, /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "chargeback-policy" }, data.period && data.period.start ? `${String(data.period.start).slice(0, 10)} to ${String(data.period.end).slice(0, 10)} (excluded), ${data.currency}. ` : "", policyText(data.policy)), /* @__PURE__ */ React.createElement("table", { style: styles.table }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Owner"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Allocated"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Idle"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Shared"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Total"))), /* @__PURE__ */ React.createElement("tbody", null, (data.lines || []).map((line) => /* @__PURE__ */ React.createElement("tr", { key: line.owner, "data-testid": "chargeback-line", "data-owner": line.owner }, /* @__PURE__ */ React.createElement("td", { style: styles.cell }, line.owner), /* @__PURE__ */ React.createElement("td", { style: styles.number }, formatMoney(line.allocated, currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number }, formatMoney(line.idle, currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number }, formatMoney(line.shared, currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "chargeback-total" }, formatMoney(line.total, currency))))), /* @__PURE__ */ React.createElement("tfoot", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Total"), /* @__PURE__ */ React.createElement("td", { colSpan: 3 }), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "chargeback-sum" }, formatMoney(data.total, currency))))));
+  }
+  function IdleRanking({ data, currency }) {
+    const rows = data.applications || [];
+    if (rows.length === 0) return /* @__PURE__ */ React.createElement("p", { "data-testid": "idle-ranking-empty" }, "No application-scope record yet to rank.");
+    return /* @__PURE__ */ React.createElement("ol", { "data-testid": "idle-ranking" }, rows.map((r) => /* @__PURE__ */ React.createElement("li", { key: `${r.app.namespace}/${r.app.name}`, "data-testid": "idle-row" }, r.app.namespace, "/", r.app.name, " (", r.destinationNamespace, "): ", formatMoney(r.workloadIdleMonthly, currency), " idle a month of ", formatMoney(r.monthly, currency))));
+  }
+  function Section({ title, state, what, testid, empty, children }) {
+    return /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, title), state.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what }) : null, state.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: state.error, what, testid, empty }) : null, state.status === "ok" ? children(state.data) : null);
+  }
+  function Reports({ gate }) {
+    const key = `${gate.namespace}/${gate.name}/${gate.project}`;
+    const namespaces = useLoad(() => costApi("/namespaces?days=30", gate), [key]);
+    const chargeback = useLoad(() => costApi("/chargeback", gate), [key]);
+    const ranking = useLoad(() => costApi("/idle-ranking?limit=10", gate), [key]);
+    const currency = chargeback.status === "ok" ? chargeback.data.currency : null;
+    return /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Section, { title: "Namespaces, last 30 days", state: namespaces, what: "the namespaces", testid: "namespaces" }, (data) => /* @__PURE__ */ React.createElement(Namespaces, { data, currency })), /* @__PURE__ */ React.createElement(
+      Section,
+      {
+        title: "This month's chargeback",
+        state: chargeback,
+        what: "the chargeback",
+        testid: "chargeback",
+        empty: "No chargeback: the cost API has no policy (POLICY_PATH) or no data for this month."
+      },
+      (data) => /* @__PURE__ */ React.createElement(Chargeback, { data })
+    ), /* @__PURE__ */ React.createElement(Section, { title: "Idle spend ranking", state: ranking, what: "the idle ranking", testid: "idle-ranking" }, (data) => /* @__PURE__ */ React.createElement(IdleRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Unlabelled namespaces", state: namespaces, what: "the namespaces", testid: "unlabelled" }, (data) => /* @__PURE__ */ React.createElement(Unlabelled, { data, currency })));
+  }
+  function ClusterView() {
+    const gate = useLoad(loadGate, []);
+    const named = gateApp();
+    return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-cluster-view" }, /* @__PURE__ */ React.createElement("h3", { style: { marginTop: 0 } }, "Cluster costs"), gate.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "your access" }) : null, gate.status === "error" ? [401, 403, 404].includes(gate.error.status) ? /* @__PURE__ */ React.createElement("p", { style: styles.error, role: "alert", "data-testid": "forbidden" }, "Cluster-wide costs are shown only to those who may read the application ", named.namespace, "/", named.name, ", and you may not (HTTP ", gate.error.status, "). Ask an Argo CD administrator for read access to it.") : /* @__PURE__ */ React.createElement(Problem, { error: gate.error, what: "your access to the cluster view", testid: "gate" }) : null, gate.status === "ok" ? /* @__PURE__ */ React.createElement(Reports, { gate: gate.data }) : null);
+  }
+
+  // src/index.jsx
+  ((window2) => {
+    const api = window2.extensionsAPI;
+    if (!api || typeof api.registerResourceExtension !== "function") {
+      console.warn("finops: window.extensionsAPI is missing; the extension is not registered");
+      return;
+    }
+    api.registerResourceExtension(AppTab, "argoproj.io", "Application", "Cost", { icon: "fa-coins" });
+    if (typeof api.registerAppViewExtension === "function") {
+      api.registerAppViewExtension(AppTab, "Cost", "fa-coins");
+    }
+    if (typeof api.registerSystemLevelExtension === "function") {
+      api.registerSystemLevelExtension(ClusterView, "Costs", "/finops", "fa-coins");
+    }
+  })(window);
+})();
