@@ -1,0 +1,73 @@
+"""``GET /metrics``: cost and health for Prometheus, served by ``cost_api`` beside the proxy routes.
+
+This route never trusts Argo CD's proxy headers: it is answered before them, and only for
+``Authorization: Bearer $METRICS_TOKEN`` (compared in constant time). Argo CD's proxy strips
+``Authorization`` from what it forwards, so a request through the UI extension (or one forging the
+proxy's headers) cannot read it. Without ``METRICS_TOKEN`` the route is 404, naming the variable.
+
+Each scrape builds a fresh ``CollectorRegistry`` around one collector holding what the queries
+returned (``metric_families``): nothing is kept between scrapes, so no replica holds state of its
+own. The queries run first; a database error is a 503 (Prometheus's ``up`` is 0), never a partial
+page.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+
+import flask
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from finops.allocations import DEFAULT_AGGREGATION
+from finops.errors import NotFound
+from functions.cost_api.app_metrics import application_families
+from functions.cost_api.metric_families import cost_families, health_families, last_complete_hour
+from functions.edge import current_secret, database_from, require_bearer
+from infra.settings import CostApiSettings
+
+PATH = "/metrics"
+
+
+class _Families(Collector):
+    """The families of one scrape, already read."""
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self.families = list(families)
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+
+def authorise(request: flask.Request, s: CostApiSettings) -> None:
+    """404 when ``METRICS_TOKEN`` is not configured; 401 without the right bearer token."""
+    token = current_secret(s, "METRICS_TOKEN")
+    if not token:
+        raise NotFound("metrics are not enabled: set METRICS_TOKEN (the bearer token Prometheus sends)")
+    require_bearer(request, token)
+
+
+def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
+    """The exposition for an authorised scrape (Prometheus's text format)."""
+    authorise(request, s)
+    started = time.monotonic()
+    db, cluster = database_from(s), s.CLUSTER_ID
+    hour = last_complete_hour(db, cluster, DEFAULT_AGGREGATION)
+    families: list[Metric] = [
+        *cost_families(db, cluster, DEFAULT_AGGREGATION, hour),
+        *application_families(db, cluster, DEFAULT_AGGREGATION, hour),
+        *health_families(db, cluster, DEFAULT_AGGREGATION),
+    ]
+    duration = GaugeMetricFamily(
+        "finops_metrics_scrape_duration_seconds",
+        "How long this scrape's queries took (present whenever the exporter answers for the cluster)",
+        labels=["cluster"],
+    )
+    duration.add_metric([cluster], time.monotonic() - started)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families([*families, duration]))
+    response = flask.Response(generate_latest(registry), status=200, content_type=CONTENT_TYPE_LATEST)
+    response.headers["Cache-Control"] = "no-store"
+    return response
