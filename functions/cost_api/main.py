@@ -7,19 +7,26 @@ the proxy injects (``PROXY_TOKEN``); every ``/apps/{namespace}/{name}/...`` rout
 header to name that same application, and data is looked up by the header's identity, never the
 path's; cluster-wide routes require it to name the gate application (``CLUSTER_SCOPE_APP``).
 Anything else is 403 with no data. ``GET /api/v1/openapi.json`` documents every route.
+``GET /metrics`` (``functions/cost_api/metrics.py``) is for Prometheus, not the UI: it is answered
+before any of this, for ``METRICS_TOKEN``'s bearer only, and never reads the proxy's headers.
+So is CI's ``POST /api/v1/apps/{namespace}/{name}/cloud-estimate`` (``estimates.py``), for
+``CI_TOKEN``'s bearer only. ``/api/v1/data-quality`` and ``/api/v1/config`` (``status_views.py``)
+need the header to name an application, any one.
 """
 
 from __future__ import annotations
 
 import hmac
+from datetime import UTC, datetime
 from typing import Any
 
 import flask
 import functions_framework
 
 from finops.errors import NotFound, PermanentError
-from functions.cost_api import cluster_views, routes, views
+from functions.cost_api import anomalies, cluster_views, daily_views, estimates, metrics, routes, status_views, views
 from functions.edge import current_secret, database_from, edge, respond, settings_for
+from functions.insights import views as insights
 from functions.runs import Run
 from infra.postgres import Database
 from infra.settings import CostApiSettings
@@ -50,14 +57,25 @@ def _app_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, 
     )
     if not records:
         raise NotFound(f"no cost record for application {identity[0]}/{identity[1]} yet")
-    return views.actual(records[0]) if view == "actual" else views.trend(records)
+    if view == "actual":  # with the CI-pushed cloud estimates and their age
+        return {
+            **views.actual(records[0]),
+            "cloudEstimates": estimates.summaries(db, s.CLUSTER_ID, identity),
+            "anomaly": anomalies.of_application(db, s.CLUSTER_ID, identity, now=datetime.now(UTC)),  # read time
+        }
+    return views.trend(records)
 
 
 @functions_framework.http
 @edge(FUNCTION, settings, recorded=False)  # reads: errors mapped (409 with coverage), no run records
 def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Response:
+    if request.method == "POST" and (pushed := routes.match(request.path, "post")) is not None:
+        # CI's cloud estimate: CI_TOKEN's bearer only; the proxy's headers are never read
+        return estimates.push(request, s, pushed[1]["appNamespace"], pushed[1]["appName"])
     if request.method != "GET":
         raise PermanentError(f"{request.method} is not allowed; the API is read-only")
+    if request.path.rstrip("/") == metrics.PATH:  # its own bearer token; the proxy's headers are never read
+        return metrics.scrape(request, s)
     if request.path.rstrip("/") == "/api/v1/openapi.json":
         return respond(200, routes.openapi())
     found = routes.match(request.path)
@@ -68,10 +86,19 @@ def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Res
     if route.scope == "app":
         if identity != (params["appNamespace"], params["appName"]):
             raise Forbidden("Argocd-Application-Name does not name the application in the path")
+        if route.view in insights.APP_VIEWS:  # rightsizing, orphaned pods: they ask the Kubernetes API
+            return respond(200, insights.APP_VIEWS[route.view](database_from(s), s, request.args, identity))
+        if route.view == "daily":
+            return respond(200, daily_views.daily(database_from(s), s, identity, request.args, now=datetime.now(UTC)))
+        if route.view == "cloud_estimate":
+            return respond(200, estimates.listing(database_from(s), s.CLUSTER_ID, identity))
         return respond(200, _app_view(database_from(s), s, route.view, identity))
+    if route.scope == "any":  # any application's header: how the data stands, no application's figures
+        return respond(200, status_views.VIEWS[route.view](s, request.args))
     if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
         raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
-    view = getattr(cluster_views, route.view)
+    view = insights.CLUSTER_VIEWS.get(route.view) or anomalies.CLUSTER_VIEWS.get(route.view)
+    view = view or getattr(cluster_views, route.view)
     return respond(200, view(database_from(s), s, request.args, **params))
 
 

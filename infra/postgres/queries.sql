@@ -17,10 +17,10 @@ LIMIT %(limit)s;
 -- name: upsert_pricebook
 INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode,
                         cpu_hour, spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour,
-                        network_gib)
+                        network_gib, lb_hour)
 VALUES (%(cluster)s, %(namespace)s, %(name)s, %(uid)s, %(fingerprint)s, %(currency)s, %(valuation_mode)s,
         %(cpuHour)s, %(spotCPUHour)s, %(ramGbHour)s, %(spotRAMGbHour)s, %(pvGbHour)s, %(gpuHour)s,
-        %(networkGiB)s)
+        %(networkGiB)s, %(lbHour)s)
 ON CONFLICT (cluster, namespace, name, fingerprint) DO UPDATE SET uid = EXCLUDED.uid
 RETURNING id;
 
@@ -72,19 +72,19 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
 
 -- name: record_allocation_hour
 INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, pricebook_id, currency, run_id, reason,
-                              empty_since)
+                              empty_since, source)
 VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(state)s, %(row_count)s, %(pricebook_id)s, %(currency)s, %(run_id)s,
-        %(reason)s, %(empty_since)s)
+        %(reason)s, %(empty_since)s, %(source)s)
 ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
     state = EXCLUDED.state, row_count = EXCLUDED.row_count, pricebook_id = EXCLUDED.pricebook_id,
     currency = EXCLUDED.currency, run_id = EXCLUDED.run_id, reason = EXCLUDED.reason,
-    empty_since = EXCLUDED.empty_since, collected_at = now();
+    empty_since = EXCLUDED.empty_since, source = EXCLUDED.source, collected_at = now();
 
 -- name: record_empty_hour
 -- OpenCost answered the hour with no allocations: its rows (if any) are kept, it stays open (or
 -- is given up) with the reason, and the first empty answer is remembered.
-INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, run_id, reason, empty_since)
-VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(state)s, 0, %(run_id)s, %(reason)s, %(empty_since)s)
+INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, run_id, reason, empty_since, source)
+VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(state)s, 0, %(run_id)s, %(reason)s, %(empty_since)s, %(source)s)
 ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
     state = EXCLUDED.state, run_id = EXCLUDED.run_id, reason = EXCLUDED.reason,
     empty_since = coalesce(allocation_hours.empty_since, EXCLUDED.empty_since), collected_at = now();
@@ -333,6 +333,28 @@ SELECT * FROM (
 WHERE scope = 'application'
 ORDER BY (share ->> 'idle_monthly_micros')::bigint DESC, app_namespace, app_name
 LIMIT %(limit)s;
+
+-- name: rightsizing_rows
+-- The stored rows of a VPA target's containers over [start, end): its current pods by name, and
+-- its earlier ones by the controller OpenCost reported (functions/insights/rightsizing.py).
+SELECT container, hour, minutes, currency,
+       cpu_core_request_avg, cpu_core_usage_avg, cpu_core_hours, cpu_cost_micros,
+       ram_byte_request_avg, ram_byte_usage_avg, ram_byte_hours, ram_cost_micros
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+  AND namespace = %(namespace)s AND entry_kind = 'workload' AND container = ANY(%(containers)s)
+  AND (pod = ANY(%(pods)s) OR (lower(controller_kind) = %(controller_kind)s AND controller = %(controller)s))
+ORDER BY container, hour, pod;
+
+-- name: pod_costs
+-- Cost of the named pods of the named namespaces over [start, end) (orphaned pods); the caller
+-- keeps the (namespace, pod) pairs it asked for.
+SELECT namespace, pod, coalesce(sum(total_cost_micros), 0)::bigint AS cost_micros,
+       count(DISTINCT hour) AS hours, min(currency) AS currency
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+  AND entry_kind = 'workload' AND namespace = ANY(%(namespaces)s) AND pod = ANY(%(pods)s)
+GROUP BY namespace, pod;
 
 -- name: lock_cloud_source
 -- Cloud cost imports: one import of a source at a time (its rows are replaced whole).
@@ -590,3 +612,448 @@ DELETE FROM sync_events WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM cost_actuals a WHERE a.sync_event_id = e.id)
     LIMIT %(limit)s
 );
+
+-- ==== Metrics (cost_api's GET /metrics): read-only, the same answer from every replica ====
+
+-- name: metrics_cost_hour
+-- The last complete hour: the newest hour that is over and stored in full, with rows: final, or
+-- open but fetched after it ended (the pinned hour's rows hold only the minutes before its run).
+SELECT max(hour) AS hour FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND row_count > 0
+  AND hour + interval '1 hour' <= now()
+  AND (state = 'final' OR (state = 'open' AND collected_at >= hour + interval '1 hour'));
+
+-- name: metrics_namespace_costs
+-- One hour's cost per namespace, owner, cost centre and currency as stamped on the rows, with the
+-- workload idle of its pods (finops.measurement: cost x (request - usage) / request for CPU and
+-- RAM, 0 at or above the request or when not measured; fractional micros). The cluster's idle
+-- row comes back with ``idle`` true (namespace '').
+SELECT namespace, entry_kind = 'idle' AS idle, nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
+       coalesce(currency, '') AS currency,
+       coalesce(sum(total_cost_micros), 0)::bigint AS cost_micros,
+       coalesce(sum(
+           CASE WHEN cpu_core_request_avg > 0 AND cpu_core_usage_avg < cpu_core_request_avg
+                THEN coalesce(cpu_cost_micros, 0) * (cpu_core_request_avg - greatest(cpu_core_usage_avg, 0))
+                     / cpu_core_request_avg
+                ELSE 0 END
+         + CASE WHEN ram_byte_request_avg > 0 AND ram_byte_usage_avg < ram_byte_request_avg
+                THEN coalesce(ram_cost_micros, 0) * (ram_byte_request_avg - greatest(ram_byte_usage_avg, 0))
+                     / ram_byte_request_avg
+                ELSE 0 END), 0) AS workload_idle_micros
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
+GROUP BY namespace, entry_kind = 'idle', nullif(team, ''), nullif(cost_center, ''), coalesce(currency, '')
+ORDER BY namespace, idle;
+
+-- name: metrics_owner_month_to_date
+-- The current UTC month's cost per owner, cost centre and currency, idle excluded, from the daily
+-- rollups (what reports read; today's hours so far included).
+SELECT nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center, coalesce(currency, '') AS currency,
+       sum(total_cost_micros)::bigint AS cost_micros
+FROM allocation_daily
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND entry_kind <> 'idle'
+  AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date
+GROUP BY nullif(team, ''), nullif(cost_center, ''), coalesce(currency, '');
+
+-- name: metrics_job_runs
+-- Runs kept in job_runs (JOB_RUNS_RETENTION_DAYS) per function and outcome, with the newest.
+SELECT function, outcome, count(*) AS runs, max(finished_at) AS last_finished
+FROM job_runs WHERE cluster = %(cluster)s
+GROUP BY function, outcome ORDER BY function, outcome;
+
+-- name: metrics_ledger
+-- The hour ledger's hours per state, with the newest hour of each.
+SELECT state, count(*) AS hours, max(hour) AS newest
+FROM allocation_hours WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
+GROUP BY state ORDER BY state;
+
+-- name: metrics_sync_events
+-- Accepted syncs not measured yet, per status, with the oldest's arrival.
+SELECT status, count(*) AS events, min(received_at) AS oldest
+FROM sync_events WHERE cluster = %(cluster)s AND status IN ('pending', 'measuring')
+GROUP BY status ORDER BY status;
+
+-- name: metrics_subscriptions
+-- Activated Subscriptions (latest mirrored version, still in the index, not deactivated), how
+-- many have final charges, and the oldest hour through which every source of each is final.
+WITH latest AS (
+    SELECT DISTINCT ON (v.uid) v.uid, v.activated_at, v.deactivated_at
+    FROM subscription_versions v
+    JOIN subscription_index i ON i.cluster = v.cluster AND i.uid = v.uid
+    WHERE v.cluster = %(cluster)s
+    ORDER BY v.uid, v.id DESC
+), active AS (
+    SELECT uid FROM latest WHERE activated_at IS NOT NULL AND deactivated_at IS NULL
+), priced AS (
+    SELECT a.uid, min(w.hour) AS through
+    FROM active a JOIN subscription_charge_watermarks w ON w.cluster = %(cluster)s AND w.subscription_uid = a.uid
+    GROUP BY a.uid
+)
+SELECT (SELECT count(*) FROM active) AS active, (SELECT count(*) FROM priced) AS priced,
+       (SELECT min(through) FROM priced) AS oldest_through;
+
+-- ==== Daily cost history per application (migration 013; functions/app_history) ====
+
+-- name: app_scopes
+-- Each application's scope from its latest record (finops_app_scopes): kind, destination
+-- namespace, selector (controllers, pods) and fingerprint; one application when both names are given.
+SELECT * FROM finops_app_scopes(%(cluster)s)
+WHERE (%(app_namespace)s::text IS NULL OR app_namespace = %(app_namespace)s)
+  AND (%(app_name)s::text IS NULL OR app_name = %(app_name)s)
+ORDER BY app_namespace, app_name;
+
+-- name: app_hourly_costs
+-- Each application's own cost per hour over [start, end), in its latest record's scope.
+SELECT app_namespace, app_name, scope, hour, sum(total_cost_micros)::bigint AS micros, max(currency) AS currency,
+       bool_and(is_finalized) AS final
+FROM finops_app_allocations(%(cluster)s, %(aggregation)s, %(start)s, %(end)s)
+GROUP BY app_namespace, app_name, scope, hour
+ORDER BY app_namespace, app_name, hour;
+
+-- name: lock_app_daily
+-- The recorder of one cluster, one batch at a time (two recorders at once serialise, the second
+-- finding the days written).
+SELECT pg_advisory_xact_lock(hashtext('app_daily_costs'), hashtext(%(cluster)s));
+
+-- name: upsert_app_daily_scopes
+-- Every application's current scope; a changed scope (or aggregation) starts over: first_day is
+-- found again. Returns the applications whose scope is new or changed.
+INSERT INTO app_daily_scopes AS k (cluster, app_namespace, app_name, destination_namespace, scope, controllers,
+                                   pods, fingerprint, aggregation, first_day)
+SELECT s.cluster, s.app_namespace, s.app_name, s.destination_namespace, s.scope, s.controllers, s.pods,
+       s.fingerprint, %(aggregation)s, NULL
+FROM finops_app_scopes(%(cluster)s) s
+ON CONFLICT (cluster, app_namespace, app_name) DO UPDATE SET
+    destination_namespace = EXCLUDED.destination_namespace, scope = EXCLUDED.scope,
+    controllers = EXCLUDED.controllers, pods = EXCLUDED.pods, fingerprint = EXCLUDED.fingerprint,
+    aggregation = EXCLUDED.aggregation, first_day = NULL, searched_from = NULL, updated_at = now()
+WHERE k.fingerprint <> EXCLUDED.fingerprint OR k.aggregation <> EXCLUDED.aggregation
+RETURNING k.app_namespace, k.app_name, (xmax = 0) AS new;
+
+-- name: delete_vanished_app_daily_scopes
+-- Applications without any record any more (pruned): no scope, so no series.
+DELETE FROM app_daily_scopes k
+WHERE k.cluster = %(cluster)s
+  AND NOT EXISTS (SELECT 1 FROM cost_actuals a
+                  WHERE a.cluster = k.cluster AND a.app_namespace = k.app_namespace AND a.app_name = k.app_name);
+
+-- name: delete_app_days_out_of_scope
+-- Days stored in another scope than the application's current one (or of an application gone):
+-- a series is never mixed, it is rebuilt.
+DELETE FROM app_daily_costs d
+WHERE d.cluster = %(cluster)s
+  AND NOT EXISTS (SELECT 1 FROM app_daily_scopes k
+                  WHERE k.cluster = d.cluster AND k.app_namespace = d.app_namespace AND k.app_name = d.app_name
+                    AND k.fingerprint = d.scope_fingerprint AND k.aggregation = d.aggregation);
+
+-- name: set_app_first_days
+-- Where a series starts: the first day within the history window its destination namespace had
+-- cost (from the daily rollups). Searched for a new (or rebuilt) series, and again when the ledger
+-- now reaches further back than the last search (a history load), never otherwise.
+WITH search AS (
+    SELECT app_namespace, app_name, destination_namespace FROM app_daily_scopes
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
+      AND (first_day IS NULL OR searched_from IS NULL OR searched_from > %(ledger_day)s)
+),
+found AS (
+    SELECT namespace, min(day) AS first_day FROM allocation_daily
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(cutoff)s AND entry_kind <> 'idle'
+      AND namespace IN (SELECT destination_namespace FROM search)
+    GROUP BY namespace
+)
+UPDATE app_daily_scopes k
+SET first_day = CASE WHEN k.first_day IS NULL OR f.first_day < k.first_day THEN f.first_day ELSE k.first_day END,
+    searched_from = %(ledger_day)s
+FROM search s LEFT JOIN found f ON f.namespace = s.destination_namespace
+WHERE k.cluster = %(cluster)s AND k.app_namespace = s.app_namespace AND k.app_name = s.app_name;
+
+-- name: delete_expired_app_days
+DELETE FROM app_daily_costs WHERE cluster = %(cluster)s AND day < %(cutoff)s;
+
+-- name: app_days_to_record
+-- UTC days in [cutoff, today) that are over and whose 24 hours are all final in the ledger, which
+-- some application (from its first day on) has not recorded yet; newest first.
+WITH complete AS (
+    SELECT (hour AT TIME ZONE 'UTC')::date AS day FROM allocation_hours
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND state = 'final'
+      AND hour >= %(cutoff)s::timestamp AT TIME ZONE 'UTC' AND hour < %(today)s::timestamp AT TIME ZONE 'UTC'
+    GROUP BY 1
+    HAVING count(*) = 24
+)
+SELECT c.day FROM complete c
+WHERE EXISTS (SELECT 1 FROM app_daily_scopes k
+              WHERE k.cluster = %(cluster)s AND k.aggregation = %(aggregation)s AND k.first_day <= c.day
+                AND NOT EXISTS (SELECT 1 FROM app_daily_costs d
+                                WHERE d.cluster = k.cluster AND d.app_namespace = k.app_namespace
+                                  AND d.app_name = k.app_name AND d.day = c.day))
+ORDER BY c.day DESC
+LIMIT %(limit)s;
+
+-- name: record_app_days
+-- One batch of days for every application at once: the sum of its own rows per day (a day with
+-- none is recorded as 0 from its first day on). Workload idle is cost x (request - usage) /
+-- request per row and resource, rounded half-even once per day. A day already recorded is kept
+-- (its hours are final: recomputing gives the same row).
+WITH days AS (SELECT unnest(%(days)s::date[]) AS day),
+-- The batch's rows, read once (one range scan), per pod and hour, before they meet the scopes.
+hourly AS MATERIALIZED (
+    SELECT pa.namespace, pa.entry_kind, pa.controller_kind, pa.controller, pa.pod, pa.hour,
+           sum(pa.cpu_cost_micros) AS cpu, sum(pa.gpu_cost_micros) AS gpu, sum(pa.ram_cost_micros) AS ram,
+           sum(pa.pv_cost_micros) AS pv, sum(pa.network_cost_micros) AS network, sum(pa.lb_cost_micros) AS lb,
+           sum(pa.shared_cost_micros) AS shared, sum(pa.external_cost_micros) AS external,
+           sum(pa.total_cost_micros) AS total,
+           sum(coalesce(pa.cpu_cost_micros, 0) * CASE
+                   WHEN pa.cpu_core_request_avg > 0 AND pa.cpu_core_usage_avg < pa.cpu_core_request_avg
+                   THEN (pa.cpu_core_request_avg - greatest(pa.cpu_core_usage_avg, 0)) / pa.cpu_core_request_avg
+                   ELSE 0 END
+             + coalesce(pa.ram_cost_micros, 0) * CASE
+                   WHEN pa.ram_byte_request_avg > 0 AND pa.ram_byte_usage_avg < pa.ram_byte_request_avg
+                   THEN (pa.ram_byte_request_avg - greatest(pa.ram_byte_usage_avg, 0)) / pa.ram_byte_request_avg
+                   ELSE 0 END) AS idle,
+           max(pa.currency) AS currency
+    FROM provider_allocations pa
+    WHERE pa.cluster = %(cluster)s AND pa.aggregation = %(aggregation)s
+      AND pa.hour >= %(start)s AND pa.hour < %(end)s
+      AND (pa.hour AT TIME ZONE 'UTC')::date IN (SELECT day FROM days)
+      AND pa.namespace IN (SELECT destination_namespace FROM app_daily_scopes
+                           WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND first_day IS NOT NULL)
+    GROUP BY pa.namespace, pa.entry_kind, pa.controller_kind, pa.controller, pa.pod, pa.hour
+),
+costs AS (
+    SELECT k.app_namespace, k.app_name, (h.hour AT TIME ZONE 'UTC')::date AS day,
+           count(DISTINCT h.hour)::integer AS hours,
+           coalesce(sum(h.cpu), 0)::bigint AS cpu, coalesce(sum(h.gpu), 0)::bigint AS gpu,
+           coalesce(sum(h.ram), 0)::bigint AS ram, coalesce(sum(h.pv), 0)::bigint AS pv,
+           coalesce(sum(h.network), 0)::bigint AS network, coalesce(sum(h.lb), 0)::bigint AS lb,
+           coalesce(sum(h.shared), 0)::bigint AS shared, coalesce(sum(h.external), 0)::bigint AS external,
+           coalesce(sum(h.total), 0)::bigint AS total, coalesce(sum(h.idle), 0) AS idle, max(h.currency) AS currency
+    FROM app_daily_scopes k
+    JOIN hourly h ON h.namespace = k.destination_namespace
+    WHERE k.cluster = %(cluster)s AND k.aggregation = %(aggregation)s AND k.first_day IS NOT NULL
+      AND finops_in_app_scope(k.scope, k.controllers, k.pods, h.entry_kind, h.controller_kind, h.controller, h.pod)
+    GROUP BY 1, 2, 3
+)
+INSERT INTO app_daily_costs (cluster, app_namespace, app_name, day, scope, scope_fingerprint, aggregation, hours,
+                             cpu_cost_micros, gpu_cost_micros, ram_cost_micros, pv_cost_micros, network_cost_micros,
+                             lb_cost_micros, shared_cost_micros, external_cost_micros, total_cost_micros, idle_micros,
+                             currency)
+SELECT k.cluster, k.app_namespace, k.app_name, days.day, k.scope, k.fingerprint, k.aggregation,
+       coalesce(c.hours, 0), coalesce(c.cpu, 0), coalesce(c.gpu, 0), coalesce(c.ram, 0), coalesce(c.pv, 0),
+       coalesce(c.network, 0), coalesce(c.lb, 0), coalesce(c.shared, 0), coalesce(c.external, 0),
+       coalesce(c.total, 0),
+       coalesce(CASE WHEN c.idle - floor(c.idle) = 0.5 THEN floor(c.idle) + mod(floor(c.idle), 2)
+                     ELSE round(c.idle) END, 0)::bigint,
+       c.currency
+FROM app_daily_scopes k
+CROSS JOIN days
+LEFT JOIN costs c ON c.app_namespace = k.app_namespace AND c.app_name = k.app_name AND c.day = days.day
+WHERE k.cluster = %(cluster)s AND k.aggregation = %(aggregation)s AND k.first_day <= days.day
+ON CONFLICT (cluster, app_namespace, app_name, day) DO NOTHING;
+
+-- name: app_daily_series
+-- One application's stored days of [start, end) in the given scope (fingerprint), with where its
+-- series starts when that scope is the one recorded.
+SELECT d.day, d.hours, d.total_cost_micros, d.currency
+FROM app_daily_costs d
+WHERE d.cluster = %(cluster)s AND d.app_namespace = %(app_namespace)s AND d.app_name = %(app_name)s
+  AND d.day >= %(start)s AND d.day < %(end)s AND d.scope_fingerprint = %(fingerprint)s
+ORDER BY d.day;
+
+-- name: app_daily_scope
+SELECT fingerprint, aggregation, first_day FROM app_daily_scopes
+WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s;
+
+-- name: app_scope_cost
+-- One scope's cost over [start, end) from the hourly rows (open or final): today's partial day.
+SELECT count(DISTINCT pa.hour)::integer AS hours, coalesce(sum(pa.total_cost_micros), 0)::bigint AS micros,
+       max(pa.currency) AS currency
+FROM provider_allocations pa
+WHERE pa.cluster = %(cluster)s AND pa.aggregation = %(aggregation)s AND pa.namespace = %(namespace)s
+  AND pa.hour >= %(start)s AND pa.hour < %(end)s
+  AND finops_in_app_scope(%(scope)s, %(controllers)s::text[], %(pods)s::text[], pa.entry_kind,
+                          pa.controller_kind, pa.controller, pa.pod);
+
+-- ==== Cloud estimates pushed by CI (cost_api; migration 014) ====
+
+-- name: lock_cloud_estimate
+-- One push of an estimate key at a time (its rows are replaced whole).
+SELECT pg_advisory_xact_lock(hashtext('cloud_estimates'),
+                             hashtext(%(cluster)s || '/' || %(app_namespace)s || '/' || %(app_name)s || '/' || %(source)s));
+
+-- name: upsert_cloud_estimate
+-- The key's estimate, replaced; ``changed_at`` moves only when the content (digest) differs.
+INSERT INTO cloud_estimates AS e (cluster, app_namespace, app_name, source, currency, tool_version, generated_at,
+                                  monthly, stated_monthly, projects, resource_count, unpriced_count, digest,
+                                  received_at, changed_at)
+VALUES (%(cluster)s, %(app_namespace)s, %(app_name)s, %(source)s, %(currency)s, %(tool_version)s, %(generated_at)s,
+        %(monthly)s, %(stated_monthly)s, %(projects)s, %(resource_count)s, %(unpriced_count)s, %(digest)s,
+        %(received_at)s, %(received_at)s)
+ON CONFLICT (cluster, app_namespace, app_name, source) DO UPDATE SET
+    currency = EXCLUDED.currency, tool_version = EXCLUDED.tool_version, generated_at = EXCLUDED.generated_at,
+    monthly = EXCLUDED.monthly, stated_monthly = EXCLUDED.stated_monthly, projects = EXCLUDED.projects,
+    resource_count = EXCLUDED.resource_count, unpriced_count = EXCLUDED.unpriced_count,
+    digest = EXCLUDED.digest, received_at = EXCLUDED.received_at,
+    changed_at = CASE WHEN e.digest = EXCLUDED.digest THEN e.changed_at ELSE EXCLUDED.changed_at END
+RETURNING changed_at = received_at AS changed;
+
+-- name: delete_cloud_estimate_resources
+DELETE FROM cloud_estimate_resources
+WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s AND source = %(source)s;
+
+-- name: app_cloud_estimates
+-- An application's estimates, one per source, with their age in whole seconds (database clock).
+SELECT *, floor(extract(epoch FROM now() - received_at))::bigint AS age_seconds
+FROM cloud_estimates
+WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
+ORDER BY source;
+
+-- name: app_cloud_estimate_resources
+-- An application's estimated resources, per source in push order.
+SELECT source, position, project, path, depth, monthly_cost, hourly_cost, components
+FROM cloud_estimate_resources
+WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
+ORDER BY source, position;
+
+-- ==== Data quality (cost_api's GET /api/v1/data-quality): read-only ====
+
+-- name: dq_ledger_summary
+-- The hour ledger of one cluster and aggregation: the newest final hour and the count per state.
+SELECT max(hour) FILTER (WHERE state = 'final') AS newest_final,
+       count(*) FILTER (WHERE state = 'final')::integer AS final,
+       count(*) FILTER (WHERE state = 'open')::integer AS open,
+       count(*) FILTER (WHERE state = 'lost')::integer AS lost,
+       min(hour) AS first_hour
+FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s;
+
+-- name: dq_recent_hours
+-- The most recent hours in one state, newest first, with why (lost, or open after an empty answer).
+SELECT hour, reason, row_count
+FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND state = %(state)s
+ORDER BY hour DESC
+LIMIT %(limit)s;
+
+-- name: dq_unpriced_cost
+-- The cost of [start, end) (days) from the daily rollups, and the part of it in no currency
+-- (collected while no PriceBook was active).
+SELECT coalesce(sum(total_cost_micros), 0)::bigint AS total_micros,
+       coalesce(sum(total_cost_micros) FILTER (WHERE currency IS NULL), 0)::bigint AS unpriced_micros
+FROM allocation_daily
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s;
+
+-- name: dq_unpriced_hours
+-- The hours of [start, end) stored with rows, and those of them priced in no currency.
+SELECT count(*) FILTER (WHERE row_count > 0)::integer AS with_rows,
+       count(*) FILTER (WHERE row_count > 0 AND currency IS NULL)::integer AS unpriced
+FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s;
+
+-- name: dq_unowned_namespaces
+-- Namespaces whose rows of [start, end) (days) carry no owner label, with that cost, largest first.
+SELECT namespace, sum(total_cost_micros)::bigint AS micros
+FROM allocation_daily
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(start)s AND day < %(end)s
+  AND entry_kind <> 'idle' AND namespace <> '' AND team = ''
+GROUP BY namespace
+ORDER BY micros DESC, namespace
+LIMIT %(limit)s;
+
+-- name: dq_pricing_source
+-- The PriceBook version the newest stored hour was priced with, else the newest version seen.
+SELECT p.namespace, p.name, p.uid, p.fingerprint, p.id, p.currency, p.first_seen_at, h.hour AS priced_hour,
+       newest.hour AS newest_hour
+FROM pricebooks p
+LEFT JOIN LATERAL (
+    SELECT hour FROM allocation_hours
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND row_count > 0
+    ORDER BY hour DESC LIMIT 1
+) newest ON true
+LEFT JOIN allocation_hours h
+       ON h.cluster = %(cluster)s AND h.aggregation = %(aggregation)s AND h.hour = newest.hour
+      AND h.pricebook_id = p.id
+WHERE p.cluster = %(cluster)s
+ORDER BY (h.hour IS NOT NULL) DESC, p.first_seen_at DESC, p.id DESC
+LIMIT 1;
+
+-- name: metrics_application_costs
+-- One hour's cost per Argo CD application by resource, over the application's scope as the
+-- application history defines it (finops_app_allocations: its latest record's namespace, or its
+-- own controllers' and bare pods' rows when that record is application-scoped).
+SELECT app_namespace, app_name, namespace AS destination_namespace, scope, coalesce(currency, '') AS currency,
+       coalesce(sum(cpu_cost_micros), 0)::bigint AS cpu, coalesce(sum(ram_cost_micros), 0)::bigint AS ram,
+       coalesce(sum(gpu_cost_micros), 0)::bigint AS gpu, coalesce(sum(pv_cost_micros), 0)::bigint AS pv,
+       coalesce(sum(network_cost_micros), 0)::bigint AS network, coalesce(sum(lb_cost_micros), 0)::bigint AS lb,
+       coalesce(sum(shared_cost_micros), 0)::bigint AS shared,
+       coalesce(sum(external_cost_micros), 0)::bigint AS external
+FROM finops_app_allocations(%(cluster)s, %(aggregation)s, %(hour)s, %(hour)s + interval '1 hour')
+GROUP BY app_namespace, app_name, namespace, scope, coalesce(currency, '')
+ORDER BY app_namespace, app_name;
+
+-- ==== Anomaly score per application (cost_api; functions/cost_api/anomalies.py, finops/anomaly.py) ====
+
+-- name: app_anomaly_inputs
+-- Per application of the cluster (or one, when both names are given), in its latest record's
+-- scope (finops_app_scopes), what its anomaly score is computed from, in one grouped read:
+--   baseline: the newest %(baseline_days)s days of [oldest, today) recorded in that scope
+--             (fingerprint), from the series' first day with cost in it (days before it are its
+--             destination namespace's, before the application ran there);
+--   today:    the cost of its own rows (finops_in_app_scope) in today's hours that the ledger
+--             has final, and how many such hours there are (the open hour holds only the minutes
+--             collected so far).
+WITH scopes AS MATERIALIZED (
+    SELECT s.app_namespace, s.app_name, s.scope, s.destination_namespace, s.controllers, s.pods, s.fingerprint,
+           coalesce(k.aggregation, %(aggregation)s) AS aggregation
+    FROM finops_app_scopes(%(cluster)s) s
+    LEFT JOIN app_daily_scopes k
+           ON k.cluster = s.cluster AND k.app_namespace = s.app_namespace AND k.app_name = s.app_name
+    WHERE (%(app_namespace)s::text IS NULL OR s.app_namespace = %(app_namespace)s)
+      AND (%(app_name)s::text IS NULL OR s.app_name = %(app_name)s)
+),
+first_cost AS (
+    SELECT s.app_namespace, s.app_name, s.fingerprint, min(f.day) AS day
+    FROM scopes s
+    JOIN app_daily_costs f
+      ON f.cluster = %(cluster)s AND f.app_namespace = s.app_namespace AND f.app_name = s.app_name
+     AND f.scope_fingerprint = s.fingerprint AND f.hours > 0
+    GROUP BY s.app_namespace, s.app_name, s.fingerprint
+),
+series AS (
+    SELECT d.app_namespace, d.app_name, d.day, d.total_cost_micros, d.hours, d.currency,
+           row_number() OVER (PARTITION BY d.app_namespace, d.app_name ORDER BY d.day DESC) AS newest
+    FROM first_cost c
+    JOIN app_daily_costs d
+      ON d.cluster = %(cluster)s AND d.app_namespace = c.app_namespace AND d.app_name = c.app_name
+     AND d.scope_fingerprint = c.fingerprint AND d.day >= greatest(c.day, %(oldest)s) AND d.day < %(today)s
+),
+baseline AS (
+    SELECT app_namespace, app_name, array_agg(day ORDER BY day) AS days,
+           array_agg(total_cost_micros ORDER BY day) AS micros,
+           array_agg(DISTINCT currency) FILTER (WHERE currency IS NOT NULL AND hours > 0) AS currencies
+    FROM series WHERE newest <= %(baseline_days)s
+    GROUP BY app_namespace, app_name
+),
+final_hours AS (
+    SELECT aggregation, hour FROM allocation_hours
+    WHERE cluster = %(cluster)s AND state = 'final' AND hour >= %(start)s AND hour < %(end)s
+),
+today AS (
+    SELECT s.app_namespace, s.app_name, sum(pa.total_cost_micros) AS micros,
+           array_agg(DISTINCT pa.currency) FILTER (WHERE pa.currency IS NOT NULL) AS currencies
+    FROM scopes s
+    JOIN final_hours h ON h.aggregation = s.aggregation
+    JOIN provider_allocations pa
+      ON pa.cluster = %(cluster)s AND pa.aggregation = s.aggregation AND pa.hour = h.hour
+     AND pa.namespace = s.destination_namespace
+    WHERE finops_in_app_scope(s.scope, s.controllers, s.pods, pa.entry_kind, pa.controller_kind, pa.controller, pa.pod)
+    GROUP BY s.app_namespace, s.app_name
+)
+SELECT s.app_namespace, s.app_name, s.scope, s.destination_namespace,
+       coalesce(b.days, '{}') AS days, coalesce(b.micros, '{}') AS micros,
+       coalesce(b.currencies, '{}') AS currencies,
+       coalesce(t.micros, 0)::bigint AS today_micros, coalesce(t.currencies, '{}') AS today_currencies,
+       (SELECT count(*) FROM final_hours h WHERE h.aggregation = s.aggregation)::integer AS today_hours
+FROM scopes s
+LEFT JOIN baseline b ON b.app_namespace = s.app_namespace AND b.app_name = s.app_name
+LEFT JOIN today t ON t.app_namespace = s.app_namespace AND t.app_name = s.app_name
+ORDER BY s.app_namespace, s.app_name;

@@ -32,6 +32,7 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
         containers:
           - name: app
             request: {cpu: 0.5, ramGiB: 1, gpu: 0}
+            limit: {ramGiB: 2}  # optional: pod spec limits (sandbox.cluster); not billed
             usage: {cpu: [0.2, 0.3, 0.7], ramGiB: 0.8}  # number, or list indexed by hour-of-day % len
         pvs: [{name: pvc-web-data, sizeGiB: 20}]
         loadBalancers: [{name: web-lb, hourly: "0.025"}]
@@ -223,6 +224,7 @@ class Usage(_Model):
 class Container(_Model):
     name: str = Field(min_length=1)
     request: Request = Field(default_factory=Request)
+    limit: Request = Field(default_factory=Request)  # only on the Kubernetes objects; OpenCost ignores limits
     usage: Usage = Field(default_factory=Usage)
 
 

@@ -33,12 +33,18 @@ LAYERS = {
         "eventing": KNATIVE / "eventing",
         "argocd": KNATIVE / "argocd",
         "crds": KNATIVE / "crds",  # issue #4: applied on its own, before the base
+        "monitoring": KNATIVE / "monitoring",  # issue #13: Prometheus Operator objects, opted into
     }.items()
     if (path / "kustomization.yaml").exists()
 }
 SUPPORTED_KEYS = {"apiVersion", "kind", "resources", "patches", "images", "labels"}
 KNATIVE_GROUPS = {"serving.knative.dev", "eventing.knative.dev", "sources.knative.dev"}
+# Custom resources validated against our own schemas (tests/deploy/schemas/), as Knative's are.
+OWN_SCHEMA_GROUPS = KNATIVE_GROUPS | {"monitoring.coreos.com"}
 SECRET_EXAMPLE = KNATIVE / "secret.example.yaml"
+# A strategic-merge patch of Argo CD's own argocd-server Deployment, applied where Argo CD is
+# installed, never a resource of ours (checked by tests/deploy/test_ui_extension.py).
+ARGOCD_SERVER_PATCH = KNATIVE / "argocd" / "argocd-server-extension-patch.yaml"
 
 Obj = dict[str, Any]
 
@@ -190,6 +196,11 @@ def named(kind: str, name: str, layer_name: str = "base") -> Obj:
 
 def is_knative(obj: Obj) -> bool:
     return identity(obj)[0] in KNATIVE_GROUPS
+
+
+def has_own_schema(obj: Obj) -> bool:
+    """A custom resource the Kubernetes schemas do not know: checked against tests/deploy/schemas/."""
+    return identity(obj)[0] in OWN_SCHEMA_GROUPS
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,14 @@ def local_command() -> list[str]:
 def test_every_target_starts_with_the_manifest_environment_and_answers_healthz(
     database_url: str, tmp_path: Path
 ) -> None:
-    secrets = {"DATABASE_URL": database_url, "PING_TOKEN": "p", "WEBHOOK_TOKEN": "w", "PROXY_TOKEN": "x"}
+    secrets = {
+        "DATABASE_URL": database_url,
+        "PING_TOKEN": "p",
+        "WEBHOOK_TOKEN": "w",
+        "PROXY_TOKEN": "x",
+        "METRICS_TOKEN": "m",
+        "CI_TOKEN": "c",
+    }
     processes: dict[str, tuple[str, subprocess.Popen[bytes], Path]] = {}
     try:
         for target, service in manifests.services_by_target().items():

@@ -3,7 +3,8 @@
 - every kustomization renders with our loader, objects unique, every image set by ``images``;
 - ``kubectl kustomize`` renders exactly the same objects (when kubectl is installed);
 - every YAML file under knative/ is part of one kustomization, except the Secret example, which
-  must never be (``kubectl apply -k`` would overwrite the real secrets with placeholders);
+  must never be (``kubectl apply -k`` would overwrite the real secrets with placeholders), and the
+  patch of Argo CD's own argocd-server (tests/deploy/test_ui_extension.py checks it);
 - the loader refuses kustomize features it does not implement.
 """
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from tests.deploy import manifests
-from tests.deploy.manifests import KNATIVE, LAYERS, SECRET_EXAMPLE, UnsupportedKustomization
+from tests.deploy.manifests import ARGOCD_SERVER_PATCH, KNATIVE, LAYERS, SECRET_EXAMPLE, UnsupportedKustomization
 
 
 @pytest.mark.parametrize("name", list(LAYERS))
@@ -78,7 +79,7 @@ def test_every_manifest_belongs_to_one_kustomization_and_the_secret_example_to_n
     # The base does not include the optional layers: each file is read by exactly one of them.
     assert len(used) == len(set(used))
     present = {path.resolve() for path in KNATIVE.rglob("*.yaml")}
-    assert present - set(used) == {SECRET_EXAMPLE.resolve()}
+    assert present - set(used) == {SECRET_EXAMPLE.resolve(), ARGOCD_SERVER_PATCH.resolve()}
 
 
 def test_the_loader_refuses_what_it_does_not_implement(tmp_path: Path) -> None:

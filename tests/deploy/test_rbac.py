@@ -45,7 +45,12 @@ CALLS: dict[str, list[tuple[str, str, str]]] = {
     "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB],  # re-drives go to on-sync as events
     "on_sync": MEASURE,
     "backfill": [("list_objects", "argoproj.io", "applications"), *MEASURE],
-    "cost_api": [],
+    "cost_api": [  # rightsizing and orphaned pods (functions/insights/workloads.py)
+        ("get_object", "argoproj.io", "applications"),
+        ("list_objects", "argoproj.io", "applications"),
+        *MEASURE,
+        ("list_objects", "autoscaling.k8s.io", "verticalpodautoscalers"),
+    ],
     "collect_charges": [*RECONCILE, *COSTJOB, ("get_object", FINOPS, "subscriptions")],
     "reconcile": [*RECONCILE, *EVENT],
 }

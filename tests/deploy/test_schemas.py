@@ -3,7 +3,8 @@
 - every core Kubernetes object (every layer, and the Secret example) validates strictly against
   the Kubernetes 1.33 schemas: an unknown or misspelt field is an error;
 - every Knative object validates against the strict schemas we keep (tests/deploy/schemas/), which
-  admit only the fields Knative accepts with its default feature flags;
+  admit only the fields Knative accepts with its default feature flags; so do the Prometheus
+  Operator's objects of knative/monitoring/ (the fields of its CRDs we may use);
 - a Knative Service's pod template is also a valid core pod spec (Knative's fields removed and the
   probe port it fills in added), so container fields are type-checked by the Kubernetes schemas too;
 - our schemas do reject unknown fields where it matters (spec, template spec, container, env).
@@ -33,6 +34,8 @@ SCHEMA_OF = {
     ("sources.knative.dev", "ApiServerSource"): "apiserversource.json",
     ("eventing.knative.dev", "Trigger"): "trigger.json",
     ("eventing.knative.dev", "Broker"): "broker.json",
+    ("monitoring.coreos.com", "PrometheusRule"): "prometheusrule.json",
+    ("monitoring.coreos.com", "ScrapeConfig"): "scrapeconfig.json",
 }
 KNATIVE_ONLY_POD_FIELDS = {
     "containerConcurrency",
@@ -46,8 +49,8 @@ def _label(obj: Obj) -> str:
     return f"{obj['kind']}/{obj['metadata']['name']}"
 
 
-CORE = [obj for obj in manifests.everything() if not manifests.is_knative(obj)] + [manifests.example_secret()]
-KNATIVE = [obj for obj in manifests.everything() if manifests.is_knative(obj)]
+CORE = [obj for obj in manifests.everything() if not manifests.has_own_schema(obj)] + [manifests.example_secret()]
+KNATIVE = [obj for obj in manifests.everything() if manifests.has_own_schema(obj)]  # and the Prometheus Operator's
 
 
 @pytest.mark.parametrize("obj", CORE, ids=_label)

@@ -54,6 +54,8 @@ DUMMY_SECRETS = {
     "PING_TOKEN": "ping",
     "WEBHOOK_TOKEN": "hook",
     "PROXY_TOKEN": "proxy",
+    "METRICS_TOKEN": "metrics",
+    "CI_TOKEN": "ci",
 }
 
 
@@ -63,7 +65,7 @@ def test_every_target_has_a_settings_class_and_one_service() -> None:
 
 
 def _secret_fields(cls: type[BaseSettings]) -> set[str]:
-    return {name for name, field in cls.model_fields.items() if field.annotation is SecretStr}
+    return {name for name, field in cls.model_fields.items() if field.annotation in (SecretStr, SecretStr | None)}
 
 
 @pytest.mark.parametrize("target", TARGETS)

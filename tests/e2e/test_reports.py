@@ -250,10 +250,19 @@ def test_openapi_lists_exactly_the_routes_served(api: str, db: Database) -> None
     served = {
         "/api/v1/apps/{appNamespace}/{appName}/actual",
         "/api/v1/apps/{appNamespace}/{appName}/trend",
+        "/api/v1/apps/{appNamespace}/{appName}/daily",
         "/api/v1/namespaces",
         "/api/v1/namespaces/{namespace}",
         "/api/v1/chargeback",
         "/api/v1/idle-ranking",
+        "/api/v1/anomalies",
+        "/api/v1/apps/{appNamespace}/{appName}/cloud-estimate",  # GET (proxy) and POST (CI_TOKEN)
+        "/api/v1/data-quality",
+        "/api/v1/config",
+        "/api/v1/apps/{appNamespace}/{appName}/rightsizing",
+        "/api/v1/apps/{appNamespace}/{appName}/orphaned-pods",
+        "/api/v1/orphaned-pods",
+        "/api/v1/namespaces/{namespace}/orphaned-pods",
     }
     assert documented == served
     for template in documented:

@@ -22,7 +22,7 @@ ALLOWED = {
     "sandbox": {"sandbox"},
 }
 # The one edge that may reach further: the local stack behind `finops run` starts the sandbox.
-EXCEPTIONS = {"functions/localstack.py": {"sandbox"}}
+EXCEPTIONS = {"functions/localstack.py": {"sandbox"}, "functions/localdemo.py": {"sandbox"}}
 ADAPTERS = {
     "kubernetes": ("infra/kube/",),
     "psycopg": ("infra/postgres/", "sandbox/postgres.py"),
@@ -30,12 +30,15 @@ ADAPTERS = {
     # The CLI and local stack call our own functions over HTTP; only the adapter calls OpenCost.
     "httpx": (
         "infra/opencost/",
+        "infra/prometheus/",
         "infra/events.py",
         "functions/cli.py",
         "functions/cli_ledger.py",
         "functions/cli_ops.py",
         "functions/localstack.py",
+        "functions/localdemo.py",  # the demo's webhooks and backfill, for the UI extension
         "sandbox/kube/events.py",  # the sandbox API server delivering events, as Knative's adapter does
+        "sandbox/prometheus/server.py",  # waits for the real Prometheus it starts to be ready
     ),
     "boto3": ("infra/objectstore",),
     "flask": ("functions/", "sandbox/"),
