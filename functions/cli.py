@@ -159,7 +159,7 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from functions.localdemo import DEMO_POLICY, measure_demo_apps, ui_host
+    from functions.localdemo import HISTORY_DAYS, cost_api_env, load_history, measure_demo_apps, ui_host
     from functions.localstack import local_stack, serve_function
 
     with local_stack(source=args.source, hours=args.hours) as stack:
@@ -168,8 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as functions:
             for target in sorted(TARGETS, key=lambda t: t != "on_sync"):  # on_sync first: others re-drive to it
                 redrive = {"ON_SYNC_URL": stack.function_urls["on_sync"]} if target != "on_sync" else {}
-                if target == "cost_api":  # the UI extension's chargeback, under the demo policy
-                    redrive["POLICY_PATH"] = str(DEMO_POLICY)
+                if target == "cost_api":  # the UI extension's chargeback (demo policy), CI's estimates
+                    redrive.update(cost_api_env(stack))
                 functions.enter_context(serve_function(stack, target, **redrive))
             ui_url = functions.enter_context(ui_host(stack))
             print("Local stack is up:")
@@ -187,6 +187,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
             url = stack.function_urls["collect_allocations"]
             failures = 0
+            if args.source == "opencost":  # history for the UI's 30-day chart and the anomaly baseline
+                print(f"\nLoading the {HISTORY_DAYS} days before them from OpenCost (a history load: finops collect):")
+                print(load_history(stack, first))
             print(f"\nPinging collect_allocations for the last {args.hours} scheduled hours, as the CronJob would:")
             for n in range(args.hours):
                 scheduled = first + timedelta(hours=n)
@@ -197,7 +200,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip()
                 )
             print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
-            print("\nMeasuring the demo applications (install backfill, then two syncs each) for the UI extension:")
+            print("\nMeasuring the demo applications (install backfill, two syncs each, daily history) for the UI:")
             print("\n".join(measure_demo_apps(stack, stack.ping_token)))
             if ui_url:
                 print(f"\nArgo CD UI extension: {ui_url} (Cost tab: ?app=argocd/web; cluster view: ?view=finops)")

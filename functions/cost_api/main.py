@@ -57,13 +57,16 @@ def _app_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, 
     )
     if not records:
         raise NotFound(f"no cost record for application {identity[0]}/{identity[1]} yet")
+    latest, baseline = records[0], views.baseline_of(records)
+    start = latest["window_start"] if view == "actual" or baseline is None else baseline["window_start"]
+    currency = views.currency_of(db, s.CLUSTER_ID, latest["destination_namespace"], start, latest["window_end"])
     if view == "actual":  # with the CI-pushed cloud estimates and their age
         return {
-            **views.actual(records[0]),
+            **views.actual(latest, currency),
             "cloudEstimates": estimates.summaries(db, s.CLUSTER_ID, identity),
             "anomaly": anomalies.of_application(db, s.CLUSTER_ID, identity, now=datetime.now(UTC)),  # read time
         }
-    return views.trend(records)
+    return views.trend(records, currency)
 
 
 @functions_framework.http

@@ -3,13 +3,19 @@
 Amounts are decimal strings (two places, half-even) next to their exact integer micros. A record
 measured at install is flagged, and is never the baseline of a change; a change compares records
 of the same scope only (application share with application share, namespace with namespace).
+``currency`` is that of the stored rows of the record's namespace over its window (a record is
+measured from OpenCost and carries none of its own): ``null`` when they are unpriced, or priced in
+more than one currency.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from finops.allocations import DEFAULT_AGGREGATION
 from finops.money import format_amount
+from infra.postgres import Database
 
 
 def _money(micros: int | None) -> dict[str, Any] | None:
@@ -20,11 +26,26 @@ def _breakdown(values: dict[str, int]) -> dict[str, str]:
     return {k: format_amount(v) for k, v in values.items()}
 
 
-def actual(record: dict[str, Any]) -> dict[str, Any]:
+def currency_of(db: Database, cluster: str, namespace: str, start: datetime, end: datetime) -> str | None:
+    """The one currency the namespace's stored rows over ``[start, end)`` are priced in; None when
+    they are unpriced, absent, or priced in more than one."""
+    rows = db.fetch_all(
+        "namespace_window_currencies",
+        cluster=cluster,
+        aggregation=DEFAULT_AGGREGATION,
+        namespace=namespace,
+        start=start,
+        end=end,
+    )
+    return str(rows[0]["currency"]) if len(rows) == 1 else None
+
+
+def actual(record: dict[str, Any], currency: str | None = None) -> dict[str, Any]:
     share = record["share"]
     return {
         "app": {"namespace": record["app_namespace"], "name": record["app_name"]},
         "cluster": record["cluster"],
+        "currency": currency,
         "destinationNamespace": record["destination_namespace"],
         "scope": record["scope"],
         "measuredOn": record["measured_on"],
@@ -63,16 +84,20 @@ def monthly_of(record: dict[str, Any]) -> int:
     return int(record["monthly_micros"])
 
 
-def trend(records: list[dict[str, Any]]) -> dict[str, Any]:
+def baseline_of(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The trend's baseline: the newest earlier *sync* record of the latest record's scope."""
+    latest = records[0]
+    return next((r for r in records[1:] if r["scope"] == latest["scope"] and r["measured_on"] == "sync"), None)
+
+
+def trend(records: list[dict[str, Any]], currency: str | None = None) -> dict[str, Any]:
     """``records`` newest first; the baseline is the newest earlier *sync* record of the same scope."""
     latest = records[0]
-    baseline = next(
-        (r for r in records[1:] if r["scope"] == latest["scope"] and r["measured_on"] == "sync"),
-        None,
-    )
+    baseline = baseline_of(records)
     body: dict[str, Any] = {
         "app": {"namespace": latest["app_namespace"], "name": latest["app_name"]},
         "scope": latest["scope"],
+        "currency": currency,
         "latest": {
             "measuredAt": latest["measured_at"].isoformat(),
             "measuredOn": latest["measured_on"],

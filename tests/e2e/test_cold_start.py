@@ -18,7 +18,7 @@ from functions.localstack import ROOT, Stack, functions_framework_command, serve
 
 @pytest.mark.parametrize(
     ("drop", "set_", "named"),
-    [("OPENCOST_URL", {}, "OPENCOST_URL: required"), (None, {"HOURS_LOOKBACK": "many"}, "HOURS_LOOKBACK")],
+    [("OPENCOST_URL", {}, "OPENCOST_URL is required"), (None, {"HOURS_LOOKBACK": "many"}, "HOURS_LOOKBACK")],
     ids=["missing", "malformed"],
 )
 def test_bad_configuration_stops_the_start_and_names_the_variable(

@@ -91,6 +91,15 @@ def test_actual_and_trend(api_url: str, db: Database) -> None:
     assert trend["change"]["amount"] == "30.00" and trend["change"]["percent"] == "25.0"
 
 
+def test_currency_is_null_when_no_stored_row_prices_the_window(api_url: str, db: Database) -> None:
+    # No allocation row of shop overlaps these windows: the amounts' currency is unknown, never guessed
+    # (with rows, it is theirs: tests/e2e/test_ui_extension.py checks "USD" against /daily's).
+    add_record(db, "argocd", "web", 120_000_000, at="2026-11-28T10:00:00Z")
+    add_record(db, "argocd", "web", 150_000_000, at="2026-11-29T10:00:00Z")
+    assert get(api_url, "/api/v1/apps/argocd/web/actual", "argocd:web").json()["currency"] is None
+    assert get(api_url, "/api/v1/apps/argocd/web/trend", "argocd:web").json()["currency"] is None
+
+
 def test_install_records_are_flagged_and_never_a_baseline(api_url: str, db: Database) -> None:
     add_record(db, "argocd", "web", 90_000_000, on="install", at="2026-11-27T10:00:00Z")
     assert get(api_url, "/api/v1/apps/argocd/web/actual", "argocd:web").json()["measuredAtInstall"] is True

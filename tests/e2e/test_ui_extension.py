@@ -11,25 +11,37 @@ local stack through the Argo CD stand-in (sandbox/argocd_host) and its proxy:
   unlabelled namespaces as the API does; a user who may not read the gate application sees the
   refusal and no figure; a 503 of the cost service is shown as such;
 - ``finops run`` (``make run``) prints the page's URL, and there the demo's argocd/web tab shows its
-  cost, its change since the previous sync and one bar per day of its history;
+  cost, its change since the previous sync and one bar per day of its history, with at least 7
+  recorded past days; argocd/payments-gateway's second demo sync changed its monthly figure;
+- the tab's cards show the API's JSON to the cent, with the currency: the anomaly score with its
+  baseline and badge, or the reason there is none; rightsizing (current and suggested requests,
+  monthly change, low confidence, warnings; a VPA that applies itself gets its badge only; "not
+  available" is a muted note, not an error); the orphaned pods with owner ("bare pod"), cost,
+  hours and total; the cloud estimates with their age, warned when stale (older than 7 days);
+  a data-quality notice only when something explains a missing figure (OpenCost unreachable);
+- the cluster view ranks the applications by anomaly score and lists the orphaned pods of every
+  managed namespace as the API does;
 - no page logs a console error (beyond the browser's own line for an expected error status).
 Every test saves a screenshot under .local/artifacts/ui-extension/.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import Browser
 
 from sandbox.argocd_host import ArgoHost
 from tests.e2e import ui_world
-from tests.e2e.ui_world import Screen, finops_run, money, through_proxy
+from tests.e2e.ui_world import Screen, formatted_change, money, through_proxy
 
 # The module's fixtures (one world and one browser for the module): ui_world.py.
 host, browser, screen = ui_world.host, ui_world.browser, ui_world.screen
 outage_host, outage_screen = ui_world.outage_host, ui_world.outage_screen
+demo_run, demo = ui_world.demo_run, ui_world.demo
 
 RESOURCES = ("cpu", "ram", "gpu", "pv", "network", "lb")
 
@@ -45,7 +57,7 @@ def test_the_tab_shows_the_apis_cost_trend_and_daily_chart(screen: Screen, host:
     trend = through_proxy(host, "/apps/argocd/web/trend", app)
     daily = through_proxy(host, "/apps/argocd/web/daily?days=30", app)
     currency = daily["currency"]
-    assert currency == "USD"
+    assert currency == "USD" and actual["currency"] == trend["currency"] == currency  # the rows' currency
     page = screen.open("/?app=argocd/web")
     page.get_by_test_id("actual").wait_for()
     figures = _figures(actual)
@@ -171,23 +183,256 @@ def test_an_unavailable_cost_service_is_shown_as_such(outage_screen: Screen) -> 
     assert outage_screen.errors_besides(503) == []
 
 
-def test_finops_run_prints_the_page_and_shows_the_demo(browser: Browser, database_url: str) -> None:
-    with finops_run(database_url, hours=26) as (url, printed):
-        assert any("Argo CD UI extension:" in line for line in printed[:-1])  # also in the stack's URL list
-        app = httpx.get(url + "api/v1/applications/web?appNamespace=argocd", cookies={"argocd.token": "readonly"})
-        project = app.json()["spec"]["project"]
-        daily = through_proxy(url, "/apps/argocd/web/daily?days=30", "argocd:web", project)
-        trend = through_proxy(url, "/apps/argocd/web/trend", "argocd:web", project)
-        assert trend["change"] is not None  # the demo's two syncs
-        context = browser.new_context(viewport={"width": 1280, "height": 1000})
-        try:
-            view = Screen(context.new_page(), url.rstrip("/"), ui_world.ARTIFACTS)
-            view.page.on("console", lambda m: view.errors.append(m.text) if m.type == "error" else None)
-            page = view.open("/?app=argocd/web")
-            page.get_by_test_id("trend-change").wait_for()
-            assert view.text("monthly").endswith(" USD") and "NaN" not in page.inner_text("body")
-            assert page.get_by_test_id("daily-point").count() == len(daily["days"]) == 30
-            view.shot("make-run-argocd-web")
-            assert view.errors == []
-        finally:
-            context.close()
+def _demo_screen(browser: Browser, url: str, name: str) -> Iterator[Screen]:
+    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+    try:
+        view = Screen(context.new_page(), url.rstrip("/"), ui_world.ARTIFACTS)
+        view.page.on("console", lambda m: view.errors.append(m.text) if m.type == "error" else None)
+        view.page.on("pageerror", lambda exc: view.errors.append(f"page error: {exc}"))
+        yield view
+        view.shot(name)
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def demo_screen(browser: Browser, demo: tuple[str, list[str]], request: pytest.FixtureRequest) -> Iterator[Screen]:
+    yield from _demo_screen(browser, demo[0], request.node.name)
+
+
+def _project(url: str, app: str) -> str:
+    namespace, name = app.split(":")
+    found = httpx.get(f"{url}api/v1/applications/{name}?appNamespace={namespace}", cookies={"argocd.token": "readonly"})
+    return str(found.json()["spec"]["project"])
+
+
+def _api(url: str, path: str, app: str) -> Any:
+    return through_proxy(url, path, app, _project(url, app))
+
+
+def test_finops_run_prints_the_page_and_shows_the_demo(demo: tuple[str, list[str]], demo_screen: Screen) -> None:
+    url, printed = demo
+    assert any("Argo CD UI extension:" in line for line in printed[:-1])  # also in the stack's URL list
+    daily = _api(url, "/apps/argocd/web/daily?days=30", "argocd:web")
+    trend = _api(url, "/apps/argocd/web/trend", "argocd:web")
+    assert trend["change"] is not None  # the demo's two syncs
+    past = [d for d in daily["days"][:-1] if d["final"] and d["hours"] == 24]
+    assert len(past) >= 7 and all(d["cost"]["micros"] > 0 for d in past)  # the history load, recorded
+    gateway = _api(url, "/apps/argocd/payments-gateway/trend", "argocd:payments-gateway")
+    assert gateway["change"]["micros"] > 0  # demo-sync-2 added the gateway-canary Deployment
+    page = demo_screen.open("/?app=argocd/web")
+    page.get_by_test_id("trend-change").wait_for()
+    assert demo_screen.text("monthly").endswith(" USD") and "NaN" not in page.inner_text("body")
+    bars = page.get_by_test_id("daily-point")
+    assert bars.count() == len(daily["days"]) == 30
+    assert [bars.nth(i).get_attribute("data-amount") for i in range(30)] == [d["cost"]["amount"] for d in daily["days"]]
+    page = demo_screen.open("/?app=argocd/payments-gateway")
+    page.get_by_test_id("trend-change").wait_for()
+    assert demo_screen.text("trend-change") == "+" + money(gateway["change"]["amount"], gateway["currency"])
+    assert demo_screen.errors == []
+
+
+def _anomaly_figures(page: Any, anomaly: dict[str, Any], currency: str) -> None:
+    box = page.get_by_test_id("anomaly")
+    box.wait_for()
+    base = anomaly["baseline"]
+    if anomaly["score"] is None:
+        assert box.get_attribute("data-scored") == "false"
+        assert anomaly["reason"] in page.get_by_test_id("anomaly-reason").inner_text()
+        assert page.get_by_test_id("anomaly-badge").count() == 0
+    else:
+        assert box.get_attribute("data-anomalous") == str(anomaly["anomalous"]).lower()
+        assert page.get_by_test_id("anomaly-score").inner_text() == anomaly["score"]
+        badge = page.get_by_test_id("anomaly-badge").inner_text()
+        assert badge == ("anomalous" if anomaly["anomalous"] else "usual")
+        assert page.get_by_test_id("anomaly-run-rate").inner_text() == money(
+            anomaly["runRatePerDay"]["amount"], currency
+        )
+    if base["days"]:
+        assert page.get_by_test_id("anomaly-days").inner_text() == str(base["days"])
+        assert page.get_by_test_id("anomaly-from").inner_text() == base["from"]
+        assert page.get_by_test_id("anomaly-to").inner_text() == base["to"]
+        assert page.get_by_test_id("anomaly-median").inner_text() == money(base["median"]["amount"], currency)
+        assert page.get_by_test_id("anomaly-mad").inner_text() == money(base["mad"]["amount"], currency)
+
+
+def test_the_anomaly_score_with_its_baseline(demo: tuple[str, list[str]], demo_screen: Screen) -> None:
+    url = demo[0]
+    actual = _api(url, "/apps/argocd/payments-gateway/actual", "argocd:payments-gateway")
+    anomaly = actual["anomaly"]
+    if anomaly["reason"] != "no final hour of today yet":  # a demo started in the first hour of a UTC day
+        assert anomaly["score"] is not None and anomaly["baseline"]["days"] >= 7
+    page = demo_screen.open("/?app=argocd/payments-gateway")
+    _anomaly_figures(page, anomaly, anomaly["currency"])
+    # an application too young for a baseline: the reason, and no badge
+    young = _api(url, "/apps/team-apps/web/actual", "team-apps:web")["anomaly"]
+    assert young["score"] is None and young["reason"].startswith("needs 7 days of history")
+    page = demo_screen.open("/?app=team-apps/web")
+    _anomaly_figures(page, young, "USD")
+    assert "NaN" not in page.inner_text("body")
+    assert demo_screen.errors == []
+
+
+def test_rightsizing_advice_managed_vpas_and_warnings(demo: tuple[str, list[str]], demo_screen: Screen) -> None:
+    url = demo[0]
+    cart = _api(url, "/apps/argocd/shop-cart/rightsizing", "argocd:shop-cart")
+    (vpa,) = cart["vpas"]
+    currency = vpa["currency"]
+    page = demo_screen.open("/?app=argocd/shop-cart")
+    page.get_by_test_id("rightsizing").wait_for()
+    assert demo_screen.text("rightsizing-monthly") == formatted_change(cart["monthly"]["amount"], currency)
+    assert f"last {cart['window']['days']} days" in demo_screen.text(
+        "rightsizing-header"
+    ) and currency in demo_screen.text("rightsizing-header")
+    assert demo_screen.text("vpa-monthly") == formatted_change(vpa["monthly"]["amount"], currency)
+    lines = page.get_by_test_id("rs-line")
+    expected = [
+        (c, r, c_[r]) for c_ in vpa["containers"] for c, r in ((c_["container"], "cpu"), (c_["container"], "memory"))
+    ]
+    assert lines.count() == len(expected) == 2
+    for i, (container, resource, line) in enumerate(expected):
+        row = lines.nth(i)
+        assert (row.get_attribute("data-container"), row.get_attribute("data-resource")) == (container, resource)
+        assert row.get_by_test_id("rs-current").inner_text() == line["currentQuantity"]
+        assert row.get_by_test_id("rs-suggested").inner_text() == line["suggestedQuantity"]
+        assert row.get_by_test_id("rs-monthly").inner_text() == formatted_change(line["monthly"]["amount"], currency)
+    assert page.get_by_test_id("rs-low-confidence").count() == 0 and page.get_by_test_id("vpa-managed").count() == 0
+    # argocd/web's VPA is in Auto: the badge only, no advice
+    web = _api(url, "/apps/argocd/web/rightsizing", "argocd:web")
+    assert [v["managed"] for v in web["vpas"]] == [True]
+    page = demo_screen.open("/?app=argocd/web")
+    page.get_by_test_id("vpa-managed").wait_for()
+    assert demo_screen.text("vpa-managed") == f"VPA applies this (mode {web['vpas'][0]['updateMode']})"
+    assert page.get_by_test_id("rs-line").count() == 0
+    # argocd/catalog: an unsettled recommendation, a memory limit below the upper bound, none yet
+    catalog = _api(url, "/apps/argocd/catalog/rightsizing", "argocd:catalog")
+    page = demo_screen.open("/?app=argocd/catalog")
+    page.get_by_test_id("rightsizing").wait_for()
+    unsettled = [c for v in catalog["vpas"] for c in v.get("containers", []) if not c["settled"]]
+    assert page.get_by_test_id("rs-low-confidence").count() == len(unsettled) >= 1
+    warnings = [
+        w
+        for v in catalog["vpas"]
+        for w in [*v.get("warnings", []), *(x for c in v.get("containers", []) for x in c["warnings"])]
+    ]
+    shown = page.get_by_test_id("rs-warning")
+    assert sorted(shown.nth(i).inner_text() for i in range(shown.count())) == sorted(warnings)
+    assert any("below the VPA's upper bound" in w for w in warnings) and "the VPA has no recommendation yet" in warnings
+    assert "NaN" not in page.inner_text("body")
+    assert demo_screen.errors == []
+
+
+def test_orphaned_pods_of_the_applications_namespace(demo: tuple[str, list[str]], demo_screen: Screen) -> None:
+    url = demo[0]
+    body = _api(url, "/apps/argocd/web/orphaned-pods", "argocd:web")
+    assert [p["pod"] for p in body["pods"]] == ["debug-toolbox"]
+    page = demo_screen.open("/?app=argocd/web")
+    page.get_by_test_id("orphans").wait_for()
+    _orphan_rows(page, body)
+    assert demo_screen.errors == []
+
+
+def _orphan_rows(page: Any, body: dict[str, Any]) -> None:
+    rows = page.get_by_test_id("orphan-row")
+    assert rows.count() == len(body["pods"]) >= 1
+    for i, pod in enumerate(body["pods"]):
+        row = rows.nth(i)
+        owner = "bare pod" if pod["owner"] is None else f"{pod['owner']['kind']} {pod['owner']['name']}"
+        assert (row.get_attribute("data-namespace"), row.get_attribute("data-pod")) == (pod["namespace"], pod["pod"])
+        assert row.get_by_test_id("orphan-owner").inner_text() == owner
+        assert row.get_by_test_id("orphan-cost").inner_text() == money(pod["cost"]["amount"], pod["currency"])
+        assert row.get_by_test_id("orphan-hours").inner_text() == str(pod["hours"])
+        assert pod["phase"] in row.inner_text()
+    currency = body["pods"][0]["currency"]
+    assert page.get_by_test_id("orphans-total").inner_text() == money(body["total"]["amount"], currency)
+
+
+def test_cloud_estimates_with_their_age_and_a_stale_warning(
+    demo: tuple[str, list[str]], demo_screen: Screen, database_url: str
+) -> None:
+    url = demo[0]
+    (fresh,) = _api(url, "/apps/argocd/web/actual", "argocd:web")["cloudEstimates"]
+    page = demo_screen.open("/?app=argocd/web")
+    row = page.get_by_test_id("estimate-row")
+    row.wait_for()
+    assert row.get_attribute("data-source") == fresh["source"] and fresh["stale"] is False
+    assert demo_screen.text("estimate-monthly") == money(fresh["monthly"]["amount"], fresh["currency"])
+    assert demo_screen.text("estimate-resources") == str(fresh["resources"])
+    assert demo_screen.text("estimate-unpriced") == str(fresh["unpriced"]) != "0"
+    assert page.get_by_test_id("estimate-stale").count() == 0
+    ui_world.age_estimate(database_url, ("argocd", "web"), days=8)  # CI last pushed it 8 days ago
+    (stale,) = _api(url, "/apps/argocd/web/actual", "argocd:web")["cloudEstimates"]
+    assert stale["stale"] is True
+    page = demo_screen.open("/?app=argocd/web")
+    page.get_by_test_id("estimate-stale").wait_for()
+    assert demo_screen.text("estimate-age") == f"{stale['ageSeconds'] // 86400} days" == "8 days"
+    assert "more than 7 days" in demo_screen.text("estimate-stale")
+    assert demo_screen.errors == []
+
+
+def test_the_data_quality_notice_only_when_something_explains_a_figure(
+    screen: Screen, host: ArgoHost, demo: tuple[str, list[str]], demo_screen: Screen
+) -> None:
+    dq = through_proxy(host, "/data-quality", "argocd:web")
+    assert dq["opencost"]["reachable"] is False  # the test world's OpenCost does not answer
+    page = screen.open("/?app=argocd/web")
+    page.get_by_test_id("data-quality").wait_for()
+    items = page.get_by_test_id("dq-item")
+    assert [items.nth(i).get_attribute("data-kind") for i in range(items.count())] == ["opencost"]
+    assert dq["opencost"]["reason"] in items.first.inner_text()
+    book = dq["pricing"]["pricebook"]
+    assert f"{book['namespace']}/{book['name']} ({book['currency']})" in screen.text("dq-pricing")
+    assert screen.errors == []
+    # the demo's data is complete and priced, OpenCost answers: no notice at all
+    calm = _api(demo[0], "/data-quality", "argocd:web")
+    assert calm["opencost"]["reachable"] is True and calm["ledger"]["lost"] == 0 and calm["pricing"]["reason"] is None
+    assert calm["unpriced"]["byHours"]["unpriced"] == 0 and calm["ledger"]["hoursBehind"] <= 2
+    page = demo_screen.open("/?app=argocd/web")
+    page.get_by_test_id("data-quality-ok").wait_for(state="attached")
+    page.get_by_test_id("actual").wait_for()
+    assert page.get_by_test_id("data-quality").count() == 0
+    assert demo_screen.errors == []
+
+
+def test_the_test_clusters_cards_say_what_is_missing(screen: Screen, host: ArgoHost) -> None:
+    app = "argocd:web"
+    rightsizing = through_proxy(host, "/apps/argocd/web/rightsizing", app)
+    orphans = through_proxy(host, "/apps/argocd/web/orphaned-pods", app)
+    anomaly = through_proxy(host, "/apps/argocd/web/actual", app)["anomaly"]
+    assert rightsizing["available"] is False and orphans["pods"] == [] and anomaly["score"] is None
+    page = screen.open("/?app=argocd/web")
+    note = page.get_by_test_id("rightsizing-unavailable")
+    note.wait_for()
+    assert rightsizing["reason"] in note.inner_text()
+    assert page.get_by_test_id("rightsizing-error").count() == 0  # a note, not an error
+    assert "No orphaned pods in shop" in screen.text("orphans-empty")
+    assert anomaly["reason"] in screen.text("anomaly-reason")
+    assert "CI has not pushed one" in screen.text("estimates-empty")
+    assert screen.errors == []
+
+
+def test_the_cluster_view_ranks_anomalies_and_lists_orphaned_pods(
+    demo: tuple[str, list[str]], demo_screen: Screen
+) -> None:
+    url = demo[0]
+    gate = "argocd:cost-gate"
+    ranking = _api(url, "/anomalies?limit=20", gate)
+    orphans = _api(url, "/orphaned-pods", gate)
+    page = demo_screen.open("/?view=finops")
+    page.get_by_test_id("anomaly-ranking").wait_for()
+    rows = page.get_by_test_id("anomaly-row")
+    assert [rows.nth(i).get_attribute("data-app") for i in range(rows.count())] == [
+        f"{a['app']['namespace']}/{a['app']['name']}" for a in ranking["applications"]
+    ]
+    for i, entry in enumerate(ranking["applications"]):
+        row, anomaly = rows.nth(i), entry["anomaly"]
+        assert row.get_by_test_id("anomaly-row-score").inner_text() == (anomaly["score"] or "—")
+        assert row.get_attribute("data-anomalous") == str(anomaly["anomalous"]).lower()
+        if anomaly["score"] is None:
+            assert anomaly["reason"] in row.get_by_test_id("anomaly-row-note").inner_text()
+    assert ranking["scored"] >= 1
+    assert f"{ranking['anomalous']} anomalous of {ranking['scored']} scored" in demo_screen.text("anomaly-summary")
+    page.get_by_test_id("orphans").wait_for()
+    _orphan_rows(page, orphans)
+    assert "NaN" not in page.inner_text("body")
+    assert demo_screen.errors == []

@@ -1,9 +1,17 @@
-"""The world the browser tests of the UI extension look at, built once per module over real HTTP:
-hours collected by ``collect_allocations``, install records by ``backfill``, sync records by
-``on_sync`` (two syncs of argocd/web for a trend, a namespace-scope sync of team-apps/web), a
-``cost_api`` with a chargeback policy, and the Argo CD stand-in (``sandbox.argocd_host``) in
-front of it; plus headless Chromium, and a page that records console errors and saves a
-screenshot of what it showed.
+"""The worlds the browser tests of the UI extension look at, built once per module over real HTTP:
+
+- ``host``: the test cluster (tests/data): hours collected by ``collect_allocations``, install
+  records by ``backfill``, sync records by ``on_sync`` (two syncs of argocd/web for a trend, a
+  namespace-scope sync of team-apps/web), a ``cost_api`` with a chargeback policy whose OpenCost
+  does not answer (``/data-quality`` says so), and the Argo CD stand-in (``sandbox.argocd_host``)
+  in front of it. That cluster serves no VPA API (rightsizing is not available) and has no
+  orphaned pod nor daily history yet;
+- ``demo``: ``finops run`` (what ``make run`` runs) over the demo cluster (sandbox/demo): nine
+  days of history and the recorded days, VPAs of every kind, an orphaned pod, the demo syncs and
+  a cloud estimate, in the same database under its own cluster name;
+
+plus headless Chromium, and a page that records console errors and saves a screenshot of what it
+showed.
 """
 
 from __future__ import annotations
@@ -14,11 +22,12 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -60,14 +69,14 @@ def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"{what}: not reached in {timeout:.0f} s")
 
 
-def _records(database_url: str, app_ns: str, app: str, on: str) -> int:
+def _records(database_url: str, app_ns: str, app: str, on: str, cluster: str = "test") -> int:
     db = connect(database_url)
     try:
         with db.connection() as conn:
             row = conn.execute(
                 "SELECT count(*) AS n FROM cost_actuals"
-                " WHERE app_namespace = %s AND app_name = %s AND measured_on = %s",
-                (app_ns, app, on),
+                " WHERE cluster = %s AND app_namespace = %s AND app_name = %s AND measured_on = %s",
+                (cluster, app_ns, app, on),
             ).fetchone()
     finally:
         db.close()
@@ -95,13 +104,17 @@ def _sync(on_sync_url: str, stack: Stack, app_ns: str, app: str, revision: str, 
     assert response.status_code == 202, response.text
 
 
-def build_world(stack: Stack, database_url: str, collect_url: str, on_sync_url: str) -> None:
+def empty_tables(database_url: str) -> None:
     db = connect(database_url)
-    with db.connection() as conn:  # this module's tests share one world: start it from empty tables
+    with db.connection() as conn:
         tables = conn.execute(TABLES).fetchone()
         assert tables is not None
         conn.execute(f"TRUNCATE {next(iter(tables.values()))} RESTART IDENTITY CASCADE")
     db.close()
+
+
+def build_world(stack: Stack, database_url: str, collect_url: str, on_sync_url: str) -> None:
+    """The test cluster's world (cluster ``test``), into tables emptied by ``demo_run``."""
     first = truncate_to_hour(datetime.now(UTC)) - timedelta(hours=HOURS - 1)
     for n in range(HOURS):
         scheduled = (first + timedelta(hours=n)).isoformat()
@@ -120,17 +133,63 @@ def build_world(stack: Stack, database_url: str, collect_url: str, on_sync_url: 
 
 
 @pytest.fixture(scope="module")
+def demo_run(database_url: str) -> Iterator[Callable[[], tuple[str, list[str]]]]:
+    """This module's tests share two worlds, from empty tables: ``finops run`` over the demo cluster
+    starts first, in its own process, and builds its world while ``host`` builds the other."""
+    empty_tables(database_url)
+    with finops_run(database_url, hours=24) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
 def host(
-    stack: Stack, database_url: str, collect_url: str, on_sync_url: str, tmp_path_factory: Any
+    stack: Stack,
+    database_url: str,
+    collect_url: str,
+    on_sync_url: str,
+    tmp_path_factory: Any,
+    demo_run: Callable[[], tuple[str, list[str]]],
 ) -> Iterator[ArgoHost]:
     build_world(stack, database_url, collect_url, on_sync_url)
     policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
     policy.write_text(POLICY)
     with (
-        serve_function(stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy)) as api_url,
+        serve_function(
+            stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy), OPENCOST_URL=_closed_port_url()
+        ) as api_url,
         serve(kube_url=stack.kube_url, cost_api_url=api_url, proxy_token=PROXY) as argo,
     ):
         yield argo
+
+
+def _closed_port_url() -> str:
+    """A URL nothing listens on (a port just released): an OpenCost that does not answer."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def demo(demo_run: Callable[[], tuple[str, list[str]]]) -> tuple[str, list[str]]:
+    """``finops run`` over the demo cluster, serving until the module ends: its page's URL and the
+    lines it printed until then."""
+    return demo_run()
+
+
+def age_estimate(database_url: str, app: tuple[str, str], days: int) -> None:
+    """As if CI's last push of the demo cluster's estimate for ``app`` came ``days`` days ago."""
+    db = connect(database_url)
+    try:
+        with db.connection() as conn:
+            conn.execute(
+                "UPDATE cloud_estimates SET received_at = received_at - make_interval(days => %s),"
+                " changed_at = changed_at - make_interval(days => %s)"
+                " WHERE cluster = 'demo' AND app_namespace = %s AND app_name = %s",
+                (days, days, *app),
+            )
+    finally:
+        db.close()
 
 
 def _unavailable(environ: dict[str, Any], start_response: Any) -> list[bytes]:
@@ -169,9 +228,10 @@ def browser() -> Iterator[Browser]:
 
 
 @contextlib.contextmanager
-def finops_run(database_url: str, hours: int) -> Iterator[tuple[str, list[str]]]:
-    """``finops run`` (what ``make run`` runs) in its own process until it prints the UI's URL, the
-    last line of its start; yields that URL and the lines printed. Stopped with Ctrl-C (SIGINT)."""
+def finops_run(database_url: str, hours: int) -> Iterator[Callable[[], tuple[str, list[str]]]]:
+    """``finops run`` (what ``make run`` runs) in its own process, started at once; yields a call
+    that waits until it prints the UI's URL, the last line of its start, and returns that URL and
+    the lines printed. Stopped with Ctrl-C (SIGINT)."""
     binary = Path(sys.executable).with_name("finops")
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
@@ -192,17 +252,22 @@ def finops_run(database_url: str, hours: int) -> Iterator[tuple[str, list[str]]]
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     seen: list[str] = []
-    try:
-        deadline = time.monotonic() + 180
-        while True:
+    urls: list[str] = []
+    deadline = time.monotonic() + 240
+
+    def started() -> tuple[str, list[str]]:
+        while not urls:
             line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
             if line is None:
                 raise AssertionError("finops run exited before printing the UI's URL:\n" + "\n".join(seen))
             seen.append(line)
             found = re.match(r"^Argo CD UI extension: (http://127\.0\.0\.1:\d+/)", line)
             if found:
-                yield found.group(1), seen
-                return
+                urls.append(found.group(1))
+        return urls[0], seen
+
+    try:
+        yield started
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -294,3 +359,8 @@ def through_proxy(host: ArgoHost | str, path: str, app: str, project: str = "def
 def money(amount: str, currency: str | None) -> str:
     """The UI's rendering of an API amount: grouped, exact, with the currency code."""
     return f"{Decimal(amount):,} {currency or '(currency unknown)'}"
+
+
+def formatted_change(amount: str, currency: str | None) -> str:
+    """The UI's rendering of a signed change: "+1.20 USD", "-2.76 USD"."""
+    return ("" if amount.startswith("-") else "+") + money(amount, currency)

@@ -73,6 +73,12 @@
     const micros = value && typeof value === "object" ? value.micros : value;
     return typeof micros === "number" && Number.isFinite(micros) ? micros : 0;
   }
+  function formatAge(seconds) {
+    if (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 0) return "—";
+    if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+    if (seconds < 2 * 86400) return `${Math.floor(seconds / 3600)} h`;
+    return `${Math.floor(seconds / 86400)} days`;
+  }
 
   // src/states.jsx
   function useLoad(load, deps) {
@@ -132,8 +138,17 @@
     table: { borderCollapse: "collapse", margin: "6px 0" },
     cell: { padding: "3px 12px 3px 0", textAlign: "left", borderBottom: "1px solid #eef1f3" },
     number: { padding: "3px 12px 3px 0", textAlign: "right", borderBottom: "1px solid #eef1f3", whiteSpace: "nowrap" },
-    muted: { color: "#6d7f8b" }
+    muted: { color: "#6d7f8b" },
+    warning: { color: "#a35d00" },
+    alertBadge: { display: "inline-block", padding: "1px 8px", marginRight: "8px", borderRadius: "10px", fontSize: "12px", background: "#fcebec", color: "#a3212c" },
+    calmBadge: { display: "inline-block", padding: "1px 8px", marginRight: "8px", borderRadius: "10px", fontSize: "12px", background: "#e3f4ea", color: "#1e6b3a" }
   };
+  function Card({ title, state, what, testid, empty, children }) {
+    return /* @__PURE__ */ React.createElement("section", { style: styles.section, "data-testid": `${testid}-card` }, /* @__PURE__ */ React.createElement("h4", null, title), state.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what }) : null, state.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: state.error, what, testid, empty }) : null, state.status === "ok" ? children(state.data) : null);
+  }
+  function Note({ testid, children }) {
+    return /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": testid }, children);
+  }
 
   // src/Chart.jsx
   var WIDTH = 640;
@@ -182,6 +197,142 @@
     ), /* @__PURE__ */ React.createElement("figcaption", { style: styles.muted }, days[0].day, " to ", days[days.length - 1].day, ": one bar per day; highest ", formatMoney(peak.cost, currency), " on", " ", peak.day, days[days.length - 1].final === false ? "; hollow bars are not final (today, still counting, or a day not recorded yet)" : "", "."));
   }
 
+  // src/Insights.jsx
+  var STALE_DAYS = 7;
+  function Anomaly({ anomaly, currency }) {
+    if (!anomaly) {
+      return /* @__PURE__ */ React.createElement(Note, { testid: "anomaly-none" }, "No anomaly score: the application has no cost record yet.");
+    }
+    const money = (value) => formatMoney(value, anomaly.currency || currency);
+    const base = anomaly.baseline || {};
+    const today = anomaly.today || {};
+    const baseline = base.days > 0 ? /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "anomaly-baseline" }, "Baseline: ", /* @__PURE__ */ React.createElement("span", { "data-testid": "anomaly-days" }, base.days), " recorded days,", " ", /* @__PURE__ */ React.createElement("span", { "data-testid": "anomaly-from" }, base.from), " to ", /* @__PURE__ */ React.createElement("span", { "data-testid": "anomaly-to" }, base.to), "; median", " ", /* @__PURE__ */ React.createElement("span", { "data-testid": "anomaly-median" }, money(base.median)), " a day, MAD", " ", /* @__PURE__ */ React.createElement("span", { "data-testid": "anomaly-mad" }, money(base.mad)), " (spread ", money(base.spread), ").") : null;
+    if (anomaly.score === null || anomaly.score === void 0) {
+      return /* @__PURE__ */ React.createElement("div", { "data-testid": "anomaly", "data-scored": "false" }, /* @__PURE__ */ React.createElement("p", { "data-testid": "anomaly-reason" }, "No anomaly score yet: ", anomaly.reason || "not enough data", "."), baseline);
+    }
+    return /* @__PURE__ */ React.createElement("div", { "data-testid": "anomaly", "data-scored": "true", "data-anomalous": String(anomaly.anomalous === true) }, /* @__PURE__ */ React.createElement("p", null, anomaly.anomalous ? /* @__PURE__ */ React.createElement("span", { style: styles.alertBadge, "data-testid": "anomaly-badge" }, "anomalous") : /* @__PURE__ */ React.createElement("span", { style: styles.calmBadge, "data-testid": "anomaly-badge" }, "usual"), "Score ", /* @__PURE__ */ React.createElement("strong", { "data-testid": "anomaly-score" }, anomaly.score), " (anomalous from ", anomaly.threshold, "): today runs at ", /* @__PURE__ */ React.createElement("span", { "data-testid": "anomaly-run-rate" }, money(anomaly.runRatePerDay)), " a day over its", " ", today.hours, " final hours (", money(today.cost), " so far)."), baseline);
+  }
+  function CloudEstimates({ estimates }) {
+    const rows = Array.isArray(estimates) ? estimates : [];
+    if (rows.length === 0) {
+      return /* @__PURE__ */ React.createElement(Note, { testid: "estimates-empty" }, "No cloud estimate: CI has not pushed one for this application (Infracost's JSON, docs/ci-cloud-estimates.md).");
+    }
+    return /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "estimates" }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Source"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Monthly"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Resources"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Unpriced"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Age"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }))), /* @__PURE__ */ React.createElement("tbody", null, rows.map((e) => /* @__PURE__ */ React.createElement("tr", { key: e.source, "data-testid": "estimate-row", "data-source": e.source, "data-stale": String(e.stale === true) }, /* @__PURE__ */ React.createElement("td", { style: styles.cell }, e.source), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "estimate-monthly" }, formatMoney(e.monthly, e.currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "estimate-resources" }, e.resources), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "estimate-unpriced", title: "usage-based resources without usage figures" }, e.unpriced), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "estimate-age", title: `received ${e.receivedAt}` }, formatAge(e.ageSeconds)), /* @__PURE__ */ React.createElement("td", { style: styles.cell }, e.stale ? /* @__PURE__ */ React.createElement("span", { style: styles.warning, "data-testid": "estimate-stale" }, "stale: CI has not pushed it for more than ", STALE_DAYS, " days") : null)))));
+  }
+  function dataQualityIssues(dq) {
+    const issues = [];
+    const ledger = dq && dq.ledger || {};
+    if (!ledger.newestFinalHour) {
+      issues.push(["behind", "No hour is final yet: the figures fill in as collect_allocations runs."]);
+    } else if (typeof ledger.hoursBehind === "number" && ledger.hoursBehind > 2) {
+      issues.push(["behind", `Cost data is ${ledger.hoursBehind} hours behind (newest final hour ${ledger.newestFinalHour}).`]);
+    }
+    if (ledger.lost > 0) {
+      const recent = (ledger.recentLost || [])[0];
+      const why = recent ? ` Latest: ${recent.hour}, ${recent.reason}.` : "";
+      issues.push(["lost", `${ledger.lost} hours are lost: their cost is in no figure.${why}`]);
+    }
+    if (ledger.open > 2) {
+      issues.push(["open", `${ledger.open} hours are still open (collected, not final): recent figures may still change.`]);
+    }
+    const byHours = dq && dq.unpriced && dq.unpriced.byHours || {};
+    if (byHours.unpriced > 0) {
+      issues.push([
+        "unpriced",
+        `${byHours.unpriced} of this month's ${byHours.withRows} hours with cost were collected without a PriceBook (unpriced): their cost counts as 0.`
+      ]);
+    }
+    const pricing = dq && dq.pricing || {};
+    if (pricing.reason) issues.push(["pricing", `Pricing: ${pricing.reason}.`]);
+    const opencost = dq && dq.opencost || {};
+    if (opencost.reachable === false) {
+      issues.push(["opencost", `OpenCost is not reachable (${opencost.reason}): new hours are not being collected.`]);
+    }
+    return issues;
+  }
+  function DataQuality({ dq }) {
+    const issues = dataQualityIssues(dq);
+    if (issues.length === 0) return /* @__PURE__ */ React.createElement("span", { "data-testid": "data-quality-ok", hidden: true });
+    const book = dq.pricing && dq.pricing.pricebook;
+    return /* @__PURE__ */ React.createElement("div", { style: { ...styles.notice, ...styles.section }, role: "status", "data-testid": "data-quality" }, /* @__PURE__ */ React.createElement("strong", null, "About these figures"), /* @__PURE__ */ React.createElement("ul", { style: { margin: "4px 0" } }, issues.map(([kind, text]) => /* @__PURE__ */ React.createElement("li", { key: kind, "data-testid": "dq-item", "data-kind": kind }, text))), /* @__PURE__ */ React.createElement("span", { style: styles.muted, "data-testid": "dq-pricing" }, book ? `Priced with PriceBook ${book.namespace}/${book.name} (${book.currency}).` : "No PriceBook has priced the data."));
+  }
+
+  // src/Workloads.jsx
+  var RESOURCES = [
+    ["cpu", "CPU"],
+    ["memory", "Memory"]
+  ];
+  function oneCurrency(values, fallback) {
+    const found = [...new Set(values.filter(Boolean))];
+    return found.length === 1 ? found[0] : fallback;
+  }
+  function ContainerLines({ vpa, container, currency }) {
+    const lines = RESOURCES.filter(([key]) => container[key]);
+    return /* @__PURE__ */ React.createElement(React.Fragment, null, lines.map(([key, label], i) => {
+      const line = container[key];
+      return /* @__PURE__ */ React.createElement(
+        "tr",
+        {
+          key: `${container.container}/${key}`,
+          "data-testid": "rs-line",
+          "data-vpa": vpa.name,
+          "data-container": container.container,
+          "data-resource": key
+        },
+        /* @__PURE__ */ React.createElement("td", { style: styles.cell }, i === 0 ? container.container : "", i === 0 && container.settled === false ? /* @__PURE__ */ React.createElement("span", { style: { ...styles.badge, marginLeft: "6px" }, "data-testid": "rs-low-confidence", title: "upper bound above 3x the target" }, "low confidence") : null),
+        /* @__PURE__ */ React.createElement("td", { style: styles.cell }, label),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "rs-current" }, line.currentQuantity || "—"),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number }, "→"),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "rs-suggested" }, line.suggestedQuantity || "—"),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "rs-monthly" }, formatChange(line.monthly, currency))
+      );
+    }));
+  }
+  function Vpa({ vpa, fallback }) {
+    const title = `${vpa.name} → ${vpa.targetRef ? `${vpa.targetRef.kind} ${vpa.targetRef.name}` : "?"}`;
+    if (vpa.managed) {
+      return /* @__PURE__ */ React.createElement("div", { "data-testid": "rightsizing-vpa", "data-vpa": vpa.name, "data-managed": "true", style: styles.section }, /* @__PURE__ */ React.createElement("strong", null, title), " ", /* @__PURE__ */ React.createElement("span", { style: styles.badge, "data-testid": "vpa-managed" }, "VPA applies this (mode ", vpa.updateMode, ")"));
+    }
+    const currency = vpa.currency || fallback;
+    const containers = vpa.containers || [];
+    const warnings = [...vpa.warnings || [], ...containers.flatMap((c) => c.warnings || [])];
+    return /* @__PURE__ */ React.createElement("div", { "data-testid": "rightsizing-vpa", "data-vpa": vpa.name, "data-managed": "false", style: styles.section }, /* @__PURE__ */ React.createElement("strong", null, title), " (mode ", vpa.updateMode, "): ", /* @__PURE__ */ React.createElement("span", { "data-testid": "vpa-monthly" }, formatChange(vpa.monthly, currency)), " ", "a month", containers.length > 0 ? /* @__PURE__ */ React.createElement("table", { style: styles.table }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Container"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Resource"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Current request"), /* @__PURE__ */ React.createElement("th", { style: styles.number }), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Suggested"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Monthly change"))), /* @__PURE__ */ React.createElement("tbody", null, containers.map((c) => /* @__PURE__ */ React.createElement(ContainerLines, { key: c.container, vpa, container: c, currency })))) : null, warnings.length > 0 ? /* @__PURE__ */ React.createElement("ul", { style: { margin: "2px 0" } }, warnings.map((w) => /* @__PURE__ */ React.createElement("li", { key: w, style: styles.warning, "data-testid": "rs-warning" }, w))) : null);
+  }
+  function Rightsizing({ data, currency }) {
+    if (data.available === false) {
+      return /* @__PURE__ */ React.createElement(Note, { testid: "rightsizing-unavailable" }, "Rightsizing is not available here: ", data.reason, ".");
+    }
+    const vpas = data.vpas || [];
+    if (vpas.length === 0) {
+      return /* @__PURE__ */ React.createElement(Note, { testid: "rightsizing-empty" }, "No VerticalPodAutoscaler in ", data.destinationNamespace, " targets this application's workloads.");
+    }
+    const advice = vpas.filter((v) => !v.managed);
+    const total = oneCurrency(
+      advice.map((v) => v.currency),
+      currency
+    );
+    const days = data.window && data.window.days;
+    return /* @__PURE__ */ React.createElement("div", { "data-testid": "rightsizing", "data-currency": total || "" }, /* @__PURE__ */ React.createElement("p", { "data-testid": "rightsizing-header" }, "Requests as the VPAs suggest would change the bill by", " ", /* @__PURE__ */ React.createElement("strong", { "data-testid": "rightsizing-monthly" }, formatChange(data.monthly, total)), " a month (negative: a saving), priced from the stored rows of the last ", days, " days", total ? `, in ${total}` : "", "."), vpas.map((v) => /* @__PURE__ */ React.createElement(Vpa, { key: v.name, vpa: v, fallback: total })));
+  }
+  function ownerText(owner) {
+    return owner ? `${owner.kind} ${owner.name}` : "bare pod";
+  }
+  function OrphanedPods({ data, currency, where }) {
+    if (data.available === false) {
+      return /* @__PURE__ */ React.createElement(Note, { testid: "orphans-unavailable" }, "Orphaned pods cannot be listed here: ", data.reason, ".");
+    }
+    const pods = data.pods || [];
+    const days = data.window && data.window.days;
+    if (pods.length === 0) {
+      return /* @__PURE__ */ React.createElement(Note, { testid: "orphans-empty" }, "No orphaned pods in ", where, ": every pod there belongs to an Argo CD application.");
+    }
+    const total = oneCurrency(
+      pods.map((p) => p.currency),
+      currency
+    );
+    return /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "orphans" }, /* @__PURE__ */ React.createElement("caption", { style: { ...styles.muted, textAlign: "left" } }, "Pods no Argo CD application owns, with their cost over the last ", days, " days"), /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Namespace"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Pod"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Owner"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Phase"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Cost"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Hours"))), /* @__PURE__ */ React.createElement("tbody", null, pods.map((p) => /* @__PURE__ */ React.createElement("tr", { key: `${p.namespace}/${p.pod}`, "data-testid": "orphan-row", "data-namespace": p.namespace, "data-pod": p.pod }, /* @__PURE__ */ React.createElement("td", { style: styles.cell }, p.namespace), /* @__PURE__ */ React.createElement("td", { style: styles.cell }, p.pod), /* @__PURE__ */ React.createElement("td", { style: styles.cell, "data-testid": "orphan-owner" }, ownerText(p.owner)), /* @__PURE__ */ React.createElement("td", { style: styles.cell }, p.phase || "—"), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "orphan-cost" }, formatMoney(p.cost, p.currency || total)), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "orphan-hours" }, p.hours)))), /* @__PURE__ */ React.createElement("tfoot", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Total"), /* @__PURE__ */ React.createElement("td", { colSpan: 3 }), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "orphans-total" }, formatMoney(data.total, total)), /* @__PURE__ */ React.createElement("td", null))));
+  }
+
   // src/AppTab.jsx
   var LOCAL_SERVERS = ["", "https://kubernetes.default.svc"];
   var LOCAL_NAMES = ["", "in-cluster"];
@@ -198,7 +349,7 @@
     const hours = Number(value);
     return Number.isFinite(hours) ? hours.toFixed(1) : "—";
   }
-  var RESOURCES = [
+  var RESOURCES2 = [
     ["cpu", "CPU"],
     ["ram", "Memory"],
     ["gpu", "GPU"],
@@ -241,7 +392,7 @@
         testid: "efficiency",
         note: `CPU ${formatRatio(efficiency.cpu)}, memory ${formatRatio(efficiency.ram)}`
       }
-    )), /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "breakdown" }, /* @__PURE__ */ React.createElement("caption", { style: { ...styles.muted, textAlign: "left" } }, "Last 24 h by resource"), /* @__PURE__ */ React.createElement("tbody", null, RESOURCES.filter(([key]) => key in breakdown).map(([key, label]) => /* @__PURE__ */ React.createElement("tr", { key }, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, label), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": `breakdown-${key}` }, formatMoney(breakdown[key], currency)))))), /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "measured" }, "Measured ", actual.measuredOn === "install" ? "at install" : "after the sync", " of revision", " ", actual.revision ? actual.revision.slice(0, 12) : "(unknown)", " at ", actual.measuredAt, "."));
+    )), /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "breakdown" }, /* @__PURE__ */ React.createElement("caption", { style: { ...styles.muted, textAlign: "left" } }, "Last 24 h by resource"), /* @__PURE__ */ React.createElement("tbody", null, RESOURCES2.filter(([key]) => key in breakdown).map(([key, label]) => /* @__PURE__ */ React.createElement("tr", { key }, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, label), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": `breakdown-${key}` }, formatMoney(breakdown[key], currency)))))), /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "measured" }, "Measured ", actual.measuredOn === "install" ? "at install" : "after the sync", " of revision", " ", actual.revision ? actual.revision.slice(0, 12) : "(unknown)", " at ", actual.measuredAt, "."));
   }
   function Trend({ trend, currency }) {
     if (!trend.change || !trend.previous) {
@@ -260,14 +411,18 @@
     const actual = useLoad(() => remote ? skip() : costApi(appPath(app, "actual"), app), [key, remote]);
     const trend = useLoad(() => remote ? skip() : costApi(appPath(app, "trend"), app), [key, remote]);
     const daily = useLoad(() => remote ? skip() : costApi(appPath(app, "daily", { days: 30 }), app), [key, remote]);
+    const rightsizing = useLoad(() => remote ? skip() : costApi(appPath(app, "rightsizing"), app), [key, remote]);
+    const orphans = useLoad(() => remote ? skip() : costApi(appPath(app, "orphaned-pods"), app), [key, remote]);
+    const quality = useLoad(() => remote ? skip() : costApi("/data-quality", app), [key, remote]);
     if (remote) {
       return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab" }, /* @__PURE__ */ React.createElement("p", { style: styles.notice, "data-testid": "remote-notice" }, app.namespace, "/", app.name, " deploys to another cluster (", destination.server || destination.name, "). finops measures only the cluster it runs in, so it has no cost for this application here; see the finops of that cluster."));
     }
     if (actual.status === "loading" || daily.status === "loading") {
       return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab" }, /* @__PURE__ */ React.createElement(Loading, { what: "the application's cost" }));
     }
-    const currency = daily.status === "ok" ? daily.data.currency : null;
-    return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab", "data-currency": currency || "" }, /* @__PURE__ */ React.createElement("h3", { style: { marginTop: 0 } }, "Cost of ", app.namespace, "/", app.name), actual.status === "ok" ? /* @__PURE__ */ React.createElement(Actual, { actual: actual.data, currency }) : /* @__PURE__ */ React.createElement(
+    const currency = actual.status === "ok" && actual.data.currency || daily.status === "ok" && daily.data.currency || null;
+    const noRecord = `No cost record for ${app.namespace}/${app.name} yet.`;
+    return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab", "data-currency": currency || "" }, /* @__PURE__ */ React.createElement("h3", { style: { marginTop: 0 } }, "Cost of ", app.namespace, "/", app.name), quality.status === "ok" ? /* @__PURE__ */ React.createElement(DataQuality, { dq: quality.data }) : null, quality.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "how complete the data is" }) : null, quality.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: quality.error, what: "how complete the data is", testid: "data-quality" }) : null, actual.status === "ok" ? /* @__PURE__ */ React.createElement(Actual, { actual: actual.data, currency }) : /* @__PURE__ */ React.createElement(
       Problem,
       {
         error: actual.error,
@@ -275,7 +430,7 @@
         testid: "actual",
         empty: `No cost record for ${app.namespace}/${app.name} yet: it is measured after its next successful sync (or by the install backfill).`
       }
-    ), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Change since the previous sync"), trend.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "the trend" }) : null, trend.status === "ok" ? /* @__PURE__ */ React.createElement(Trend, { trend: trend.data, currency }) : null, trend.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: trend.error, what: "the trend", testid: "trend", empty: "No record yet, so no trend." }) : null), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Last 30 days"), daily.status === "ok" ? /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Chart, { days: daily.data.days, currency }), /* @__PURE__ */ React.createElement("p", { "data-testid": "daily-total" }, "Total ", daily.data.from, " to ", daily.data.to, ": ", formatMoney(daily.data.total, currency), daily.data.scope === "namespace" ? " (namespace scope)" : "")) : /* @__PURE__ */ React.createElement(Problem, { error: daily.error, what: "the daily history", testid: "daily", empty: "No daily history yet." })));
+    ), /* @__PURE__ */ React.createElement(Card, { title: "Anomaly score (today)", state: actual, what: "the anomaly score", testid: "anomaly", empty: noRecord }, (data) => /* @__PURE__ */ React.createElement(Anomaly, { anomaly: data.anomaly, currency })), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Change since the previous sync"), trend.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "the trend" }) : null, trend.status === "ok" ? /* @__PURE__ */ React.createElement(Trend, { trend: trend.data, currency: trend.data.currency || currency }) : null, trend.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: trend.error, what: "the trend", testid: "trend", empty: "No record yet, so no trend." }) : null), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Last 30 days"), daily.status === "ok" ? /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Chart, { days: daily.data.days, currency: daily.data.currency || currency }), /* @__PURE__ */ React.createElement("p", { "data-testid": "daily-total" }, "Total ", daily.data.from, " to ", daily.data.to, ": ", formatMoney(daily.data.total, daily.data.currency || currency), daily.data.scope === "namespace" ? " (namespace scope)" : "")) : /* @__PURE__ */ React.createElement(Problem, { error: daily.error, what: "the daily history", testid: "daily", empty: "No daily history yet." })), /* @__PURE__ */ React.createElement(Card, { title: "Rightsizing (VerticalPodAutoscalers)", state: rightsizing, what: "the rightsizing advice", testid: "rightsizing" }, (data) => /* @__PURE__ */ React.createElement(Rightsizing, { data, currency })), /* @__PURE__ */ React.createElement(Card, { title: "Orphaned pods", state: orphans, what: "the orphaned pods", testid: "orphans" }, (data) => /* @__PURE__ */ React.createElement(OrphanedPods, { data, currency, where: data.destinationNamespace || "its namespace" })), /* @__PURE__ */ React.createElement(Card, { title: "Cloud estimates (CI)", state: actual, what: "the cloud estimates", testid: "estimates", empty: noRecord }, (data) => /* @__PURE__ */ React.createElement(CloudEstimates, { estimates: data.cloudEstimates })));
   }
 
   // src/ClusterView.jsx
@@ -316,6 +471,29 @@
     if (rows.length === 0) return /* @__PURE__ */ React.createElement("p", { "data-testid": "idle-ranking-empty" }, "No application-scope record yet to rank.");
     return /* @__PURE__ */ React.createElement("ol", { "data-testid": "idle-ranking" }, rows.map((r) => /* @__PURE__ */ React.createElement("li", { key: `${r.app.namespace}/${r.app.name}`, "data-testid": "idle-row" }, r.app.namespace, "/", r.app.name, " (", r.destinationNamespace, "): ", formatMoney(r.workloadIdleMonthly, currency), " idle a month of ", formatMoney(r.monthly, currency))));
   }
+  function AnomalyRanking({ data, currency }) {
+    const rows = data.applications || [];
+    if (rows.length === 0) return /* @__PURE__ */ React.createElement("p", { "data-testid": "anomaly-ranking-empty" }, "No application has a cost record yet to score.");
+    return /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "anomaly-summary" }, data.anomalous, " anomalous of ", data.scored, " scored (anomalous from a score of ", data.threshold, "); the rest have no score yet, with the reason."), /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "anomaly-ranking" }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Application"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Score"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Today, per day"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Baseline median"), /* @__PURE__ */ React.createElement("th", { style: styles.cell }))), /* @__PURE__ */ React.createElement("tbody", null, rows.map((r) => {
+      const a = r.anomaly || {};
+      const money = (value) => formatMoney(value, a.currency || currency);
+      const scored = a.score !== null && a.score !== void 0;
+      return /* @__PURE__ */ React.createElement(
+        "tr",
+        {
+          key: `${r.app.namespace}/${r.app.name}`,
+          "data-testid": "anomaly-row",
+          "data-app": `${r.app.namespace}/${r.app.name}`,
+          "data-anomalous": String(a.anomalous === true)
+        },
+        /* @__PURE__ */ React.createElement("td", { style: styles.cell }, r.app.namespace, "/", r.app.name, " ", /* @__PURE__ */ React.createElement("span", { style: styles.muted }, "(", r.destinationNamespace, ")")),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "anomaly-row-score" }, scored ? a.score : "—"),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number }, scored ? money(a.runRatePerDay) : ""),
+        /* @__PURE__ */ React.createElement("td", { style: styles.number }, a.baseline && a.baseline.median ? money(a.baseline.median) : ""),
+        /* @__PURE__ */ React.createElement("td", { style: styles.cell, "data-testid": "anomaly-row-note" }, a.anomalous ? /* @__PURE__ */ React.createElement("span", { style: styles.alertBadge }, "anomalous") : scored ? "" : /* @__PURE__ */ React.createElement("span", { style: styles.muted }, a.reason))
+      );
+    }))));
+  }
   function Section({ title, state, what, testid, empty, children }) {
     return /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, title), state.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what }) : null, state.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: state.error, what, testid, empty }) : null, state.status === "ok" ? children(state.data) : null);
   }
@@ -324,6 +502,8 @@
     const namespaces = useLoad(() => costApi("/namespaces?days=30", gate), [key]);
     const chargeback = useLoad(() => costApi("/chargeback", gate), [key]);
     const ranking = useLoad(() => costApi("/idle-ranking?limit=10", gate), [key]);
+    const anomalies = useLoad(() => costApi("/anomalies?limit=20", gate), [key]);
+    const orphans = useLoad(() => costApi("/orphaned-pods", gate), [key]);
     const currency = chargeback.status === "ok" ? chargeback.data.currency : null;
     return /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Section, { title: "Namespaces, last 30 days", state: namespaces, what: "the namespaces", testid: "namespaces" }, (data) => /* @__PURE__ */ React.createElement(Namespaces, { data, currency })), /* @__PURE__ */ React.createElement(
       Section,
@@ -335,7 +515,7 @@
         empty: "No chargeback: the cost API has no policy (POLICY_PATH) or no data for this month."
       },
       (data) => /* @__PURE__ */ React.createElement(Chargeback, { data })
-    ), /* @__PURE__ */ React.createElement(Section, { title: "Idle spend ranking", state: ranking, what: "the idle ranking", testid: "idle-ranking" }, (data) => /* @__PURE__ */ React.createElement(IdleRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Unlabelled namespaces", state: namespaces, what: "the namespaces", testid: "unlabelled" }, (data) => /* @__PURE__ */ React.createElement(Unlabelled, { data, currency })));
+    ), /* @__PURE__ */ React.createElement(Section, { title: "Anomalies today", state: anomalies, what: "the anomaly ranking", testid: "anomaly-ranking" }, (data) => /* @__PURE__ */ React.createElement(AnomalyRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Idle spend ranking", state: ranking, what: "the idle ranking", testid: "idle-ranking" }, (data) => /* @__PURE__ */ React.createElement(IdleRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Orphaned pods", state: orphans, what: "the orphaned pods", testid: "orphans" }, (data) => /* @__PURE__ */ React.createElement(OrphanedPods, { data, currency, where: "the managed namespaces" })), /* @__PURE__ */ React.createElement(Section, { title: "Unlabelled namespaces", state: namespaces, what: "the namespaces", testid: "unlabelled" }, (data) => /* @__PURE__ */ React.createElement(Unlabelled, { data, currency })));
   }
   function ClusterView() {
     const gate = useLoad(loadGate, []);

@@ -1,9 +1,13 @@
 // The application tab: the latest cost record (monthly projection, last 24 h, breakdown, workload
-// idle and efficiency), the change since the previous sync, and the daily chart.
+// idle and efficiency), today's anomaly score, the change since the previous sync, the daily chart,
+// rightsizing from VPAs, orphaned pods in its namespace and the cloud estimates CI pushed; above
+// them, a notice when the data explains a missing or partial figure.
 import { appPath, costApi } from "./api.js";
 import { Chart } from "./Chart.jsx";
+import { Anomaly, CloudEstimates, DataQuality } from "./Insights.jsx";
 import { formatChange, formatMoney, formatRatio } from "./money.js";
-import { Loading, Problem, styles, useLoad } from "./states.jsx";
+import { Card, Loading, Problem, styles, useLoad } from "./states.jsx";
+import { OrphanedPods, Rightsizing } from "./Workloads.jsx";
 
 // The rule the sync webhook applies (finops/applications.py LOCAL_SERVERS, LOCAL_NAMES): an
 // application deploys to this cluster when its destination server is empty or the in-cluster URL
@@ -145,6 +149,9 @@ export function AppTab(props) {
   const actual = useLoad(() => (remote ? skip() : costApi(appPath(app, "actual"), app)), [key, remote]);
   const trend = useLoad(() => (remote ? skip() : costApi(appPath(app, "trend"), app)), [key, remote]);
   const daily = useLoad(() => (remote ? skip() : costApi(appPath(app, "daily", { days: 30 }), app)), [key, remote]);
+  const rightsizing = useLoad(() => (remote ? skip() : costApi(appPath(app, "rightsizing"), app)), [key, remote]);
+  const orphans = useLoad(() => (remote ? skip() : costApi(appPath(app, "orphaned-pods"), app)), [key, remote]);
+  const quality = useLoad(() => (remote ? skip() : costApi("/data-quality", app)), [key, remote]);
 
   if (remote) {
     return (
@@ -164,12 +171,17 @@ export function AppTab(props) {
       </div>
     );
   }
-  const currency = daily.status === "ok" ? daily.data.currency : null;
+  // The record's own currency (its rows'), else the daily history's; null: unknown, shown as such.
+  const currency = (actual.status === "ok" && actual.data.currency) || (daily.status === "ok" && daily.data.currency) || null;
+  const noRecord = `No cost record for ${app.namespace}/${app.name} yet.`;
   return (
     <div style={styles.tab} data-testid="finops-app-tab" data-currency={currency || ""}>
       <h3 style={{ marginTop: 0 }}>
         Cost of {app.namespace}/{app.name}
       </h3>
+      {quality.status === "ok" ? <DataQuality dq={quality.data} /> : null}
+      {quality.status === "loading" ? <Loading what="how complete the data is" /> : null}
+      {quality.status === "error" ? <Problem error={quality.error} what="how complete the data is" testid="data-quality" /> : null}
       {actual.status === "ok" ? (
         <Actual actual={actual.data} currency={currency} />
       ) : (
@@ -180,10 +192,13 @@ export function AppTab(props) {
           empty={`No cost record for ${app.namespace}/${app.name} yet: it is measured after its next successful sync (or by the install backfill).`}
         />
       )}
+      <Card title="Anomaly score (today)" state={actual} what="the anomaly score" testid="anomaly" empty={noRecord}>
+        {(data) => <Anomaly anomaly={data.anomaly} currency={currency} />}
+      </Card>
       <section style={styles.section}>
         <h4>Change since the previous sync</h4>
         {trend.status === "loading" ? <Loading what="the trend" /> : null}
-        {trend.status === "ok" ? <Trend trend={trend.data} currency={currency} /> : null}
+        {trend.status === "ok" ? <Trend trend={trend.data} currency={trend.data.currency || currency} /> : null}
         {trend.status === "error" ? (
           <Problem error={trend.error} what="the trend" testid="trend" empty="No record yet, so no trend." />
         ) : null}
@@ -192,9 +207,9 @@ export function AppTab(props) {
         <h4>Last 30 days</h4>
         {daily.status === "ok" ? (
           <>
-            <Chart days={daily.data.days} currency={currency} />
+            <Chart days={daily.data.days} currency={daily.data.currency || currency} />
             <p data-testid="daily-total">
-              Total {daily.data.from} to {daily.data.to}: {formatMoney(daily.data.total, currency)}
+              Total {daily.data.from} to {daily.data.to}: {formatMoney(daily.data.total, daily.data.currency || currency)}
               {daily.data.scope === "namespace" ? " (namespace scope)" : ""}
             </p>
           </>
@@ -202,6 +217,15 @@ export function AppTab(props) {
           <Problem error={daily.error} what="the daily history" testid="daily" empty="No daily history yet." />
         )}
       </section>
+      <Card title="Rightsizing (VerticalPodAutoscalers)" state={rightsizing} what="the rightsizing advice" testid="rightsizing">
+        {(data) => <Rightsizing data={data} currency={currency} />}
+      </Card>
+      <Card title="Orphaned pods" state={orphans} what="the orphaned pods" testid="orphans">
+        {(data) => <OrphanedPods data={data} currency={currency} where={data.destinationNamespace || "its namespace"} />}
+      </Card>
+      <Card title="Cloud estimates (CI)" state={actual} what="the cloud estimates" testid="estimates" empty={noRecord}>
+        {(data) => <CloudEstimates estimates={data.cloudEstimates} />}
+      </Card>
     </div>
   );
 }

@@ -1,10 +1,12 @@
 // The cluster view (Argo CD's sidebar): namespaces with owner and cost, the month's chargeback
-// (idle and shared as the policy says), the idle spend ranking and the unlabelled namespaces.
+// (idle and shared as the policy says), the anomaly ranking, the idle spend ranking, orphaned pods
+// across the managed namespaces and the unlabelled namespaces.
 // Cluster-wide reads are authorised by the gate application (cost_api's CLUSTER_SCOPE_APP): the
 // calls name it in Argocd-Application-Name, so only those who may read it see anything.
 import { argoApplication, costApi } from "./api.js";
 import { formatMoney } from "./money.js";
 import { Loading, Problem, styles, useLoad } from "./states.jsx";
+import { OrphanedPods } from "./Workloads.jsx";
 
 /** The gate application, "namespace:name": EXTENSION_JS_VARS {"gate_app": ...} of the installer. */
 export function gateApp() {
@@ -136,6 +138,63 @@ function IdleRanking({ data, currency }) {
   );
 }
 
+function AnomalyRanking({ data, currency }) {
+  const rows = data.applications || [];
+  if (rows.length === 0) return <p data-testid="anomaly-ranking-empty">No application has a cost record yet to score.</p>;
+  return (
+    <>
+      <p style={styles.muted} data-testid="anomaly-summary">
+        {data.anomalous} anomalous of {data.scored} scored (anomalous from a score of {data.threshold}); the rest have
+        no score yet, with the reason.
+      </p>
+      <table style={styles.table} data-testid="anomaly-ranking">
+        <thead>
+          <tr>
+            <th style={styles.cell}>Application</th>
+            <th style={styles.number}>Score</th>
+            <th style={styles.number}>Today, per day</th>
+            <th style={styles.number}>Baseline median</th>
+            <th style={styles.cell} />
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => {
+            const a = r.anomaly || {};
+            const money = (value) => formatMoney(value, a.currency || currency);
+            const scored = a.score !== null && a.score !== undefined;
+            return (
+              <tr
+                key={`${r.app.namespace}/${r.app.name}`}
+                data-testid="anomaly-row"
+                data-app={`${r.app.namespace}/${r.app.name}`}
+                data-anomalous={String(a.anomalous === true)}
+              >
+                <td style={styles.cell}>
+                  {r.app.namespace}/{r.app.name} <span style={styles.muted}>({r.destinationNamespace})</span>
+                </td>
+                <td style={styles.number} data-testid="anomaly-row-score">
+                  {scored ? a.score : "—"}
+                </td>
+                <td style={styles.number}>{scored ? money(a.runRatePerDay) : ""}</td>
+                <td style={styles.number}>{a.baseline && a.baseline.median ? money(a.baseline.median) : ""}</td>
+                <td style={styles.cell} data-testid="anomaly-row-note">
+                  {a.anomalous ? (
+                    <span style={styles.alertBadge}>anomalous</span>
+                  ) : scored ? (
+                    ""
+                  ) : (
+                    <span style={styles.muted}>{a.reason}</span>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
 function Section({ title, state, what, testid, empty, children }) {
   return (
     <section style={styles.section}>
@@ -152,6 +211,8 @@ function Reports({ gate }) {
   const namespaces = useLoad(() => costApi("/namespaces?days=30", gate), [key]);
   const chargeback = useLoad(() => costApi("/chargeback", gate), [key]);
   const ranking = useLoad(() => costApi("/idle-ranking?limit=10", gate), [key]);
+  const anomalies = useLoad(() => costApi("/anomalies?limit=20", gate), [key]);
+  const orphans = useLoad(() => costApi("/orphaned-pods", gate), [key]);
   // One cluster, one currency: the chargeback's (its policy's) labels every amount of the view.
   const currency = chargeback.status === "ok" ? chargeback.data.currency : null;
   return (
@@ -168,8 +229,14 @@ function Reports({ gate }) {
       >
         {(data) => <Chargeback data={data} />}
       </Section>
+      <Section title="Anomalies today" state={anomalies} what="the anomaly ranking" testid="anomaly-ranking">
+        {(data) => <AnomalyRanking data={data} currency={currency} />}
+      </Section>
       <Section title="Idle spend ranking" state={ranking} what="the idle ranking" testid="idle-ranking">
         {(data) => <IdleRanking data={data} currency={currency} />}
+      </Section>
+      <Section title="Orphaned pods" state={orphans} what="the orphaned pods" testid="orphans">
+        {(data) => <OrphanedPods data={data} currency={currency} where="the managed namespaces" />}
       </Section>
       <Section title="Unlabelled namespaces" state={namespaces} what="the namespaces" testid="unlabelled">
         {(data) => <Unlabelled data={data} currency={currency} />}

@@ -42,3 +42,11 @@ export function microsOf(value) {
   const micros = value && typeof value === "object" ? value.micros : value;
   return typeof micros === "number" && Number.isFinite(micros) ? micros : 0;
 }
+
+/** Seconds as a short age: "45 min", "5 h", "8 days"; a dash when not a whole number. */
+export function formatAge(seconds) {
+  if (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 0) return "—";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+  if (seconds < 2 * 86400) return `${Math.floor(seconds / 3600)} h`;
+  return `${Math.floor(seconds / 86400)} days`;
+}

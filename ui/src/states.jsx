@@ -75,4 +75,28 @@ export const styles = {
   cell: { padding: "3px 12px 3px 0", textAlign: "left", borderBottom: "1px solid #eef1f3" },
   number: { padding: "3px 12px 3px 0", textAlign: "right", borderBottom: "1px solid #eef1f3", whiteSpace: "nowrap" },
   muted: { color: "#6d7f8b" },
+  warning: { color: "#a35d00" },
+  alertBadge: { display: "inline-block", padding: "1px 8px", marginRight: "8px", borderRadius: "10px", fontSize: "12px", background: "#fcebec", color: "#a3212c" },
+  calmBadge: { display: "inline-block", padding: "1px 8px", marginRight: "8px", borderRadius: "10px", fontSize: "12px", background: "#e3f4ea", color: "#1e6b3a" },
 };
+
+/** A card of the tab: its title, then loading, the error (or the 404 `empty` state), or `children(data)`. */
+export function Card({ title, state, what, testid, empty, children }) {
+  return (
+    <section style={styles.section} data-testid={`${testid}-card`}>
+      <h4>{title}</h4>
+      {state.status === "loading" ? <Loading what={what} /> : null}
+      {state.status === "error" ? <Problem error={state.error} what={what} testid={testid} empty={empty} /> : null}
+      {state.status === "ok" ? children(state.data) : null}
+    </section>
+  );
+}
+
+/** A muted line: a state that is not an error (nothing to show, a feature not available). */
+export function Note({ testid, children }) {
+  return (
+    <p style={styles.muted} data-testid={testid}>
+      {children}
+    </p>
+  );
+}
