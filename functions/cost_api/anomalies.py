@@ -21,7 +21,7 @@ ranking. What is read:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
@@ -137,6 +137,3 @@ def ranking(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str)
             for row, result, currency in scored[:limit]
         ],
     }
-
-
-CLUSTER_VIEWS: dict[str, Callable[..., Any]] = {"anomalies": ranking}

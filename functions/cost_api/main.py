@@ -17,6 +17,7 @@ need the header to name an application, any one.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,7 +52,7 @@ def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
     return namespace, name
 
 
-def _app_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, str]) -> Any:
+def _record_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, str]) -> Any:
     records = db.fetch_all(
         "latest_cost_actuals", cluster=s.CLUSTER_ID, app_namespace=identity[0], app_name=identity[1], limit=50
     )
@@ -67,6 +68,34 @@ def _app_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, 
             "anomaly": anomalies.of_application(db, s.CLUSTER_ID, identity, now=datetime.now(UTC)),  # read time
         }
     return views.trend(records, currency)
+
+
+Identity = tuple[str, str]
+Args = Mapping[str, str]
+
+# Every route's view (``Route.view``), by the scope that authorises it. An application's views read
+# by the header's identity; cluster views get the path's parameters; "any" views neither.
+APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Identity, Args], Any]] = {
+    "actual": lambda db, s, who, _: _record_view(db, s, "actual", who),
+    "trend": lambda db, s, who, _: _record_view(db, s, "trend", who),
+    "daily": lambda db, s, who, args: daily_views.daily(db, s, who, args, now=datetime.now(UTC)),
+    "cloud_estimate": lambda db, s, who, _: estimates.listing(db, s.CLUSTER_ID, who),
+    "rightsizing": lambda db, s, who, args: insights.app_rightsizing(db, s, args, who),
+    "app_orphaned_pods": lambda db, s, who, args: insights.app_orphaned_pods(db, s, args, who),
+}
+CLUSTER_VIEWS: dict[str, Callable[..., Any]] = {
+    "namespaces": cluster_views.namespaces,
+    "namespace": cluster_views.namespace,
+    "chargeback": cluster_views.chargeback,
+    "idle_ranking": cluster_views.idle_ranking,
+    "anomalies": anomalies.ranking,
+    "orphaned_pods": insights.cluster_orphaned_pods,
+    "namespace_orphaned_pods": insights.namespace_orphaned_pods,
+}
+ANY_VIEWS: dict[str, Callable[[CostApiSettings, Args], Any]] = {
+    "data_quality": status_views.data_quality,
+    "config": status_views.config,
+}
 
 
 @functions_framework.http
@@ -89,20 +118,12 @@ def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Res
     if route.scope == "app":
         if identity != (params["appNamespace"], params["appName"]):
             raise Forbidden("Argocd-Application-Name does not name the application in the path")
-        if route.view in insights.APP_VIEWS:  # rightsizing, orphaned pods: they ask the Kubernetes API
-            return respond(200, insights.APP_VIEWS[route.view](database_from(s), s, request.args, identity))
-        if route.view == "daily":
-            return respond(200, daily_views.daily(database_from(s), s, identity, request.args, now=datetime.now(UTC)))
-        if route.view == "cloud_estimate":
-            return respond(200, estimates.listing(database_from(s), s.CLUSTER_ID, identity))
-        return respond(200, _app_view(database_from(s), s, route.view, identity))
+        return respond(200, APP_VIEWS[route.view](database_from(s), s, identity, request.args))
     if route.scope == "any":  # any application's header: how the data stands, no application's figures
-        return respond(200, status_views.VIEWS[route.view](s, request.args))
+        return respond(200, ANY_VIEWS[route.view](s, request.args))
     if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
         raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
-    view = insights.CLUSTER_VIEWS.get(route.view) or anomalies.CLUSTER_VIEWS.get(route.view)
-    view = view or getattr(cluster_views, route.view)
-    return respond(200, view(database_from(s), s, request.args, **params))
+    return respond(200, CLUSTER_VIEWS[route.view](database_from(s), s, request.args, **params))
 
 
 def warm_up() -> None:

@@ -19,7 +19,7 @@ are listed with their cost so the platform team can fix them; that is the same i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -185,9 +185,3 @@ def config(s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
         },
         "opencost": {"configured": s.OPENCOST_URL is not None},
     }
-
-
-VIEWS: dict[str, Callable[[CostApiSettings, Mapping[str, str]], dict[str, Any]]] = {
-    "data_quality": data_quality,
-    "config": config,
-}

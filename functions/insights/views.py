@@ -1,7 +1,7 @@
 """The insight routes of ``cost_api``: what the dispatcher calls for each route's ``view``.
 
-``APP_VIEWS`` take the header's identity (the dispatcher has checked it names the path's
-application); ``CLUSTER_VIEWS`` are for the gate application, like ``cluster_views``. Both read
+The application views take the header's identity (the dispatcher has checked it names the path's
+application); the others are for the gate application, like ``cluster_views``. Both read
 the Kubernetes API through the process's client (``KUBE_API_URL``, else in-cluster, else
 ``KUBECONFIG``), built only when one of these routes is asked.
 """
@@ -86,13 +86,3 @@ def namespace_orphaned_pods(
         now=datetime.now(UTC),
         namespace=namespace,
     )
-
-
-APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Mapping[str, str], tuple[str, str]], Any]] = {
-    "rightsizing": app_rightsizing,
-    "app_orphaned_pods": app_orphaned_pods,
-}
-CLUSTER_VIEWS: dict[str, Callable[..., Any]] = {
-    "orphaned_pods": cluster_orphaned_pods,
-    "namespace_orphaned_pods": namespace_orphaned_pods,
-}
