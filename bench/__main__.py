@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from bench import chargeback, charges, ingest, webhook
+from bench import chargeback, charges, ingest, rollups, webhook
 
 
 def main() -> int:
     ingest.main()
+    rollups.main()
     webhook.main()
     chargeback.main()
     charges.main()

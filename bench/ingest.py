@@ -1,118 +1,166 @@
-"""Ingest of one hour of 20,000 container allocations: ours against a floor.
+"""Ingest of one hour at 20,000, 100,000 and 200,000 containers: ours against a floor.
 
-- ours: ``collect_allocations``' per-hour path (fetch over HTTP, parse into models with exact
-  decimals, convert to rows, stage with COPY, upsert, record the hour) on a fresh hour;
-- floor, same run, same table: ``json.loads`` of the same response bytes plus a plain ``COPY``
+- ours: ``collect_allocations``' per-hour path (fetch to a spool file, streamed parse with exact
+  decimals into ``COPY``, record the hour) on a fresh hour;
+- floor: ``json.loads`` of the same response bytes (garbage collector off) plus a plain ``COPY``
   of the same rows into ``provider_allocations``.
 
-Each hour's sandbox answer is warmed just before it is timed, so the fetch measures transfer,
-not the simulator. Memory:
-Python's peak during one hour and during three consecutive hours (it must not grow with the
-number of hours: one hour's response at a time), and the process's peak RSS.
+Every figure runs in a fresh process (``bench.ingest_point``), so a peak RSS is that figure's
+alone (not the floor's, not a warm-up's). The sandbox computes each size's answer once; the timed
+fetches are then served from that file by a plain HTTP server here, so they measure transfer,
+not the simulator. Last, the 200,000-container hour is ingested from the sandbox itself once in
+one request and once in namespace batches (``OPENCOST_SHARD_NAMESPACES``), timed end to end
+(OpenCost's computing included), and the two clusters' rows are compared column for column.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
-import resource
-import time
-import tracemalloc
-import uuid
-from datetime import UTC, datetime, timedelta
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 
-from bench.common import database, median, sandbox_opencost
+from bench.common import median, sandbox_opencost
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.hours import Hour
-from functions.collect_allocations.pricing import ActivePricing
-from functions.collect_allocations.rows import COLUMNS, RowBuilder
-from functions.collect_allocations.service import CollectOptions, _write_hour
-from infra.opencost import OpenCostClient
+from infra.postgres import Database, apply_migrations, connect
+from sandbox.postgres import embedded_postgres, scratch_database
 
-CONTAINERS = 20_000
-REPEATS = 3
-BASE = datetime(2026, 1, 5, tzinfo=UTC)
+SIZES = (20_000, 100_000, 200_000)
+REPEATS = {20_000: 3, 100_000: 2, 200_000: 1}
+SHARD_SIZE = 200_000
+SHARD_NAMESPACES = 10  # the synthetic cluster has 50 namespaces: 5 batches
 
 
-def _hour(n: int) -> Hour:
-    return Hour(BASE + timedelta(hours=n))
+@contextlib.contextmanager
+def file_server(path: Path) -> Iterator[str]:
+    """Any GET answers the file's bytes (an OpenCost answer recorded from the sandbox)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(path.stat().st_size))
+            self.end_headers()
+            with path.open("rb") as source:
+                shutil.copyfileobj(source, self.wfile, 1 << 20)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
-def main(containers: int = CONTAINERS) -> None:
-    options = CollectOptions("bench", DEFAULT_AGGREGATION, 0, "team", "cost-center")
-    pricing = ActivePricing(None, "USD", "bench", None)
-    with database() as db, sandbox_opencost(containers) as url:
-        client = OpenCostClient(url, timeout=120)
-        params = {"aggregate": DEFAULT_AGGREGATION, "accumulate": "true", "includeIdle": "true", "shareIdle": "false"}
+def point(
+    mode: str, url: str, dsn: str, cluster: str, hour: int, shards: int = 0, cold: bool = False
+) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "bench.ingest_point", mode, "--url", url, "--dsn", dsn, "--cluster", cluster]
+    argv += ["--hour", str(hour), "--shard-namespaces", str(shards)] + (["--cold"] if cold else [])
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ)
+    if done.returncode:
+        raise RuntimeError(f"bench.ingest_point {mode} failed: {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
-        def warm(n: int) -> bytes:
-            """Ask the simulator for hour ``n`` once, so the timed fetch is served from its cache."""
-            h = _hour(n)
-            window = f"{h.start:%Y-%m-%dT%H:%M:%SZ},{h.end:%Y-%m-%dT%H:%M:%SZ}"
-            return httpx.get(f"{url}/allocation", params={**params, "window": window}, timeout=120).content
 
-        size_mib = len(warm(0)) / 2**20
+def record(url: str, path: Path) -> float:
+    """The sandbox's answer for hour 0 into ``path``; its size in MiB."""
+    params = {
+        "aggregate": DEFAULT_AGGREGATION,
+        "accumulate": "true",
+        "includeIdle": "true",
+        "shareIdle": "false",
+        "window": "2026-01-05T00:00:00Z,2026-01-05T01:00:00Z",
+    }
+    with httpx.stream("GET", f"{url}/allocation", params=params, timeout=600) as response, path.open("wb") as out:
+        response.raise_for_status()
+        for chunk in response.iter_bytes(1 << 20):
+            out.write(chunk)
+    return path.stat().st_size / 2**20
 
-        def ours(n: int) -> tuple[float, int]:
-            warm(n)
-            start = time.perf_counter()
-            written = _write_hour(
-                db, client, options, pricing, _hour(n), True, BASE, str(uuid.uuid4()), timedelta(hours=6), False
-            )
-            return time.perf_counter() - start, written.rows if written else 0
 
-        def floor(n: int) -> float:
-            h = _hour(n)
-            builder = RowBuilder(
-                cluster="bench",
-                aggregation=DEFAULT_AGGREGATION,
-                hour=h.start,
-                finalized=True,
-                pricebook_id=None,
-                currency="USD",
-                owner_label_key="team",
-                cost_center_label_key="cost-center",
-                collected_at=BASE,
-            )
-            sets = client.allocation(h.start, h.end, aggregate=DEFAULT_AGGREGATION, accumulate=True, include_idle=True)
-            rows = list(builder.rows(sets[0]))
-            with db.connection() as conn:
-                db.execute("ensure_allocation_partition", conn, hour=h.start)
-            body = warm(n)
-            start = time.perf_counter()
-            json.loads(body)
-            with db.connection() as conn:
-                db.copy_rows(conn, "provider_allocations", COLUMNS, rows)
-            return time.perf_counter() - start
-
-        ours(2 * REPEATS + 3)  # one untimed run: pool, partition, plan caches
-        ours_runs = [ours(n) for n in range(REPEATS)]
-        floor_runs = [floor(n) for n in range(REPEATS, 2 * REPEATS)]
-        ours_s = median([t for t, _ in ours_runs])
-        floor_s = median(floor_runs)
-
-        tracemalloc.start()
-        ours(2 * REPEATS)
-        one_hour_peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.reset_peak()
-        for n in (2 * REPEATS + 1, 2 * REPEATS + 2):
-            ours(n)
-        two_more_peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        client.close()
-
-    rows = ours_runs[0][1]
-    print(
-        f"ingest: one hour of {containers:,} container allocations "
-        f"({rows:,} rows incl. idle; response {size_mib:.1f} MiB)"
+def differing_rows(db: Database, one: str, other: str) -> int:
+    """Rows of cluster ``one`` not in ``other`` and the reverse, every column but the cluster."""
+    columns = "namespace, name, aggregation, hour, entry_kind, controller_kind, controller, pod, container, node, "
+    columns += "data_start, data_end, minutes, cpu_cores, cpu_core_hours, ram_bytes, ram_byte_hours, gpu_hours, "
+    columns += "pv_byte_hours, cpu_cost_micros, gpu_cost_micros, ram_cost_micros, pv_cost_micros, "
+    columns += "network_cost_micros, lb_cost_micros, total_cost_micros, team, cost_center, currency"
+    query = (
+        f"SELECT count(*) AS n FROM ((SELECT {columns} FROM provider_allocations WHERE cluster = %(a)s"
+        f" EXCEPT ALL SELECT {columns} FROM provider_allocations WHERE cluster = %(b)s)"
+        f" UNION ALL (SELECT {columns} FROM provider_allocations WHERE cluster = %(b)s"
+        f" EXCEPT ALL SELECT {columns} FROM provider_allocations WHERE cluster = %(a)s)) d"
     )
-    print(f"  ours  (fetch + parse + upsert)  median of {REPEATS}: {ours_s * 1000:8.0f} ms")
-    print(f"  floor (json.loads + COPY)       median of {REPEATS}: {floor_s * 1000:8.0f} ms")
-    print(f"  ratio ours/floor: {ours_s / floor_s:.2f}  (target <= 2.0)")
-    print(
-        f"  peak Python memory: one hour {one_hour_peak:.0f} MiB; two further hours {two_more_peak:.0f} MiB "
-        f"(flat: one hour's response at a time)"
-    )
-    print(f"  peak RSS of the ingesting process: {rss_mib:.0f} MiB")
+    with db.connection() as conn:
+        row = conn.execute(query, {"a": one, "b": other}).fetchone()
+    return int(row["n"]) if row else -1
+
+
+@contextlib.contextmanager
+def database() -> Iterator[tuple[Database, str]]:
+    """A migrated scratch database and its DSN (the figures' processes connect to it too)."""
+    with contextlib.ExitStack() as stack:
+        server = os.environ.get("DATABASE_URL") or stack.enter_context(embedded_postgres())
+        dsn = stack.enter_context(scratch_database(server, prefix="finops_bench"))
+        db = connect(dsn, max_size=2)
+        apply_migrations(db)
+        try:
+            yield db, dsn
+        finally:
+            db.close()
+
+
+def main() -> None:
+    with database() as (db, dsn), tempfile.TemporaryDirectory(prefix="finops-bench-") as scratch:
+        print("ingest: one hour, each figure in a fresh process (ours: fetch + streamed parse + COPY + ledger)")
+        print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times vary with it; CPU less)")
+        print(
+            f"  {'containers':>10}  {'answer':>9}  {'ours':>8}  {'floor':>8}  {'ratio':>5}"
+            f"  {'ours CPU':>8}  {'floor CPU':>9}  {'ratio':>5}  {'ours peak RSS':>13}"
+        )
+        hour = 0
+        for size in SIZES:
+            path = Path(scratch) / f"answer-{size}.json"
+            with sandbox_opencost(size) as url:
+                mib = record(url, path)
+            with file_server(path) as url:
+                ours, floors = [], []
+                for _ in range(REPEATS[size]):
+                    hour += 1
+                    ours.append(point("ours", url, dsn, f"ours-{size}", hour))
+                    floors.append(point("floor", url, dsn, f"floor-{size}", hour))
+            path.unlink()
+            ours_s, floor_s = median([o["seconds"] for o in ours]), median([f["seconds"] for f in floors])
+            ours_cpu, floor_cpu = median([o["cpu_seconds"] for o in ours]), median([f["cpu_seconds"] for f in floors])
+            rss = max(o["rss_mib"] for o in ours)
+            print(
+                f"  {size:>10,}  {mib:>5.0f} MiB  {ours_s:>6.2f} s  {floor_s:>6.2f} s  {ours_s / floor_s:>5.2f}"
+                f"  {ours_cpu:>6.2f} s  {floor_cpu:>7.2f} s  {ours_cpu / floor_cpu:>5.2f}"
+                f"  {rss:>9.0f} MiB   (median of {REPEATS[size]}; target <= 1.0 and < 256 MiB)"
+            )
+        with sandbox_opencost(SHARD_SIZE) as url:
+            single = point("ours", url, dsn, "single", 500, cold=True)
+            sharded = point("ours", url, dsn, "sharded", 500, shards=SHARD_NAMESPACES, cold=True)
+        diff = differing_rows(db, "single", "sharded")
+        print(
+            f"  shards at {SHARD_SIZE:,} containers from the sandbox (its computing included): one request "
+            f"{single['seconds']:.1f} s, {SHARD_NAMESPACES} namespaces a batch {sharded['seconds']:.1f} s "
+            f"(peak RSS {single['rss_mib']:.0f} / {sharded['rss_mib']:.0f} MiB); rows {sharded['rows']:,}, "
+            f"differing from the single request's: {diff}"
+        )

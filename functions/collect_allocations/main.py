@@ -15,6 +15,7 @@ import functions_framework
 from finops.costjobs import parse_costjob
 from functions.app_history.recorder import RecorderOptions, record_daily
 from functions.appcost.syncs import redrive
+from functions.collect_allocations.answers import ShardOptions
 from functions.collect_allocations.prometheus_source import PrometheusAllocations
 from functions.collect_allocations.service import CollectOptions, RowRetention, collect, collect_range
 from functions.collect_allocations.sources import AllocationSource
@@ -114,6 +115,7 @@ def _options(s: CollectAllocationsSettings) -> CollectOptions:
         empty_grace_hours=s.EMPTY_HOUR_GRACE_HOURS,
         budget_seconds=s.COLLECT_BUDGET_SECONDS,
         source=s.ALLOCATION_SOURCE,
+        shards=ShardOptions(s.OPENCOST_SHARD_NAMESPACES, s.OPENCOST_SHARD_ABOVE_BYTES),
         row_retention=RowRetention(
             job_runs_days=s.JOB_RUNS_RETENTION_DAYS,
             sync_events_days=s.SYNC_EVENTS_RETENTION_DAYS,

@@ -9,16 +9,17 @@ beyond the horizon are given up as lost, with the reason. A history load (``coll
 fetches every unsettled hour of a range, lost ones included.
 
 Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock,
-together with its ledger state and a mark on its UTC day: an interrupted run keeps the hours it
-finished, overlapping runs serialise per hour, and a replay writes identical rows. Replacing the
+together with its ledger state and its fold into its UTC day's rollup: an interrupted run keeps the
+hours it finished, overlapping runs serialise per hour, and a replay writes identical rows. Replacing the
 hour (delete, then ``COPY``) has the effect of an upsert on the natural key (the primary key) plus
 removal of rows OpenCost no longer reports, at the speed of a plain ``COPY``. A final hour is
 never rewritten. An hour OpenCost answers with no allocations keeps what it had and stays open
 until ``EMPTY_HOUR_GRACE_HOURS`` after it ended, then it is lost.
 
-The daily rollups follow the marks, not the run's memory: every marked day of the cluster
-(including those a killed run left) is rebuilt at the end of the run, even one that failed
-midway, each in the transaction that clears its mark.
+The daily rollups are folded hour by hour (``functions.rollups``): the hour's old rows are
+subtracted and its new rows added in the hour's transaction. A day the fold cannot handle (hours in
+mixed currencies) is marked instead, and every marked day of the cluster is rebuilt at the end of
+the run, even one that failed midway, each in the transaction that clears its mark.
 
 Every invocation (the hourly ping and a history load alike) is bounded by
 ``COLLECT_BUDGET_SECONDS``: no hour starts once it is spent (the first hour always does, so each
@@ -30,6 +31,7 @@ unsettled, so the next ping continues with them.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -37,14 +39,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from finops.errors import InvalidInput, OpenCostUnavailable
+from finops.errors import InvalidInput
 from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
 from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
 from finops.ledger import horizon as history_horizon
+from functions.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from functions.collect_allocations.sources import AllocationSource, PricedSource, Source
-from functions.rollups import rebuild_marked_days
+from functions.rollups import fold_hour, rebuild_marked_days, unfold_hour
 from infra.heap import relaxed_gc
 from infra.postgres import Database
 
@@ -67,6 +70,7 @@ class CollectOptions:
     empty_grace_hours: int = 6  # an empty answer is retried this long after the hour ended
     budget_seconds: float = 240  # work one invocation does before answering
     source: Source = "opencost"  # recorded on every row and ledger entry
+    shards: ShardOptions = field(default_factory=ShardOptions)  # OPENCOST_SHARD_*: huge hours in namespace batches
 
 
 @dataclass
@@ -310,13 +314,28 @@ def _write_hour(
     """Replace one hour's rows and ledger state; None when it is settled (another run finalized
     it meanwhile, or it is lost and this is not a history load). No OpenCost retry starts after
     ``retry_until`` (the run's time budget)."""
-    # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers.
-    sets = source.allocation(
-        hour.start, hour.end, aggregate=options.aggregation, accumulate=True, include_idle=True, retry_until=retry_until
-    )
-    if len(sets) > 1:
-        raise OpenCostUnavailable(f"OpenCost answered {len(sets)} sets for one accumulated hour ({hour})")
-    step_set = sets[0] if sets else {}
+    # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers. An
+    # OpenCost answer waits in a temporary file and is streamed into COPY (``answers``).
+    answer = fetch_hour(source, hour, options.aggregation, options.shards, retry_until=retry_until)
+    try:
+        return _store_hour(db, answer, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
+    finally:
+        answer.close()
+
+
+def _store_hour(
+    db: Database,
+    answer: Answer,
+    options: CollectOptions,
+    pricing: ActivePricing,
+    hour: Hour,
+    finalize: bool,
+    now: datetime,
+    run_id: str,
+    grace: timedelta,
+    retry_lost: bool,
+) -> Written | None:
+    """``_write_hour``'s transaction: the answer is read (parsed) only here, as COPY consumes it."""
     key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
     # A new month's partition in its own short transaction: creating it locks the parent table
     # until commit, which must not be held while waiting for the day's lock below.
@@ -329,7 +348,9 @@ def _write_hour(
         state = HourState(before["state"]) if before else HourState.MISSING
         if state is HourState.FINAL or (state is HourState.LOST and not retry_lost):
             return None
-        if not step_set:
+        entries = answer.entries()
+        first = next(entries, None)
+        if first is None:
             empty_state, reason = empty_answer(hour, finalize=finalize, now=now, grace=grace)
             if state is HourState.LOST:  # a retried lost hour stays lost
                 empty_state = HourState.LOST
@@ -345,6 +366,7 @@ def _write_hour(
             )
             log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
             return Written(empty_state, empty=True, reason=reason)
+        folding = unfold_hour(db, conn, key, pricing.currency)  # the day's rollup loses the old rows
         if state is not HourState.MISSING:
             db.execute("delete_allocation_hour", conn, **key)
         builder = RowBuilder(
@@ -360,7 +382,14 @@ def _write_hour(
             source=options.source,
         )
         with relaxed_gc():
-            count = db.copy_rows(conn, "provider_allocations", COLUMNS, builder.rows(step_set))
+            rows = builder.stream(itertools.chain([first], entries))
+            count = db.copy_rows(conn, "provider_allocations", COLUMNS, rows)
+        late = builder.late_owners()
+        if late:  # rows streamed before their namespace's labels arrived
+            teams, centers = zip(*late.values(), strict=True)
+            db.execute(
+                "fill_hour_owners", conn, **key, namespaces=list(late), teams=list(teams), cost_centers=list(centers)
+            )
         written = HourState.FINAL if finalize else HourState.OPEN
         db.execute(
             "record_allocation_hour",
@@ -375,8 +404,6 @@ def _write_hour(
             empty_since=None,
             source=options.source,
         )
-        day = {"cluster": options.cluster, "aggregation": options.aggregation, "day": hour.start.date()}
-        db.execute("lock_allocation_day", conn, **day)
-        db.execute("mark_dirty_day", conn, **key)
+        fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
     log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
     return Written(written, rows=count)

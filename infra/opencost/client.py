@@ -13,15 +13,23 @@ Knative kills it. Each attempt therefore streams the answer and checks a monoton
 timeout (retried, then ``OpenCostUnavailable`` naming the deadline). One read still blocks at most
 the read timeout, so an attempt ends within twice ``timeout`` in the worst case. A caller with a
 time budget passes ``retry_until``: no retry starts after it (the attempt under way finishes).
+
+``spool_allocation`` is the same request for an hour's ingest, with the answer written to a
+temporary file (``Spooled``) instead of memory, and read back one window of allocations at a time
+(``infra.opencost.stream``): memory stays bounded whatever the hour's size. The download happens
+before the caller opens its transaction, so no database lock is held while OpenCost answers, and a
+retried attempt simply starts the file again. ``max_bytes`` stops an attempt (not retried) with
+``OversizedAnswer`` as soon as the answer outgrows it, so the caller can ask in namespace batches.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
@@ -30,6 +38,7 @@ from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
 from infra.heap import relaxed_gc
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
+from infra.opencost.stream import read_allocations
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +49,41 @@ def _rfc3339(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def namespace_filter(namespaces: Sequence[str]) -> str:
-    """``namespace:"a","b"`` in OpenCost's filter language, each name validated first."""
+def namespace_filter(namespaces: Sequence[str], *, exclude: bool = False) -> str:
+    """``namespace:"a","b"`` in OpenCost's filter language, each name validated first;
+    ``exclude`` gives ``namespace!:"a","b"`` (every allocation in none of them)."""
     if not namespaces:
         raise InvalidInput("namespace filter: at least one namespace is required")
     checked = [validate_namespace(ns, field="namespace filter") for ns in namespaces]
-    return "namespace:" + ",".join(f'"{ns}"' for ns in checked)
+    return ("namespace!:" if exclude else "namespace:") + ",".join(f'"{ns}"' for ns in checked)
+
+
+class OversizedAnswer(OpenCostUnavailable):
+    """OpenCost's answer outgrew the size allowed for one request."""
+
+
+class Spooled:
+    """An ``/allocation`` answer in a temporary file (deleted on ``close``), read back in bounded
+    windows: ``allocations()`` yields ``(key, Allocation)`` and fails like ``allocation()`` does
+    on an error envelope or a bad field."""
+
+    def __init__(self, file: IO[bytes], size: int, origin: str) -> None:
+        self.file = file
+        self.size = size
+        self.origin = origin
+
+    def allocations(self) -> Iterator[tuple[str, Allocation]]:
+        self.file.seek(0)
+        return read_allocations(self.file, self.origin)
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> Spooled:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class OpenCostClient:
@@ -118,6 +156,32 @@ class OpenCostClient:
         data = self._envelope("/allocation", params, RESPONSE, retry_until)
         return [step_set or {} for step_set in data]
 
+    def spool_allocation(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        aggregate: str,
+        include_idle: bool = False,
+        namespaces: Sequence[str] | None = None,
+        exclude_namespaces: bool = False,
+        retry_until: float | None = None,
+        max_bytes: int | None = None,
+    ) -> Spooled:
+        """``GET /allocation`` over ``[start, end)`` accumulated into one set, written to a
+        temporary file (Python's temporary directory: ``/var/tmp`` in the Services). ``namespaces``
+        filters (``exclude_namespaces``: all but those); ``max_bytes`` raises ``OversizedAnswer``."""
+        params = self._params(start, end, aggregate, None, True, include_idle, False, None)
+        if namespaces:
+            params["filter"] = namespace_filter(namespaces, exclude=exclude_namespaces)
+        file = tempfile.TemporaryFile(prefix="opencost-")  # noqa: SIM115 (Spooled closes it)
+        try:
+            self._get("/allocation", params, retry_until, spool=file, max_bytes=max_bytes)
+            return Spooled(file, file.tell(), f"OpenCost at {self.base_url} answered /allocation")
+        except BaseException:
+            file.close()
+            raise
+
     def allocation_summary(
         self,
         start: datetime,
@@ -152,15 +216,30 @@ class OpenCostClient:
             )
         return data
 
-    def _fetch(self, path: str, params: dict[str, str]) -> tuple[int, bytes]:
-        """One attempt: status and whole body, within ``timeout`` seconds overall."""
+    def _fetch(
+        self, path: str, params: dict[str, str], spool: IO[bytes] | None = None, max_bytes: int | None = None
+    ) -> tuple[int, bytes]:
+        """One attempt: status and whole body, within ``timeout`` seconds overall. With ``spool``,
+        a successful body goes to that file (emptied first) and an empty body is returned."""
         deadline = time.monotonic() + self.timeout
         received = 0
+        if spool is not None:
+            spool.seek(0)
+            spool.truncate()
         with self._http.stream("GET", path, params=params) as response:
             chunks: list[bytes] = []
+            to_file = spool is not None and response.status_code < 400
             for chunk in response.iter_bytes():
-                chunks.append(chunk)
                 received += len(chunk)
+                if to_file:
+                    assert spool is not None
+                    spool.write(chunk)
+                    if max_bytes is not None and received > max_bytes:
+                        raise OversizedAnswer(
+                            f"OpenCost at {self.base_url} answered {path} with more than {max_bytes} bytes"
+                        )
+                else:
+                    chunks.append(chunk)
                 if time.monotonic() > deadline:
                     raise _DeadlineExceeded(
                         f"overall deadline of {self.timeout:g} s exceeded: OpenCost sent {received} bytes "
@@ -168,11 +247,19 @@ class OpenCostClient:
                     )
             return response.status_code, b"".join(chunks)
 
-    def _get(self, path: str, params: dict[str, str], retry_until: float | None = None) -> bytes:
+    def _get(
+        self,
+        path: str,
+        params: dict[str, str],
+        retry_until: float | None = None,
+        *,
+        spool: IO[bytes] | None = None,
+        max_bytes: int | None = None,
+    ) -> bytes:
         attempt = 0
         while True:
             try:
-                status, body = self._fetch(path, params)
+                status, body = self._fetch(path, params, spool, max_bytes)
             except _DeadlineExceeded as exc:
                 problem = str(exc)
             except httpx.HTTPError as exc:  # connect errors, timeouts, broken encodings, redirect loops

@@ -114,10 +114,17 @@ class OpenCostApp:
         self._arm(_Fault("delay", times, path, seconds=seconds))
 
     def malformed_next(
-        self, body: bytes = b"{not json", times: int = 1, *, status: int = 200, path: str | None = "/allocation"
+        self,
+        body: bytes = b"{not json",
+        times: int = 1,
+        *,
+        status: int = 200,
+        path: str | None = "/allocation",
+        after: int = 0,
     ) -> None:
-        """The next ``times`` matching requests answer ``status`` with ``body`` verbatim."""
-        self._arm(_Fault("malformed", times, path, status=status, body=body))
+        """The next ``times`` matching requests answer ``status`` with ``body`` verbatim (``after``:
+        as for ``fail_next``)."""
+        self._arm(_Fault("malformed", times, path, status=status, body=body, skip=after))
 
     def trickle_next(
         self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *, path: str | None = "/allocation"
@@ -294,9 +301,15 @@ class OpenCostServer:
         self.app.delay_next(seconds, times, path=path)
 
     def malformed_next(
-        self, body: bytes = b"{not json", times: int = 1, *, status: int = 200, path: str | None = "/allocation"
+        self,
+        body: bytes = b"{not json",
+        times: int = 1,
+        *,
+        status: int = 200,
+        path: str | None = "/allocation",
+        after: int = 0,
     ) -> None:
-        self.app.malformed_next(body, times, status=status, path=path)
+        self.app.malformed_next(body, times, status=status, path=path, after=after)
 
     def trickle_next(
         self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *, path: str | None = "/allocation"

@@ -1,0 +1,117 @@
+"""One figure of the ingest benchmark, in a fresh process (``python -m bench.ingest_point``).
+
+Why a process per figure: peak RSS (``ru_maxrss``) only ever grows, so a figure measured after
+another would report the larger of the two. Each process warms up untimed (ours: the same ingest
+of another hour, itself streamed, so within the same memory bound; the floor: a small COPY), then
+does one thing and prints ``{"seconds", "cpu_seconds", "rows", "rss_mib"}`` as JSON (CPU: this
+process's own, PostgreSQL's excluded, a steadier figure than wall time on a busy machine):
+
+- ``ours``: ``collect_allocations``' per-hour path (``_write_hour``: fetch to a spool file, stream
+  it through validation and conversion into ``COPY``, record the hour) for a fresh hour;
+- ``floor``: ``json.loads`` of the same answer's bytes, with the garbage collector off (as the
+  fastest the standard library parses), plus a plain ``COPY`` of the same rows, built beforehand
+  and not timed. The bytes are fetched before the clock starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import httpx
+
+from finops.allocations import DEFAULT_AGGREGATION
+from finops.hours import Hour
+from functions.collect_allocations.answers import ShardOptions
+from functions.collect_allocations.pricing import ActivePricing
+from functions.collect_allocations.rows import COLUMNS, RowBuilder
+from functions.collect_allocations.service import CollectOptions, _write_hour
+from infra.opencost import OpenCostClient
+from infra.opencost.models import RESPONSE
+from infra.postgres import connect
+
+BASE = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["ours", "floor"])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--cluster", default="bench")
+    parser.add_argument("--hour", type=int, default=0)
+    parser.add_argument("--shard-namespaces", type=int, default=0)
+    parser.add_argument("--cold", action="store_true", help="no warm-up (a whole-run comparison)")
+    args = parser.parse_args()
+    hour = Hour(BASE + timedelta(hours=args.hour))
+    db = connect(args.dsn, max_size=2)
+    db.execute("ensure_allocation_partition", hour=hour.start)
+    if args.mode == "ours":
+        options = CollectOptions(
+            args.cluster, DEFAULT_AGGREGATION, 0, "team", "cost-center", shards=ShardOptions(args.shard_namespaces, 0)
+        )
+        client = OpenCostClient(args.url, timeout=600)
+
+        def ingest(target: Hour) -> int:
+            written = _write_hour(
+                db,
+                client,
+                options,
+                ActivePricing(None, "USD", "bench", None),
+                target,
+                True,
+                BASE,
+                str(uuid.uuid4()),
+                timedelta(hours=6),
+                False,
+            )
+            return written.rows if written else 0
+
+        # Untimed, in this process: connection, type adapters, plans. Its peak memory is the
+        # same bound as the timed run's (streamed), so the figure's peak RSS stays its own.
+        if not args.cold:
+            ingest(Hour(hour.start + timedelta(days=7)))
+        start, cpu = time.perf_counter(), time.process_time()
+        rows = ingest(hour)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    else:
+        window = f"{hour.start:%Y-%m-%dT%H:%M:%SZ},{hour.end:%Y-%m-%dT%H:%M:%SZ}"
+        params = {"aggregate": DEFAULT_AGGREGATION, "accumulate": "true", "includeIdle": "true", "window": window}
+        body = httpx.get(f"{args.url}/allocation", params=params, timeout=600).content
+        builder = RowBuilder(
+            cluster=args.cluster,
+            aggregation=DEFAULT_AGGREGATION,
+            hour=hour.start,
+            finalized=True,
+            pricebook_id=None,
+            currency="USD",
+            owner_label_key="team",
+            cost_center_label_key="cost-center",
+            collected_at=BASE,
+        )
+        prepared = list(builder.rows(RESPONSE.validate_json(body)["data"][0]))  # type: ignore[index,arg-type]
+        warm = [("warm-" + args.cluster, *row[1:]) for row in prepared[:500]]
+        with db.connection() as conn:  # untimed: the same warm-up of COPY, on a copy of a few rows
+            db.copy_rows(conn, "provider_allocations", COLUMNS, warm)
+        gc.collect()
+        gc.disable()
+        start, cpu = time.perf_counter(), time.process_time()
+        json.loads(body)
+        with db.connection() as conn:
+            rows = db.copy_rows(conn, "provider_allocations", COLUMNS, prepared)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        gc.enable()
+    db.close()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rows": rows, "rss_mib": rss}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""We test these aspects of reading an ``/allocation`` answer in bounded windows
+(``infra.opencost.stream``), against the whole-body pydantic parse as the reference:
+
+- every allocation arrives, equal to the reference (exact decimals, times, properties), whatever
+  the window size (down to windows smaller than one allocation), with the answer compact or
+  pretty-printed, and with ``},"x":{`` inside strings and nested objects that look like cuts;
+- a bad field fails with one line naming the allocation's field, wherever it lies in the answer;
+- an error envelope (``code`` other than 200) fails with OpenCost's message; two step sets for
+  one accumulated hour are refused; a large answer must give its ``code`` before ``data``;
+- ``"null"`` strings as times read as None; ``data: [{}]``, ``[null]`` and ``[]`` are empty.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from finops.errors import OpenCostUnavailable
+from infra.opencost.models import RESPONSE
+from infra.opencost.stream import read_allocations
+
+ORIGIN = "OpenCost at http://opencost answered /allocation"
+
+
+def allocation(i: int) -> dict[str, Any]:
+    namespace = f"ns-{i % 3}"
+    return {
+        "name": f"{namespace}/pod-{i}/app",
+        "properties": {
+            "cluster": "c",
+            "namespace": namespace,
+            "pod": f"pod-{i}",
+            "container": "app",
+            # Strings and nested objects that look like an allocation boundary.
+            "annotations": {"note": 'tricky "},"x":{"name":"y"} text', "k": "}"},
+            "labels": {"app": f"a{i}"},
+            "namespaceLabels": {"team": f"t{i % 3}"},
+        },
+        "window": {"start": "2026-01-05T10:00:00Z", "end": "2026-01-05T11:00:00Z"},
+        "start": "2026-01-05T10:00:00Z",
+        "end": "null" if i == 7 else "2026-01-05T11:00:00Z",
+        "minutes": 60,
+        "cpuCost": 0.12345 + i,
+        "cpuCostAdjustment": -0.01,
+        "ramCost": 1e-05,
+        "totalCost": 123456789.12345,
+        "pvs": {"cluster=c:name=pv": {"byteHours": 10, "cost": 0.5}} if i % 2 else None,
+        "lbAllocations": None,
+    }
+
+
+def answer(count: int, **envelope: Any) -> dict[str, Any]:
+    data = {a["name"]: a for a in (allocation(i) for i in range(count))}
+    return {"code": 200, "status": "success", "data": [data], **envelope}
+
+
+def read(body: bytes, window: int) -> dict[str, Any]:
+    return dict(read_allocations(io.BytesIO(body), ORIGIN, window=window))
+
+
+def reference(body: bytes) -> dict[str, Any]:
+    parsed = RESPONSE.validate_json(body)
+    assert parsed["data"] is not None
+    return dict(parsed["data"][0] or {})
+
+
+def comparable(record: Any) -> dict[str, Any]:
+    """Fields read through ``get`` (a streamed record or a dict alike), nested ones included."""
+    fields = ("name", "start", "end", "minutes", "cpuCost", "cpuCostAdjustment", "ramCost", "totalCost", "pvs")
+    props = record.get("properties") or {}
+    pvs = {k: (v.get("byteHours"), v.get("cost")) for k, v in (record.get("pvs") or {}).items()}
+    return {
+        **{f: record.get(f) for f in fields},
+        "pvs": pvs,
+        "window": (record.get("window") or {}).get("start"),
+        "properties": {k: props.get(k) for k in ("namespace", "pod", "container", "annotations", "namespaceLabels")},
+    }
+
+
+@pytest.mark.parametrize("window", [64, 700, 4096, 10**7], ids=["tiny", "under-one", "several", "whole"])
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "pretty"])
+def test_every_allocation_equals_the_whole_body_parse(window: int, indent: int | None) -> None:
+    body = json.dumps(answer(25, message=None), indent=indent).encode()
+    got, expected = read(body, window), reference(body)
+    assert list(got) == list(expected)
+    assert [comparable(a) for a in got.values()] == [comparable(a) for a in expected.values()]
+    first = got["ns-0/pod-0/app"]
+    assert first["cpuCost"] == Decimal("0.12345") and first["ramCost"] == Decimal("1e-05")
+    assert first["totalCost"] == Decimal("123456789.12345")  # exact: not through float
+    assert got["ns-1/pod-7/app"]["end"] is None  # "null" read as no time
+
+
+@pytest.mark.parametrize("position", [0, 12, 24])
+@pytest.mark.parametrize("window", [700, 10**7])
+def test_a_bad_field_fails_with_one_line_naming_it(position: int, window: int) -> None:
+    doc = answer(25)
+    key = list(doc["data"][0])[position]
+    doc["data"][0][key]["totalCost"] = "lots"
+    with pytest.raises(OpenCostUnavailable) as failed:
+        read(json.dumps(doc).encode(), window)
+    message = str(failed.value)
+    assert message.startswith(f"{ORIGIN} with a body that is not its documented envelope")
+    assert "totalCost" in message and "\n" not in message
+
+
+def test_a_bad_time_names_the_allocation() -> None:
+    doc = answer(3)
+    doc["data"][0]["ns-2/pod-2/app"]["start"] = "yesterday"
+    with pytest.raises(OpenCostUnavailable, match=r"ns-2/pod-2/app\.start: Invalid RFC3339"):
+        read(json.dumps(doc).encode(), 10**7)
+
+
+@pytest.mark.parametrize("window", [64, 10**7])
+def test_an_error_envelope_fails_with_opencosts_message(window: int) -> None:
+    body = json.dumps({"code": 500, "message": "Error: prometheus unreachable " + "x" * 200}).encode()
+    with pytest.raises(OpenCostUnavailable, match="code 500: Error: prometheus unreachable"):
+        read(body, window)
+
+
+@pytest.mark.parametrize("window", [700, 10**7])
+def test_two_sets_for_one_hour_are_refused(window: int) -> None:
+    doc = answer(5)
+    doc["data"].append(doc["data"][0])
+    with pytest.raises(OpenCostUnavailable, match="2 sets for one accumulated hour"):
+        read(json.dumps(doc).encode(), window)
+
+
+def test_a_large_answer_must_give_its_code_before_its_data() -> None:
+    doc = answer(25)
+    reordered = {"data": doc["data"], "code": 200}
+    assert read(json.dumps(reordered).encode(), 10**7)  # one window: any order
+    with pytest.raises(OpenCostUnavailable, match="code None"):
+        read(json.dumps(reordered).encode(), 700)
+
+
+@pytest.mark.parametrize("data", [[{}], [None], []], ids=["empty-map", "null-set", "no-set"])
+@pytest.mark.parametrize("window", [8, 10**7])
+def test_empty_answers_have_no_allocations(data: list[Any], window: int) -> None:
+    assert read(json.dumps({"code": 200, "status": "success", "data": data}).encode(), window) == {}
