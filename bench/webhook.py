@@ -3,87 +3,108 @@ how fast it acknowledges, and how fast it starts. Each against a floor measured 
 
 1. Acknowledgement latency under load: 100 concurrent clients (a thread with its own keep-alive
    ``httpx.Client`` each) send 10 webhooks each, one after the other, after an untimed one that
-   opens the connection and warms the function, so cold start is not in the numbers.
+   opens the connection and warms the function, so cold start is not in the numbers. Floor and
+   ours alternate, ``RUNS`` times; the figures are the medians of the runs' p50 and p99.
 
    - ours: ``on_sync`` against a real PostgreSQL, every webhook with a distinct revision, so
-     each one takes the realistic path: authenticate, validate, insert a new ``sync_events`` row,
-     record the run in ``job_runs``, send the CloudEvent to ``K_SINK`` and answer 202. The sink
-     is the trivial function below (a broker accepting every event at once), so no measurement
-     runs in the function. Also the replay path: the same webhooks again, after their events
-     are marked measured (an Argo CD retry after the fact: no new row, no CloudEvent).
+     each one takes the realistic path: authenticate, validate, store the new ``sync_events``
+     row and its ``job_runs`` record (one statement), send the CloudEvent to ``K_SINK`` and
+     answer 202. Also the replay path: the same webhooks again, after their events are marked
+     measured (an Argo CD retry after the fact: no new row, no CloudEvent).
+   - the sink (``bench/sink.py``): a broker's ingress reduced to an asyncio server answering 202,
+     in its own process. A real broker runs on other nodes; here it shares the cores with the
+     function, so it is kept nearly free (a functions-framework sink cost ~0.8 ms of CPU per event,
+     counted in our latency). It counts the events, checked against the new sync events.
    - floor: ``bench/trivial/main.py``, a function that only answers 202, served with the same
      functions-framework command, the same ``THREADS`` and the same client load.
 
-   p50 and p99 of each request's latency as the client sees it; the ratio is of the p99s.
+   The breakdown is CPU per acknowledged webhook while the clients run (``/proc``): the client
+   process, the function (gunicorn's master and worker), the sink, and the PostgreSQL server
+   (all of its processes: other work on the same server is counted too).
 
-2. Cold start: from the ``Popen`` of the functions-framework command to the first 202, polling
-   every 10 ms. For ``on_sync`` the environment is the one above, and the first answer includes
-   its settings, migrations check and first database connection; the floor is the trivial
-   function. Median of 3 starts each, interleaved.
+2. Cold start: ``bench/cold_start.py`` (Popen to the first 202, and its phases).
+
+Where the 202 spends its time, and what was done about it: docs/architecture.md, "Cold start and
+webhook latency".
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import IO, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import psycopg
 
-from functions.localstack import (
-    ROOT,
-    Stack,
-    free_port,
-    functions_framework_command,
-    serve_function,
-    wait_until_serving,
-)
+from bench import cold_start
+from functions.localstack import ROOT, Stack, free_port, serve_function, wait_until_serving
 from infra.postgres import apply_migrations, connect
-from sandbox import kube as sandbox_kube
-from sandbox import opencost as sandbox_opencost
 from sandbox.postgres import embedded_postgres, scratch_database
 
 CLIENTS = 100
-REQUESTS = 10  # per client; 20 would take a minute on the distinct path at ~35 req/s
+REQUESTS = 10  # per client, after WARMUP untimed ones
 WARMUP = 1
+RUNS = 3  # floor and ours alternate; medians of the runs
 THREADS = "32"
-COLD_STARTS = 3
-POLL_SECONDS = 0.010
 TOKEN = "bench-webhook-token"
-TRIVIAL = ROOT / "bench" / "trivial" / "main.py"
-SCENARIO = ROOT / "tests" / "data" / "scenario.yaml"
 LOG_DIR = ROOT / ".local" / "bench-logs"
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 Body = Callable[[int, int], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Load:
-    """The client-side latencies (seconds) of one load run, its failures by cause and its wall time."""
+    """The client-side latencies (seconds) of one load run, its failures by cause, its wall time
+    and the CPU seconds each process group spent while the clients ran."""
 
     latencies: list[float]
     failures: Counter[str]
     seconds: float
+    cpu: dict[str, float] = field(default_factory=dict)
 
     def percentile(self, p: int) -> float:
         return statistics.quantiles(self.latencies, n=100, method="inclusive")[p - 1]
 
+
+@dataclass(frozen=True)
+class Runs:
+    """The loads of one path over ``RUNS`` runs."""
+
+    loads: list[Load]
+
+    def median(self, p: int) -> float:
+        return statistics.median(load.percentile(p) for load in self.loads)
+
     def line(self, label: str) -> str:
-        rate = len(self.latencies) / self.seconds
-        causes = ", ".join(f"{n} {cause}" for cause, n in self.failures.most_common())
+        rate = statistics.median(len(load.latencies) / load.seconds for load in self.loads)
+        failures: Counter[str] = sum((load.failures for load in self.loads), Counter())
+        causes = ", ".join(f"{n} {cause}" for cause, n in failures.most_common())
         failed = f"; not 202: {causes}" if causes else ""
+        runs = ", ".join(f"{load.percentile(50) * 1000:.0f}" for load in self.loads)
         return (
-            f"  {label:<48} p50 {self.percentile(50) * 1000:6.1f} ms   p99 {self.percentile(99) * 1000:6.1f} ms"
-            f"   ({rate:,.0f} req/s{failed})"
+            f"  {label:<46} p50 {self.median(50) * 1000:6.1f} ms   p99 {self.median(99) * 1000:6.1f} ms"
+            f"   ({rate:,.0f} req/s; p50s {runs}{failed})"
         )
+
+    def cpu_line(self) -> str:
+        """CPU milliseconds per acknowledged webhook, by process group (median of the runs)."""
+        groups = self.loads[0].cpu
+        parts = [
+            f"{name} {statistics.median(load.cpu[name] / len(load.latencies) for load in self.loads) * 1000:.2f}"
+            for name in groups
+        ]
+        return "      CPU ms per webhook: " + ", ".join(parts) if parts else ""
 
 
 def hook(revision: str) -> dict[str, Any]:
@@ -103,9 +124,9 @@ def hook(revision: str) -> dict[str, Any]:
     }
 
 
-def distinct(client: int, n: int) -> dict[str, Any]:
-    """Request ``n`` of ``client`` (negative: untimed warm-up), a revision of its own."""
-    return hook(f"bench-{client}-{n}")
+def distinct(run: int) -> Body:
+    """Request ``n`` of ``client`` in run ``run`` (negative ``n``: untimed warm-up), a revision of its own."""
+    return lambda client, n: hook(f"bench-{run}-{client}-{n}")
 
 
 @contextlib.contextmanager
@@ -122,60 +143,86 @@ def database_url() -> Iterator[str]:
         yield dsn
 
 
-def trivial_command(port: int) -> list[str]:
-    """The production functions-framework command, with the trivial function as its source."""
-    command = functions_framework_command("ack", port)
-    command[command.index("--source") + 1] = str(TRIVIAL)
-    return command
-
-
 @contextlib.contextmanager
-def started(command: list[str], env: dict[str, str], log: IO[bytes]) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+def serve_sink() -> Iterator[tuple[str, int]]:
+    """``bench/sink.py`` in its own process: its URL and process id."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.sink", "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     try:
-        yield process
+        assert process.stdout is not None
+        url = process.stdout.readline().rsplit(" ", 1)[-1].strip()
+        yield url, process.pid
     finally:
         process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        process.wait(10)
 
 
 @contextlib.contextmanager
-def serve_trivial(stack: Stack) -> Iterator[str]:
+def serve_trivial(stack: Stack) -> Iterator[tuple[str, int]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    env = stack.function_env("ack", PORT=str(port), THREADS=THREADS)
     with (
         (LOG_DIR / "trivial.log").open("ab") as log,
-        started(trivial_command(port), trivial_env(stack, port), log) as ff,
+        cold_start.started(cold_start.trivial_command(port), env, log) as ff,
     ):
         wait_until_serving(url, ff)
-        yield url
-
-
-def trivial_env(stack: Stack, port: int) -> dict[str, str]:
-    return stack.function_env("ack", PORT=str(port), THREADS=THREADS)
-
-
-def on_sync_env(stack: Stack, port: int, sink: str) -> dict[str, str]:
-    """The environment ``serve_function(stack, "on_sync", **ours_env(sink))`` gives its process."""
-    return stack.function_env("on_sync", PORT=str(port), **ours_env(sink))
+        yield url, ff.pid
 
 
 def ours_env(sink: str) -> dict[str, str]:
     return {"WEBHOOK_TOKEN": TOKEN, "THREADS": THREADS, "K_SINK": sink}
 
 
-def drive(url: str, body: Body) -> Load:
+def listener_pid(url: str) -> int:
+    """The functions-framework master serving ``url`` (gunicorn's master and worker both listen)."""
+    port = url.rsplit(":", 1)[-1]
+    out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, check=False).stdout
+    pids = [int(pid) for pid in re.findall(r"pid=(\d+)", out)]
+    if not pids:
+        return 0
+    stats = {pid: _stat(str(pid)) for pid in pids}
+    return next((pid for pid, stat in stats.items() if stat and stat[0] not in stats), min(pids))
+
+
+def _stat(pid: str) -> tuple[int, float, str] | None:
+    """``(parent, CPU seconds, name)`` of a process, from ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS, text[text.index("(") + 1 : text.rindex(")")]
+
+
+def cpu_seconds(groups: dict[str, int]) -> dict[str, float]:
+    """CPU seconds of this process, of each process tree in ``groups`` and of every PostgreSQL process."""
+    if not os.path.isdir("/proc"):
+        return {}
+    procs = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p)) is not None}
+    out = {"client": time.process_time()}
+    for name, root in groups.items():
+        out[name] = sum(cpu for pid, (parent, cpu, _) in procs.items() if root in (pid, parent))
+    out["postgres"] = sum(cpu for _, cpu, name in procs.values() if name == "postgres")
+    return out
+
+
+def drive(url: str, body: Body, groups: dict[str, int]) -> Load:
     """``CLIENTS`` threads, each warming its connection with ``WARMUP`` requests, then, all
     released at once, sending ``REQUESTS`` more one after the other."""
     latencies: list[list[float]] = [[] for _ in range(CLIENTS)]
     failures: Counter[str] = Counter()
     lock = threading.Lock()
     began: list[float] = []
-    barrier = threading.Barrier(CLIENTS, action=lambda: began.append(time.perf_counter()))
+    cpu_before: list[dict[str, float]] = []
+
+    def release() -> None:
+        cpu_before.append(cpu_seconds(groups))
+        began.append(time.perf_counter())
+
+    barrier = threading.Barrier(CLIENTS, action=release)
 
     def client(c: int) -> None:
         headers = {"Authorization": f"Bearer {TOKEN}"}
@@ -209,25 +256,9 @@ def drive(url: str, body: Body) -> Load:
     for t in threads:
         t.join()
     ended = time.perf_counter()
-    return Load([x for mine in latencies for x in mine], failures, ended - began[0])
-
-
-def cold_start(command: list[str], env: dict[str, str], url: str, body: Callable[[int], dict[str, Any]]) -> float:
-    """Seconds from ``Popen`` to the first 202, posting ``body(n)`` every ``POLL_SECONDS``."""
-    http = httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)  # made before the clock starts
-    with (LOG_DIR / "cold-start.log").open("ab") as log:
-        start = time.perf_counter()
-        # The client closes before the process is stopped: an open keep-alive connection would
-        # hold gunicorn's graceful shutdown for seconds.
-        with started(command, env, log) as process, contextlib.closing(http):
-            for n in range(10_000):
-                if process.poll() is not None:
-                    raise RuntimeError(f"{command[2]}: exited with {process.returncode}; see {log.name}")
-                with contextlib.suppress(httpx.TransportError):
-                    if http.post(url, json=body(n)).status_code == 202:
-                        return time.perf_counter() - start
-                time.sleep(POLL_SECONDS)
-    raise RuntimeError(f"{command[2]}: no 202 after 10,000 polls")
+    after = cpu_seconds(groups)
+    cpu = {name: after[name] - cpu_before[0][name] for name in after}
+    return Load([x for mine in latencies for x in mine], failures, ended - began[0], cpu)
 
 
 def mark_measured(dsn: str) -> int:
@@ -235,67 +266,54 @@ def mark_measured(dsn: str) -> int:
         return conn.execute("UPDATE sync_events SET status = 'measured' WHERE status = 'pending'").rowcount
 
 
-def cold_hook(run: int) -> Callable[[int], dict[str, Any]]:
-    """Poll ``n`` of cold start ``run``: a revision of its own, so the first 202 is a new event."""
-    return lambda n: hook(f"cold-{run}-{n}")
+def count_events(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM sync_events").fetchone()
+        return int(row[0]) if row else 0
 
 
-def hook_any(n: int) -> dict[str, Any]:
-    return hook(f"any-{n}")
-
-
-def _runs(values: list[float]) -> str:
-    return "(" + ", ".join(f"{v * 1000:.0f}" for v in values) + ")"
+def sent_events(sink: str) -> int:
+    return int(httpx.get(f"{sink}/count").text)
 
 
 def main() -> None:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    scenario = sandbox_opencost.load_scenario(SCENARIO)
-    with (
-        database_url() as dsn,
-        sandbox_opencost.serve(scenario) as opencost,
-        sandbox_kube.serve() as kube,
-    ):
-        stack = Stack(dsn, opencost.url, kube.url, ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR)
-        with serve_trivial(stack) as sink:
-            with serve_function(stack, "on_sync", **ours_env(sink)) as on_sync:
-                floor = drive(sink, distinct)
-                ours = drive(on_sync, distinct)
-                marked = mark_measured(dsn)
-                replay = drive(on_sync, distinct)
-            ours_cold: list[float] = []
-            floor_cold: list[float] = []
-            for run in range(COLD_STARTS):
-                port = free_port()
-                ours_cold.append(
-                    cold_start(
-                        functions_framework_command("on_sync", port),
-                        on_sync_env(stack, port, sink),
-                        f"http://127.0.0.1:{port}",
-                        cold_hook(run),
-                    )
-                )
-                port = free_port()
-                floor_cold.append(
-                    cold_start(trivial_command(port), trivial_env(stack, port), f"http://127.0.0.1:{port}", hook_any)
-                )
+    with database_url() as dsn, serve_sink() as (sink, sink_pid):
+        stack = Stack(
+            dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR
+        )
+        floor: list[Load] = []
+        ours: list[Load] = []
+        replay: list[Load] = []
+        with serve_trivial(stack) as (trivial, trivial_pid), serve_function(stack, "on_sync", **ours_env(sink)) as url:
+            on_sync_pid = listener_pid(url)
+            for run in range(RUNS):
+                floor.append(drive(trivial, distinct(run), {"function": trivial_pid, "sink": sink_pid}))
+                ours.append(drive(url, distinct(run), {"function": on_sync_pid, "sink": sink_pid}))
+            stored, sent = count_events(dsn), sent_events(sink)
+            marked = mark_measured(dsn)
+            for run in range(RUNS):
+                replay.append(drive(url, distinct(run), {"function": on_sync_pid, "sink": sink_pid}))
+        cold_ours, cold_floor = cold_start.measure(stack, ours_env(sink), hook, TOKEN)
 
     print(
         f"webhook: acknowledgement latency, {CLIENTS} concurrent clients x {REQUESTS} requests "
-        f"(after {WARMUP} untimed each), THREADS={THREADS}, {os.cpu_count()} cores"
+        f"(after {WARMUP} untimed each), THREADS={THREADS}, {os.cpu_count()} cores, medians of {RUNS} runs"
     )
-    print(ours.line("ours  on_sync, distinct revisions (new event)"))
-    print(replay.line(f"ours  on_sync, replays ({marked:,} events measured)"))
-    print(floor.line("floor trivial 202, same command and load"))
-    print(
-        f"  p99 ratio ours/floor: distinct {ours.percentile(99) / floor.percentile(99):.2f}, "
-        f"replay {replay.percentile(99) / floor.percentile(99):.2f}  (target <= 1.5)"
-    )
-    ours_s, floor_s = statistics.median(ours_cold), statistics.median(floor_cold)
-    print(f"webhook: cold start, Popen of the functions-framework command to the first 202, median of {COLD_STARTS}")
-    print(f"  ours  on_sync (its first request connects to PostgreSQL)  {ours_s * 1000:6.0f} ms  {_runs(ours_cold)}")
-    print(f"  floor trivial                                             {floor_s * 1000:6.0f} ms  {_runs(floor_cold)}")
-    print(f"  ratio ours/floor: {ours_s / floor_s:.2f}  (target <= 1.5)")
+    for label, runs in (
+        ("ours  on_sync, distinct revisions (new event)", Runs(ours)),
+        (f"ours  on_sync, replays ({marked:,} events measured)", Runs(replay)),
+        ("floor trivial 202, same command and load", Runs(floor)),
+    ):
+        print(runs.line(label))
+        print(runs.cpu_line())
+    print(f"  sync events stored {stored:,}, CloudEvents received by the sink {sent:,}")
+    for p in (50, 99):
+        print(
+            f"  p{p} ratio ours/floor: distinct {Runs(ours).median(p) / Runs(floor).median(p):.2f}, "
+            f"replay {Runs(replay).median(p) / Runs(floor).median(p):.2f}  (target <= 1.5)"
+        )
+    cold_start.report(cold_ours, cold_floor)
 
 
 if __name__ == "__main__":

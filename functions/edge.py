@@ -126,15 +126,21 @@ def _forget_clients() -> None:
 os.register_at_fork(after_in_child=_forget_clients)
 
 
+_database_lock = threading.Lock()
+
+
 def database_from(settings: CommonSettings) -> Database:
-    return database(
-        settings.DATABASE_URL.get_secret_value(),
-        settings.DATABASE_POOL,
-        settings.DATABASE_POOL_MAX,
-        settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
-        settings.MIGRATE_ON_START,
-        Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
-    )
+    """The process's pool; one, however many threads ask first (the worker's background connect
+    and its first requests: ``functools.cache`` alone would let each build a pool)."""
+    with _database_lock:
+        return database(
+            settings.DATABASE_URL.get_secret_value(),
+            settings.DATABASE_POOL,
+            settings.DATABASE_POOL_MAX,
+            settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
+            settings.MIGRATE_ON_START,
+            Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
+        )
 
 
 _secret_files: dict[str, tuple[tuple[int, int, int], str]] = {}

@@ -45,6 +45,10 @@ class Run:
     afterwards: list[Callable[[Run], None]] = field(default_factory=list)
     """Called by the edge once the run is finished and answered, whatever its outcome (a
     CostJob's execution record); each must not raise."""
+    recorded: bool = False
+    """Already in ``job_runs``, stored by the work itself in the statement of its own write (the
+    webhook's 202: one round trip for the event and its run, ``record_of``). The run's end then
+    only logs, unless the run fails after all: its record is then replaced with the failure."""
 
 
 @contextmanager
@@ -57,9 +61,10 @@ def recorded_run(function: str, cluster: str) -> Iterator[Run]:
         yield run
     except FinOpsError as exc:  # classified: 4xx bad input, 429/503 retry later
         run.outcome, run.http_status, run.error = "failed", exc.http_status, exc.message
+        run.recorded = False
         raise
     except Exception as exc:
-        run.outcome, run.http_status = "failed", 500
+        run.outcome, run.http_status, run.recorded = "failed", 500, False
         run.error = f"internal error: {type(exc).__name__}: {exc}"
         log.exception("run crashed")
         raise
@@ -69,22 +74,31 @@ def recorded_run(function: str, cluster: str) -> Iterator[Run]:
         current_run_id.reset(token)
 
 
-def _finish(run: Run) -> None:
-    record: dict[str, Any] = {
+def record_of(run: Run, duration_ms: int | None = None) -> dict[str, Any]:
+    """The ``job_runs`` row of ``run`` as it stands, finished now (``duration_ms`` by default: the
+    time since it started)."""
+    finished_at = datetime.now(UTC)
+    if duration_ms is None:
+        duration_ms = int((finished_at - run.started_at).total_seconds() * 1000)
+    return {
         "run_id": run.run_id,
         "function": run.function,
         "cluster": run.cluster,
         "trigger": run.trigger,
         "started_at": run.started_at,
-        "finished_at": datetime.now(UTC),
-        "duration_ms": run.duration_ms,
+        "finished_at": finished_at,
+        "duration_ms": duration_ms,
         "outcome": run.outcome,
         "http_status": run.http_status,
         "counts": run.counts,
         "error": one_line(run.error) if run.error else None,
     }
+
+
+def _finish(run: Run) -> None:
+    record = record_of(run, run.duration_ms)
     stored = run.db is not None
-    if run.db is not None:
+    if run.db is not None and not run.recorded:
         try:
             run.db.execute("insert_job_run", **record)
         except FinOpsError as exc:

@@ -77,7 +77,7 @@ class CommonSettings(BaseSettings):
 class ServingSettings(BaseSettings):
     """How the served function protects its threads (read at import, before the target's settings)."""
 
-    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True)
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
 
     THREADS: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
     """gunicorn's threads (functions-framework reads the same variable; its default is 4 per CPU)."""
@@ -112,6 +112,8 @@ class PingSettings(CommonSettings):
 class OpenCostSettings(BaseSettings):
     """How to reach OpenCost."""
 
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
+
     OPENCOST_URL: str
     """Base URL of OpenCost's API, e.g. ``http://opencost.opencost:9003``. Required."""
 
@@ -132,6 +134,8 @@ class OpenCostSettings(BaseSettings):
 class KubeSettings(BaseSettings):
     """How to reach the Kubernetes API."""
 
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
+
     KUBE_API_URL: str | None = None
     """Plain-HTTP API URL (local stack and tests). Unset: in-cluster config, else ``KUBECONFIG``."""
 
@@ -141,6 +145,8 @@ class KubeSettings(BaseSettings):
 
 class EventSettings(BaseSettings):
     """The credential of CloudEvent deliveries (``on_sync``'s measurements, ``reconcile``'s changes)."""
+
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
 
     EVENT_TOKEN: SecretStr | None = None
     """Shared secret an event delivery must carry as the ``token`` query parameter of the URL it is
@@ -237,6 +243,15 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, R
     EMPTY_HOUR_GRACE_HOURS: int = Field(default=6, ge=0, le=720)
     """An hour OpenCost answers with no allocations stays open and is retried until this long after
     it ended, then it is lost."""
+
+    OPENCOST_SHARD_NAMESPACES: int = Field(default=0, ge=0, le=10_000)
+    """Namespaces per request when an hour is asked in namespace batches (OpenCost's ``filter``,
+    honoured since OpenCost 1.115; an OpenCost that ignores it is detected and the hour refused).
+    0 (the default): every hour is one request."""
+
+    OPENCOST_SHARD_ABOVE_BYTES: int = Field(default=256 * 2**20, ge=0)
+    """With ``OPENCOST_SHARD_NAMESPACES`` set: an hour whose single answer outgrows this many bytes,
+    or fails after its retries, is asked again in namespace batches; 0: every hour in batches."""
 
     COLLECT_BUDGET_SECONDS: float = Field(default=240, gt=0, le=590)
     """Work one invocation does before answering (keep it under the Service's timeoutSeconds)."""
@@ -383,6 +398,8 @@ class CostApiSettings(CommonSettings, KubeSettings):
 
 class BillingSettings(BaseSettings):
     """Where OpenCost's custom pricing lives (the active PriceBook is rendered there)."""
+
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
 
     OPENCOST_NAMESPACE: str = "opencost"
     """Namespace of OpenCost's Deployment and pricing ConfigMap."""

@@ -62,27 +62,45 @@ class SyncEvent:
     resources: Sequence[dict[str, str]]
 
 
-def accept(db: Database, event: SyncEvent) -> tuple[int, str, bool]:
-    """Persist ``event`` idempotently: ``(id, status, new)``; a replay returns the first one."""
-    key: dict[str, Any] = {
+def _key(event: SyncEvent) -> dict[str, Any]:
+    return {
         "cluster": event.cluster,
         "app_namespace": event.app_namespace,
         "app_name": event.app_name,
         "revision": event.revision,
         "finished_at": event.finished_at,
     }
-    row = db.fetch_one(
-        "insert_sync_event",
-        **key,
-        project=event.project,
-        destination_namespace=event.destination_namespace,
-        resources={"items": list(event.resources)},
-    )
+
+
+def _row(event: SyncEvent) -> dict[str, Any]:
+    return {
+        **_key(event),
+        "project": event.project,
+        "destination_namespace": event.destination_namespace,
+        "resources": {"items": list(event.resources)},
+    }
+
+
+def accept(db: Database, event: SyncEvent) -> tuple[int, str, bool]:
+    """Persist ``event`` idempotently: ``(id, status, new)``; a replay returns the first one."""
+    row = db.fetch_one("insert_sync_event", **_row(event))
     if row is not None:
         return int(row["id"]), str(row["status"]), True
-    existing = db.fetch_one("find_sync_event", **key)
+    existing = db.fetch_one("find_sync_event", **_key(event))
     assert existing is not None  # the conflicting row exists: rows are never deleted
     return int(existing["id"]), str(existing["status"]), False
+
+
+def accept_recorded(db: Database, event: SyncEvent, run: dict[str, Any]) -> tuple[int, str, bool, bool]:
+    """``accept``, and store ``run`` (a ``job_runs`` row, ``functions.runs.record_of``) in the same
+    statement, its counts completed with ``sync_event`` and ``replay``: the webhook's 202 costs one
+    round trip. ``(id, status, new, recorded)``: not recorded only when a concurrent webhook for
+    the same event was committing (then the caller records the run itself)."""
+    recorded = {"run_id": run["run_id"], **{f"run_{k}": v for k, v in run.items() if k != "run_id"}}
+    row = db.fetch_one("accept_sync_webhook", **_row(event), **recorded)
+    if row is None:
+        return (*accept(db, event), False)
+    return int(row["id"]), str(row["status"]), bool(row["new"]), True
 
 
 def _resources(stored: dict[str, Any]) -> list[Ref]:

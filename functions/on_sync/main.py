@@ -4,9 +4,10 @@ Two kinds of request reach this function:
 
 1. **The webhook** (``Authorization: Bearer $WEBHOOK_TOKEN``): validated, then skipped with 200
    (sync not Succeeded, remote cluster, the gate application), or persisted in ``sync_events``
-   (idempotent) and answered 202 within milliseconds. A CloudEvent naming the event goes to
-   ``K_SINK`` (Knative Eventing delivers it back here) or, without a sink, to this function's
-   own URL (the local stack). No work happens after the response.
+   (idempotent; with the run's ``job_runs`` row, in one statement) and answered 202 within
+   milliseconds. A CloudEvent naming the event goes to ``K_SINK`` before the answer (Knative
+   Eventing delivers it back here) or, without a sink, to this function's own URL (the local
+   stack). No work happens after the response.
 2. **The CloudEvent** ``dev.finops.sync.accepted``: measures the event in a request of its own.
    It carries only the id of an accepted event (and ``notBefore``). With ``EVENT_TOKEN`` set, a
    delivery must carry it (the ``token`` query parameter of the Trigger's subscriber URI, or of
@@ -38,7 +39,7 @@ import functions_framework
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError
 from finops.hours import parse_timestamp
-from functions.appcost.syncs import NotSettled, SyncEvent, accept, measure_event
+from functions.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
 from functions.edge import (
     RateLimit,
     current_secret,
@@ -55,7 +56,7 @@ from functions.edge import (
     with_event_token,
 )
 from functions.on_sync.webhook import SyncWebhook
-from functions.runs import Run
+from functions.runs import Run, record_of
 from infra import events
 from infra.settings import OnSyncSettings
 
@@ -143,11 +144,11 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
             if r.namespace in ("", hook.destinationNamespace)  # the share is the destination's pods only
         ],
     )
-    event_id, status, new = accept(run.db, event)
+    run.http_status = 202  # the event and its run stored in one statement, before the CloudEvent
+    event_id, status, new, run.recorded = accept_recorded(run.db, event, record_of(run))
     run.counts.update(sync_event=event_id, replay=not new)
     if new or status == "pending":
         _dispatch(s, event_id)
-    run.http_status = 202
     body = {"outcome": "accepted", "sync_event": event_id, "status": status, "run_id": run.run_id, **notes}
     return respond(202, body)
 

@@ -1,7 +1,10 @@
 """The database gateway: a process-wide pool and three verbs over named queries.
 
 The pool is created closed and opened explicitly (psycopg's advice), checks connections before
-handing them out, and recycles them. ``DATABASE_POOL=null`` uses a ``NullConnectionPool`` for
+handing them out (a round trip, skipped for a connection used in the last ``RECENTLY_USED_SECONDS``:
+under load every checkout would otherwise pay one), and recycles them. A verb called without a
+connection runs its one statement in autocommit: atomic on its own, one round trip instead of
+three (``BEGIN``, the statement, ``COMMIT``). ``DATABASE_POOL=null`` uses a ``NullConnectionPool`` for
 PgBouncer or very many replicas. psycopg exceptions never leave this module: connection-level
 failures become ``DatabaseUnavailable`` (503, retry), anything else is a bug and stays a 500.
 
@@ -14,8 +17,10 @@ last failed connection attempt, which ``_Connection`` remembers per DSN. A malfo
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,8 +73,17 @@ _failures: dict[str, str] = {}
 """The cause of each DSN's last failed connection attempt, cleared by its next success."""
 
 
+RECENTLY_USED_SECONDS = 5.0
+"""A pooled connection given back less than this long ago is handed out again without the
+pool's check (a round trip): a server restart in that window fails one use with a 503, after which
+the pool drops the broken connection."""
+
+
 class _Connection(psycopg.Connection[dict[str, Any]]):
-    """A connection that records why connecting failed, for the pool's timeouts to report."""
+    """A connection that records why connecting failed, for the pool's timeouts to report, and
+    when it was last given back to the pool (``last_used``, monotonic seconds)."""
+
+    last_used = 0.0
 
     @classmethod
     def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
@@ -132,9 +146,29 @@ class Database:
     def connection(self) -> Iterator[Connection]:
         """A connection in a transaction: committed on success, rolled back on error."""
         with wrap_errors(), _explained(self.pool, self.pool.timeout), self.pool.connection() as conn:
-            if self.per_transaction:
-                self.timeouts.set_local(conn)
-            yield conn
+            try:
+                if self.per_transaction:
+                    self.timeouts.set_local(conn)
+                yield conn
+            finally:
+                _used(conn)
+
+    @contextmanager
+    def _statement(self) -> Iterator[Connection]:
+        """A connection for one statement, in autocommit (no ``BEGIN``/``COMMIT`` round trips).
+        Behind PgBouncer (``per_transaction``) the timeouts are set per transaction: one is kept."""
+        if self.per_transaction:
+            with self.connection() as conn:
+                yield conn
+            return
+        with wrap_errors(), _explained(self.pool, self.pool.timeout), self.pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                yield conn
+            finally:
+                with contextlib.suppress(psycopg.Error):  # a broken connection: the pool drops it
+                    conn.autocommit = False
+                _used(conn)
 
     def check(self, timeout: float) -> None:
         """Get a working connection within ``timeout`` seconds, or ``DatabaseUnavailable``."""
@@ -174,7 +208,7 @@ class Database:
             with wrap_errors(), conn.cursor() as cur:
                 yield cur
         else:
-            with self.connection() as own, own.cursor() as cur:
+            with self._statement() as own, own.cursor() as cur:
                 yield cur
 
     def close(self) -> None:
@@ -208,6 +242,18 @@ class Timeouts:
             "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
             (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
         )
+
+
+def _used(conn: Connection) -> None:
+    if isinstance(conn, _Connection):
+        conn.last_used = time.monotonic()
+
+
+def _check_unless_recent(conn: Connection) -> None:
+    """The pool's check (a round trip), unless the connection was given back a moment ago."""
+    if isinstance(conn, _Connection) and time.monotonic() - conn.last_used < RECENTLY_USED_SECONDS and not conn.broken:
+        return
+    psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 def _utc_session(conn: Connection) -> None:
@@ -258,7 +304,7 @@ def connect(
         "configure": configure,
         "timeout": timeout,
         "open": False,
-        "check": psycopg_pool.ConnectionPool.check_connection,
+        "check": _check_unless_recent,
         "name": "finops",
     }
     if pool == "null":

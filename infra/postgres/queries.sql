@@ -1,11 +1,14 @@
 -- Named queries, each under a "-- name: <name>" header. Parameters are %(name)s.
 
 -- name: insert_job_run
+-- A run recorded early (the webhook's, with its event) that failed afterwards is replaced.
 INSERT INTO job_runs (run_id, function, cluster, trigger, started_at, finished_at, duration_ms,
                       outcome, http_status, counts, error)
 VALUES (%(run_id)s, %(function)s, %(cluster)s, %(trigger)s, %(started_at)s, %(finished_at)s,
         %(duration_ms)s, %(outcome)s, %(http_status)s, %(counts)s, %(error)s)
-ON CONFLICT (run_id) DO NOTHING;
+ON CONFLICT (run_id) DO UPDATE
+SET finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms, outcome = EXCLUDED.outcome,
+    http_status = EXCLUDED.http_status, counts = EXCLUDED.counts, error = EXCLUDED.error;
 
 -- name: recent_job_runs
 SELECT run_id, function, cluster, trigger, started_at, duration_ms, outcome, http_status, counts, error
@@ -70,6 +73,14 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
 DELETE FROM provider_allocations
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
 
+-- name: fill_hour_owners
+-- A streamed hour's rows written before their namespace's labels arrived (e.g. its unmounted
+-- volumes, sorted first) take the namespace's owner, in the hour's transaction (primary key scan).
+UPDATE provider_allocations pa SET team = o.team, cost_center = o.cost_center
+FROM unnest(%(namespaces)s::text[], %(teams)s::text[], %(cost_centers)s::text[]) AS o (namespace, team, cost_center)
+WHERE pa.cluster = %(cluster)s AND pa.aggregation = %(aggregation)s AND pa.hour = %(hour)s
+  AND pa.namespace = o.namespace AND pa.team IS NULL AND pa.cost_center IS NULL;
+
 -- name: record_allocation_hour
 INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, pricebook_id, currency, run_id, reason,
                               empty_since, source)
@@ -123,6 +134,36 @@ RETURNING id, status;
 SELECT id, status FROM sync_events
 WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
   AND revision = %(revision)s AND finished_at = %(finished_at)s;
+
+-- name: accept_sync_webhook
+-- The webhook's 202 in one round trip: insert_sync_event (a replay finds the stored event) and
+-- its run's job_runs row, whose counts gain the event's id and whether it was a replay. No row:
+-- a concurrent webhook for the same event committed after this statement's snapshot was taken;
+-- the caller then uses find_sync_event and records the run itself.
+WITH inserted AS (
+    INSERT INTO sync_events (cluster, app_namespace, app_name, project, destination_namespace, revision,
+                             finished_at, resources)
+    VALUES (%(cluster)s, %(app_namespace)s, %(app_name)s, %(project)s, %(destination_namespace)s, %(revision)s,
+            %(finished_at)s, %(resources)s)
+    ON CONFLICT (cluster, app_namespace, app_name, revision, finished_at) DO NOTHING
+    RETURNING id, status
+), event AS (
+    SELECT id, status, true AS new FROM inserted
+    UNION ALL
+    SELECT id, status, false FROM sync_events
+    WHERE NOT EXISTS (SELECT FROM inserted)
+      AND cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
+      AND revision = %(revision)s AND finished_at = %(finished_at)s
+), recorded AS (
+    INSERT INTO job_runs (run_id, function, cluster, trigger, started_at, finished_at, duration_ms,
+                          outcome, http_status, counts, error)
+    SELECT %(run_id)s, %(run_function)s, %(run_cluster)s, %(run_trigger)s, %(run_started_at)s,
+           %(run_finished_at)s, %(run_duration_ms)s, %(run_outcome)s, %(run_http_status)s,
+           %(run_counts)s || jsonb_build_object('sync_event', id, 'replay', NOT new), %(run_error)s
+    FROM event
+    ON CONFLICT (run_id) DO NOTHING
+)
+SELECT id, status, new FROM event;
 
 -- name: claim_sync_event
 -- Take an accepted event for measurement: pending, or claimed by a measurement that died.
@@ -240,6 +281,79 @@ SELECT cluster, aggregation, day FROM allocation_dirty_days
 WHERE (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
   AND (%(aggregation)s::text IS NULL OR aggregation = %(aggregation)s)
 ORDER BY cluster, aggregation, day;
+
+-- name: hour_foldable
+-- Whether an hour's write can be folded into its day's rollup (asked under the day's lock): the
+-- day is not marked for a rebuild, and every hour of it with rows (this hour's old rows included)
+-- is priced in the new rows' currency, or all in none, so no rollup row's currency changes.
+SELECT NOT EXISTS (
+           SELECT 1 FROM allocation_dirty_days
+           WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day = %(day)s)
+       AND NOT EXISTS (
+           SELECT 1 FROM allocation_hours
+           WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s
+             AND hour >= %(day)s::date::timestamp AT TIME ZONE 'UTC'
+             AND hour < (%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC'
+             AND row_count > 0 AND currency IS DISTINCT FROM %(currency)s::char(3)) AS foldable;
+
+-- name: unfold_allocation_hour
+-- Subtracts an hour's stored rows from its day's rollup, before they are deleted; a rollup row
+-- left with no hour is deleted. ``missing``: the hour's groups whose rollup row is absent or holds
+-- fewer hours (the rollup disagreed with the rows; the caller marks the day for a rebuild).
+WITH part AS (
+    SELECT * FROM finops_allocation_rollup_hours(
+        %(cluster)s, %(aggregation)s, %(hour)s::timestamptz, %(hour)s::timestamptz + interval '1 hour')
+), gone AS (
+    DELETE FROM allocation_daily d USING part p
+    WHERE d.cluster = p.cluster AND d.aggregation = p.aggregation AND d.day = p.day AND d.namespace = p.namespace
+      AND d.entry_kind = p.entry_kind AND d.team = p.team AND d.cost_center = p.cost_center
+      AND d.hours = p.hours
+    RETURNING 1
+), kept AS (
+    UPDATE allocation_daily d SET
+        hours = d.hours - p.hours,
+        cpu_cost_micros = d.cpu_cost_micros - p.cpu_cost_micros,
+        gpu_cost_micros = d.gpu_cost_micros - p.gpu_cost_micros,
+        ram_cost_micros = d.ram_cost_micros - p.ram_cost_micros,
+        pv_cost_micros = d.pv_cost_micros - p.pv_cost_micros,
+        lb_cost_micros = d.lb_cost_micros - p.lb_cost_micros,
+        network_cost_micros = d.network_cost_micros - p.network_cost_micros,
+        total_cost_micros = d.total_cost_micros - p.total_cost_micros,
+        billed_core_hours = d.billed_core_hours - p.billed_core_hours,
+        requested_core_hours = d.requested_core_hours - p.requested_core_hours,
+        used_core_hours = d.used_core_hours - p.used_core_hours,
+        billed_gib_hours = d.billed_gib_hours - p.billed_gib_hours,
+        requested_gib_hours = d.requested_gib_hours - p.requested_gib_hours,
+        used_gib_hours = d.used_gib_hours - p.used_gib_hours
+    FROM part p
+    WHERE d.cluster = p.cluster AND d.aggregation = p.aggregation AND d.day = p.day AND d.namespace = p.namespace
+      AND d.entry_kind = p.entry_kind AND d.team = p.team AND d.cost_center = p.cost_center
+      AND d.hours > p.hours
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM part) - (SELECT count(*) FROM gone) - (SELECT count(*) FROM kept) AS missing;
+
+-- name: fold_allocation_hour
+-- Adds an hour's rows, just written, to its day's rollup (the currency is the day's one: see
+-- hour_foldable).
+INSERT INTO allocation_daily AS d
+SELECT * FROM finops_allocation_rollup_hours(
+    %(cluster)s, %(aggregation)s, %(hour)s::timestamptz, %(hour)s::timestamptz + interval '1 hour')
+ON CONFLICT (cluster, aggregation, day, namespace, entry_kind, team, cost_center) DO UPDATE SET
+    hours = d.hours + EXCLUDED.hours,
+    cpu_cost_micros = d.cpu_cost_micros + EXCLUDED.cpu_cost_micros,
+    gpu_cost_micros = d.gpu_cost_micros + EXCLUDED.gpu_cost_micros,
+    ram_cost_micros = d.ram_cost_micros + EXCLUDED.ram_cost_micros,
+    pv_cost_micros = d.pv_cost_micros + EXCLUDED.pv_cost_micros,
+    lb_cost_micros = d.lb_cost_micros + EXCLUDED.lb_cost_micros,
+    network_cost_micros = d.network_cost_micros + EXCLUDED.network_cost_micros,
+    total_cost_micros = d.total_cost_micros + EXCLUDED.total_cost_micros,
+    billed_core_hours = d.billed_core_hours + EXCLUDED.billed_core_hours,
+    requested_core_hours = d.requested_core_hours + EXCLUDED.requested_core_hours,
+    used_core_hours = d.used_core_hours + EXCLUDED.used_core_hours,
+    billed_gib_hours = d.billed_gib_hours + EXCLUDED.billed_gib_hours,
+    requested_gib_hours = d.requested_gib_hours + EXCLUDED.requested_gib_hours,
+    used_gib_hours = d.used_gib_hours + EXCLUDED.used_gib_hours;
 
 -- name: chargeback_rows
 -- A period's cost per cluster, namespace and owner, from the daily rollups (one SQL aggregation).
@@ -872,6 +986,14 @@ WHERE pa.cluster = %(cluster)s AND pa.aggregation = %(aggregation)s AND pa.names
   AND pa.hour >= %(start)s AND pa.hour < %(end)s
   AND finops_in_app_scope(%(scope)s, %(controllers)s::text[], %(pods)s::text[], pa.entry_kind,
                           pa.controller_kind, pa.controller, pa.pod);
+
+-- name: namespace_window_currencies
+-- The currencies a namespace's stored rows overlapping [start, end) are priced in (the currency of
+-- a cost record, which is measured from OpenCost and carries none of its own: /actual, /trend).
+-- A row covers [hour, hour + 1 h).
+SELECT DISTINCT btrim(currency) AS currency FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND namespace = %(namespace)s
+  AND hour > %(start)s::timestamptz - interval '1 hour' AND hour < %(end)s AND currency IS NOT NULL;
 
 -- ==== Cloud estimates pushed by CI (cost_api; migration 014) ====
 

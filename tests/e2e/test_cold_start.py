@@ -2,7 +2,9 @@
 
 - a missing or malformed variable stops the process with a message naming the variable;
 - the image's entry command serves the billing targets (readiness; pings need the token);
-- a target imports its own function only, and never the heavy kubernetes client (cold start cost).
+- a target imports its own function only, and never the heavy kubernetes client (cold start cost);
+- the webhook's target imports no HTTP client library (httpx brings rich and pygments), and a
+  settings class is built only when it is loaded.
 """
 
 from __future__ import annotations
@@ -54,3 +56,14 @@ def test_a_target_imports_only_its_own_function_and_not_kubernetes() -> None:
     assert second == str(
         sorted(["backfill", "collect_allocations", "collect_charges", "cost_api", "on_sync", "reconcile"])
     )
+
+
+def test_the_webhook_target_imports_no_http_client_library_and_builds_only_its_settings() -> None:
+    code = (
+        "import functions.main as m, sys, infra.settings as s; m.on_sync;"
+        "print(sorted(x for x in ('httpx', 'httpcore', 'rich', 'pygments') if x in sys.modules));"
+        "built = (s.OpenCostSettings, s.BillingSettings, s.OnSyncSettings);"
+        "print([c.__name__ for c in built if c.__pydantic_complete__])"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines() == ["[]", "[]"]

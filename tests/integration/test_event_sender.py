@@ -1,0 +1,121 @@
+"""We test how ``infra.events`` posts a CloudEvent to a sink over real HTTP (a stdlib server):
+
+- binary mode: the ``ce-*`` headers and the JSON data as the body, to the URL's path and query;
+- successive events share one kept-alive connection;
+- a kept-alive connection the sink closed while idle is retried once on a fresh one;
+- 429/503 are ``SinkBusy`` with the sink's ``Retry-After``, other failures ``SinkUnavailable``
+  naming the sink.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from infra import events
+
+
+@dataclass
+class Sink:
+    url: str
+    answer: int = 202
+    retry_after: str | None = None
+    close_after_answer: bool = False  # close the connection without saying so (an idle timeout)
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def sink() -> Iterator[Sink]:
+    state = Sink(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            state.received.append(
+                {
+                    "path": self.path,
+                    "headers": dict(self.headers),
+                    "body": json.loads(body),
+                    "peer": self.client_address,
+                }
+            )
+            self.send_response(state.answer)
+            if state.retry_after:
+                self.send_header("Retry-After", state.retry_after)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            self.close_connection = state.close_after_answer
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        events.close_connections()
+        server.shutdown()
+        server.server_close()
+
+
+def send(url: str, n: int = 1) -> None:
+    events.send(url, events.SYNC_ACCEPTED, f"sync-{n}", "/finops/test/on_sync", {"syncEventId": n})
+
+
+def test_an_event_is_posted_in_binary_mode_to_the_sinks_path(sink: Sink) -> None:
+    send(f"{sink.url}/broker/default?token=abc", 7)
+    (got,) = sink.received
+    assert got["path"] == "/broker/default?token=abc"
+    assert got["body"] == {"syncEventId": 7}
+    headers = {k.lower(): v for k, v in got["headers"].items()}
+    assert headers["ce-specversion"] == "1.0"
+    assert headers["ce-type"] == events.SYNC_ACCEPTED
+    assert headers["ce-id"] == "sync-7"
+    assert headers["ce-source"] == "/finops/test/on_sync"
+    assert headers["content-type"] == "application/json"
+
+
+def test_successive_events_share_one_kept_alive_connection(sink: Sink) -> None:
+    for n in range(3):
+        send(sink.url, n)
+    assert [r["body"]["syncEventId"] for r in sink.received] == [0, 1, 2]
+    assert len({r["peer"] for r in sink.received}) == 1
+
+
+def test_a_connection_the_sink_closed_while_idle_is_retried_on_a_fresh_one(sink: Sink) -> None:
+    sink.close_after_answer = True
+    send(sink.url, 1)
+    send(sink.url, 2)  # its kept-alive connection is closed: sent again on a new one
+    assert [r["body"]["syncEventId"] for r in sink.received] == [1, 2]
+    assert len({r["peer"] for r in sink.received}) == 2
+
+
+@pytest.mark.parametrize(("status", "busy"), [(503, True), (429, True), (500, False)], ids=["503", "429", "500"])
+def test_a_refusal_names_the_sink_and_when_to_retry(sink: Sink, status: int, busy: bool) -> None:
+    sink.answer, sink.retry_after = status, "7"
+    with pytest.raises(events.SinkUnavailable, match=f"answered {status}") as raised:
+        send(sink.url)
+    assert isinstance(raised.value, events.SinkBusy) is busy
+    if busy:
+        assert isinstance(raised.value, events.SinkBusy) and raised.value.retry_after == 7.0
+
+
+def test_an_unreachable_sink_is_unavailable_naming_it() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with pytest.raises(events.SinkUnavailable, match=f"event sink {url} unreachable: ConnectionRefusedError"):
+        send(url)

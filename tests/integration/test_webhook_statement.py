@@ -1,0 +1,166 @@
+"""We test the database side of the webhook's 202 (one round trip) on a real PostgreSQL:
+
+- a new webhook stores its sync event and its run's ``job_runs`` row in one transaction (one
+  statement), the run's counts completed with the event's id and ``replay``;
+- a replay finds the stored event and records its own run;
+- a webhook racing an uncommitted twin (same event) falls back: the twin's event, run not recorded;
+- a run recorded early that fails afterwards has its row replaced by the failure;
+- a verb without a connection runs in autocommit and gives the connection back in transaction mode;
+- the pool checks a connection idle longer than ``RECENTLY_USED_SECONDS`` before handing it out
+  (one the server killed is replaced), and not one used a moment ago (its use fails once).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from finops.errors import DatabaseUnavailable, InvalidInput
+from functions.appcost.syncs import SyncEvent, accept, accept_recorded
+from functions.runs import Run, record_of, recorded_run
+from infra.postgres import Database, connect
+from infra.postgres import database as database_module
+
+
+def event(revision: str = "abc123") -> SyncEvent:
+    return SyncEvent(
+        cluster="test",
+        app_namespace="argocd",
+        app_name="web",
+        project="default",
+        destination_namespace="shop",
+        revision=revision,
+        finished_at=datetime(2026, 11, 29, 10, tzinfo=UTC),
+        resources=[{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "shop", "name": "web"}],
+    )
+
+
+def webhook_run() -> Run:
+    run = Run(function="on_sync", cluster="test", trigger="argocd", http_status=202)
+    run.counts = {"app": "argocd:web", "revision": "abc123"}
+    return run
+
+
+def job_run(db: Database, run_id: str) -> dict[str, Any] | None:
+    with db.connection() as conn:
+        return conn.execute("SELECT *, xmin::text AS tx FROM job_runs WHERE run_id = %s", (run_id,)).fetchone()
+
+
+def test_a_new_webhook_stores_its_event_and_its_run_in_one_transaction(db: Database) -> None:
+    run = webhook_run()
+    event_id, status, new, recorded = accept_recorded(db, event(), record_of(run))
+    assert (status, new, recorded) == ("pending", True, True)
+    row = job_run(db, run.run_id)
+    assert row is not None
+    assert (row["outcome"], row["http_status"], row["trigger"]) == ("success", 202, "argocd")
+    assert row["counts"] == {"app": "argocd:web", "revision": "abc123", "sync_event": event_id, "replay": False}
+    with db.connection() as conn:
+        stored = conn.execute("SELECT xmin::text AS tx FROM sync_events WHERE id = %s", (event_id,)).fetchone()
+    assert stored is not None and stored["tx"] == row["tx"]
+
+
+def test_a_replay_finds_the_stored_event_and_records_its_own_run(db: Database) -> None:
+    first_id, _, _, _ = accept_recorded(db, event(), record_of(webhook_run()))
+    again = webhook_run()
+    event_id, status, new, recorded = accept_recorded(db, event(), record_of(again))
+    assert (event_id, status, new, recorded) == (first_id, "pending", False, True)
+    row = job_run(db, again.run_id)
+    assert row is not None and row["counts"]["replay"] is True and row["counts"]["sync_event"] == first_id
+
+
+def test_a_webhook_racing_an_uncommitted_twin_falls_back_without_recording(db: Database, database_url: str) -> None:
+    twin = psycopg.connect(database_url)
+    try:
+        twin.execute(
+            "INSERT INTO sync_events (cluster, app_namespace, app_name, destination_namespace, revision, finished_at)"
+            " VALUES ('test', 'argocd', 'web', 'shop', 'abc123', %s)",
+            (datetime(2026, 11, 29, 10, tzinfo=UTC),),
+        )
+        run = webhook_run()
+        result: list[tuple[int, str, bool, bool]] = []
+        racer = threading.Thread(target=lambda: result.append(accept_recorded(db, event(), record_of(run))))
+        racer.start()
+        deadline = time.monotonic() + 30
+        while not _waiting_on_a_lock(database_url):  # the racer's insert waits for the twin's transaction
+            assert time.monotonic() < deadline, "the racing insert never waited for its twin"
+            time.sleep(0.01)
+        twin.commit()
+        racer.join(30)
+    finally:
+        twin.close()
+    ((event_id, status, new, recorded),) = result
+    assert (status, new, recorded) == ("pending", False, False)
+    assert accept(db, event())[0] == event_id
+    assert job_run(db, run.run_id) is None  # the edge records it (recorded False)
+
+
+def _waiting_on_a_lock(dsn: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return row is not None and row[0] > 0
+
+
+def test_a_run_recorded_early_that_fails_afterwards_is_replaced_by_the_failure(db: Database) -> None:
+    with pytest.raises(InvalidInput), recorded_run("on_sync", "test") as run:
+        run.db, run.http_status, run.counts = db, 202, {"app": "argocd:web"}
+        _, _, _, run.recorded = accept_recorded(db, event(), record_of(run))
+        raise InvalidInput("something after the statement failed")
+    row = job_run(db, run.run_id)
+    assert row is not None
+    assert (row["outcome"], row["http_status"]) == ("failed", 400)
+    assert row["error"] == "something after the statement failed"
+
+
+def test_a_verb_without_a_connection_autocommits_and_gives_it_back_in_transaction_mode(database_url: str) -> None:
+    db = connect(database_url, max_size=1)
+    try:
+        run = webhook_run()
+        db.execute("insert_job_run", **record_of(run))
+        with db.connection() as conn:
+            assert conn.autocommit is False
+            status = conn.execute("SELECT 1").fetchone()
+            assert status is not None and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        with psycopg.connect(database_url) as other:
+            assert other.execute("SELECT 1 FROM job_runs WHERE run_id = %s", (run.run_id,)).fetchone() is not None
+    finally:
+        db.close()
+
+
+def _kill_pooled_connection(db: Database, database_url: str) -> None:
+    with db.connection() as conn:
+        pid = conn.info.backend_pid
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_a_connection_idle_for_a_while_is_checked_and_replaced_if_dead(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(database_module, "RECENTLY_USED_SECONDS", 0.0)  # every connection counts as idle
+    db = connect(database_url, max_size=1)
+    try:
+        _kill_pooled_connection(db, database_url)
+        db.fetch_one("recent_job_runs", function=None, limit=1)  # no error: checked, replaced
+        with db.connection() as conn:
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    finally:
+        db.close()
+
+
+def test_a_connection_used_a_moment_ago_is_not_checked_so_a_dead_one_fails_once(database_url: str) -> None:
+    db = connect(database_url, max_size=1)
+    try:
+        _kill_pooled_connection(db, database_url)
+        with pytest.raises(DatabaseUnavailable):
+            db.fetch_one("recent_job_runs", function=None, limit=1)
+        with db.connection() as conn:  # the pool dropped the broken connection
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    finally:
+        db.close()
