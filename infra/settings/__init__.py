@@ -1,0 +1,44 @@
+"""Configuration: one pydantic-settings class per function, read from the environment once.
+
+Field names are the environment variable names, so a validation error names the variable the
+operator has to fix. Secrets are ``SecretStr`` and never appear in logs or reprs. Values are passed
+down as arguments: nothing below ``functions/`` reads ``os.environ``.
+"""
+
+from infra.settings.base import (
+    CommonSettings,
+    ConfigError,
+    EventReceiverSettings,
+    EventSettings,
+    KubeSettings,
+    OpenCostSettings,
+    PingSettings,
+    RedriveSettings,
+    ServingSettings,
+    database_url,
+    load,
+)
+from infra.settings.billing import BillingSettings, CollectChargesSettings, ReconcileSettings
+from infra.settings.cost_api import CostApiSettings
+from infra.settings.measuring import BackfillSettings, CollectAllocationsSettings, OnSyncSettings
+
+__all__ = [
+    "BackfillSettings",
+    "BillingSettings",
+    "CollectAllocationsSettings",
+    "CollectChargesSettings",
+    "CommonSettings",
+    "ConfigError",
+    "CostApiSettings",
+    "EventReceiverSettings",
+    "EventSettings",
+    "KubeSettings",
+    "OnSyncSettings",
+    "OpenCostSettings",
+    "PingSettings",
+    "ReconcileSettings",
+    "RedriveSettings",
+    "ServingSettings",
+    "database_url",
+    "load",
+]

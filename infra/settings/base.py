@@ -1,0 +1,231 @@
+"""The settings every function shares, the building blocks of each function's, and how they load."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from finops.errors import InvalidInput, PermanentError
+from finops.hours import parse_timestamp
+from finops.labels import validate_namespace
+from infra.logs import redact
+
+
+class ConfigError(PermanentError):
+    """The function's configuration is invalid."""
+
+
+class CommonSettings(BaseSettings):
+    """Settings every function shares."""
+
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
+
+    DATABASE_URL: SecretStr
+    """PostgreSQL DSN (``postgresql://user:pass@host:5432/db``). Required; a secret."""
+
+    CLUSTER_ID: str = "default"
+    """Name of the cluster this function measures; stamped on every row (one database, many clusters)."""
+
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Lowest severity written to the JSON log."""
+
+    DATABASE_POOL: Literal["pool", "null"] = "pool"
+    """``pool`` keeps connections per replica; ``null`` opens one per use (behind PgBouncer)."""
+
+    DATABASE_POOL_MAX: int = Field(default=8, ge=1, le=64)
+    """Most connections one replica holds."""
+
+    DATABASE_CONNECT_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
+    """How long to wait for a connection before answering 503."""
+
+    MIGRATE_ON_START: bool = False
+    """Apply pending migrations at cold start. Off: the install Job runs ``finops migrate`` and a
+    cold start only checks the schema version (refusing one newer than the image knows)."""
+
+    DATABASE_LOCK_TIMEOUT_SECONDS: float = Field(default=30, ge=0, le=3600)
+    """PostgreSQL ``lock_timeout`` of every transaction (a lock waited on longer fails it); 0: none."""
+
+    DATABASE_STATEMENT_TIMEOUT_SECONDS: float = Field(default=300, ge=0, le=86400)
+    """PostgreSQL ``statement_timeout`` of every statement (migrations excepted); 0: none."""
+
+    SECRETS_DIR: str | None = None
+    """A mounted copy of the Secret (a ``secret`` volume, not ``subPath``): the tokens
+    (``PING_TOKEN``, ``WEBHOOK_TOKEN``, ``PROXY_TOKEN``, ``EVENT_TOKEN``, ``METRICS_TOKEN``,
+    ``CI_TOKEN``) are read from the file of their key there on every request, re-read when it
+    changes, so a rotated Secret applies to warm pods without a new revision; a key without a
+    file keeps its environment value."""
+
+    @field_validator("CLUSTER_ID")
+    @classmethod
+    def _cluster_is_a_name(cls, value: str) -> str:
+        return as_config(validate_namespace, value, "CLUSTER_ID")
+
+
+class ServingSettings(BaseSettings):
+    """How the served function protects its threads (read at import, before the target's settings)."""
+
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
+
+    THREADS: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
+    """gunicorn's threads (functions-framework reads the same variable; its default is 4 per CPU)."""
+
+    HEALTH_RESERVED_THREADS: int = Field(default=2, ge=1, le=64)
+    """Threads never spent receiving request bodies (at most half of ``THREADS``): ``/healthz`` and
+    bodiless requests always find one, however many uploads stall; a body arriving while all the
+    others are receiving one gets 503 at once."""
+
+    BODY_READ_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=300)
+    """A request body must arrive within this long of its headers, else 408 and the connection is
+    closed (a stalled upload frees its thread)."""
+
+
+class PingSettings(CommonSettings):
+    """Settings of the functions pinged on a schedule (CronJob)."""
+
+    PING_TOKEN: SecretStr
+    """Bearer token the CronJob's ping must carry. Required; a secret."""
+
+    SCHEDULED_TIMESTAMP: datetime | None = None
+    """Pins the run's hour (RFC 3339) when the ping body has no ``scheduledTime``."""
+
+    @field_validator("SCHEDULED_TIMESTAMP", mode="before")
+    @classmethod
+    def _rfc3339(cls, value: object) -> object:
+        if isinstance(value, str):
+            return as_config(lambda v, field: parse_timestamp(v, field=field), value, "SCHEDULED_TIMESTAMP")
+        return value
+
+
+class OpenCostSettings(BaseSettings):
+    """How to reach OpenCost."""
+
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
+
+    OPENCOST_URL: str
+    """Base URL of OpenCost's API, e.g. ``http://opencost.opencost:9003``. Required."""
+
+    OPENCOST_TIMEOUT_SECONDS: float = Field(default=60, gt=0, le=600)
+    """Overall deadline of one OpenCost request, the answer's body included (retried like a timeout)."""
+
+    OPENCOST_RETRIES: int = Field(default=3, ge=0, le=10)
+    """Retries (with backoff) on connection errors and 5xx answers."""
+
+    @field_validator("OPENCOST_URL")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://opencost.opencost:9003")
+        return value.rstrip("/")
+
+
+class KubeSettings(BaseSettings):
+    """How to reach the Kubernetes API."""
+
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
+
+    KUBE_API_URL: str | None = None
+    """Plain-HTTP API URL (local stack and tests). Unset: in-cluster config, else ``KUBECONFIG``."""
+
+    KUBE_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
+    """Timeout of one Kubernetes API request."""
+
+
+class EventSettings(BaseSettings):
+    """The credential of CloudEvent deliveries (``on_sync``'s measurements, ``reconcile``'s changes)."""
+
+    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
+
+    EVENT_TOKEN: SecretStr | None = None
+    """Shared secret an event delivery must carry as the ``token`` query parameter of the URL it is
+    delivered to (the Trigger's subscriber ``uri``, the ApiServerSource's sink ``uri``, the re-drive's
+    ``ON_SYNC_URL``), or as ``Authorization: Bearer``. Unset: deliveries are not authenticated
+    (only rate-limited); docs/deploy.md, "Authenticated events". A secret."""
+
+
+class EventReceiverSettings(EventSettings):
+    """How many event deliveries one replica accepts."""
+
+    EVENTS_PER_SECOND: float = Field(default=20, gt=0, le=10_000)
+    """Event deliveries accepted per second per replica (a token bucket); beyond it, 429 with
+    ``Retry-After`` (the Broker and the ApiServerSource retry)."""
+
+    EVENTS_BURST: int = Field(default=50, ge=1, le=100_000)
+    """Deliveries accepted at once before ``EVENTS_PER_SECOND`` applies."""
+
+
+class RedriveSettings(EventSettings):
+    """Where overdue accepted sync events are re-driven (``collect_allocations``, ``backfill``)."""
+
+    ON_SYNC_URL: str = "http://on-sync.finops.svc.cluster.local"
+    """The on-sync Service: each accepted sync event still unmeasured after 10 minutes is sent
+    there as a ``dev.finops.sync.accepted`` CloudEvent and measured in a request of its own (the
+    local stack sets its served on_sync)."""
+
+    @field_validator("ON_SYNC_URL")
+    @classmethod
+    def _on_sync_url(cls, value: str) -> str:
+        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://on-sync.finops.svc.cluster.local")
+        return value
+
+
+def as_config(check: Callable[..., object], value: str, field: str) -> str:
+    """Run a domain validator, re-raising its message as a pydantic-visible ``ValueError``."""
+    try:
+        result = check(value, field=field)
+    except InvalidInput as exc:
+        raise ValueError(exc.message.removeprefix(f"{field}: ")) from exc
+    return result if isinstance(result, str) else value
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def database_url() -> str:
+    """``DATABASE_URL`` for the ``finops`` commands, or a ``ConfigError`` saying it is unset."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
+    return url
+
+
+@functools.cache
+def _from_mapping_only(settings_class: type[S]) -> type[S]:
+    """``settings_class`` reading only what it is given (pydantic-settings otherwise also reads the
+    process environment, even through ``model_validate``)."""
+
+    class Given(settings_class):  # type: ignore[valid-type,misc]
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **others: Any
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings,)
+
+    Given.__name__ = Given.__qualname__ = settings_class.__name__
+    return Given
+
+
+def load(settings_class: type[S], environ: dict[str, str] | None = None) -> S:
+    """Build ``settings_class`` from the environment (or ``environ``), or raise a ``ConfigError``
+    whose message names every bad variable, e.g. ``DATABASE_URL: required``."""
+    try:
+        if environ is None:
+            return settings_class()
+        # Read only the given mapping: tests and the CLI must not pick up the caller's env.
+        fields = settings_class.model_fields
+        values = {k: v for k, v in environ.items() if k in fields and v != ""}
+        return _from_mapping_only(settings_class)(**values)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = ".".join(str(part) for part in error["loc"]) or "settings"
+            message = "required" if error["type"] == "missing" else error["msg"].removeprefix("Value error, ")
+            problems.append(f"{name}: {message}")
+        raise ConfigError(f"invalid configuration of {settings_class.__name__}: " + "; ".join(problems)) from exc
