@@ -12,9 +12,11 @@ from decimal import Decimal
 from typing import Any
 
 from finops.allocations import IDLE, UNALLOCATED, UNMOUNTED, EntryKind, entry_kind
+from finops.errors import OpenCostUnavailable
 from finops.labels import owner_label
-from finops.money import cost_micros
+from finops.money import MAX_MICROS, cost_micros
 from infra.opencost import Allocation
+from infra.opencost.stream import quantities_of, quantities_text
 
 COLUMNS = (
     "cluster",
@@ -97,6 +99,21 @@ class RowBuilder:
         self._tail = (pricebook_id, currency, finalized, collected_at, source)  # the row's last columns
         self._owners: dict[str, tuple[str | None, str | None]] = {}
         self._unowned: set[str] = set()
+        # lines(): the text of the columns fixed for the hour, and the tabs and backslashes a line has
+        self._prefix = f"{_text(self.cluster)}\t"
+        self._middle = f"\t{_text(self.aggregation)}\t{self.hour}\t"
+        self._suffix = "\t".join(
+            (
+                _NULL if pricebook_id is None else str(pricebook_id),
+                _NULL if currency is None else _text(currency),
+                "t" if finalized else "f",
+                str(collected_at),
+                _text(source),
+            )
+        )
+        self._times: dict[tuple[datetime | None, datetime | None], str] = {}
+        self._tabs = len(COLUMNS) - 1
+        self._slashes = (self._prefix + self._middle + self._suffix).count("\\")
 
     def rows(self, allocations: Mapping[str, Allocation]) -> Iterator[tuple[Any, ...]]:
         """One row per allocation. Ownership comes from namespace labels only (OpenCost's
@@ -118,6 +135,24 @@ class RowBuilder:
         a row of a namespace whose labels have not arrived yet is written without an owner, and
         ``late_owners()`` then gives the owners those rows take (``fill_hour_owners``), so the
         stored hour equals ``rows``' (the first labelled entry of a namespace decides)."""
+        row = self._row
+        for name, a, _, _, owners in self._walk(entries):
+            yield row(name, a, owners)
+
+    def lines(self, entries: Iterable[tuple[str, Allocation]]) -> Iterator[str]:
+        """``stream``'s rows as lines of ``COPY``'s text format (``infra.postgres.copy_text``),
+        storing the same values (``tests/integration/test_allocation_copy_text.py``) without
+        psycopg's per-value adaptation: a streamed quantity is its JSON text, a cost's micros and
+        a dict's ``Decimal`` their ``str`` (PostgreSQL parses a number's text to the same numeric,
+        scale included); the columns fixed for the hour are formatted once. A quantity that is
+        not a number, or a number that is not finite (``"NaN"``, ``"Infinity"`` sent as strings),
+        refuses the hour with ``OpenCostUnavailable`` naming the allocation's field."""
+        line = self._line
+        for name, a, props, namespace, owners in self._walk(entries):
+            yield line(name, a, props, namespace, owners)
+
+    def _walk(self, entries: Iterable[tuple[str, Allocation]]) -> Iterator[tuple[str, Allocation, Any, Any, OwnerMap]]:
+        """``(name, allocation, its properties, its namespace, the owners so far)`` of each entry."""
         owners: dict[str, tuple[str | None, str | None]] = {}
         self._owners, self._unowned = owners, set()
         for key, a in entries:
@@ -129,7 +164,79 @@ class RowBuilder:
                     owners[namespace] = (owner_label(labels, self.owner_key), owner_label(labels, self.cost_center_key))
                 elif namespace not in SENTINELS:
                     self._unowned.add(namespace)
-            yield self._row(a.get("name") or key, a, owners)
+            yield a.get("name") or key, a, props, namespace, owners
+
+    def _line(self, name: str, a: Allocation, props: Any, namespace: str | None, owners: OwnerMap) -> str:
+        """``_row`` as a text line. Its text values are checked all at once on the joined line
+        (as many tabs as columns, as many backslashes as NULLs, no line break); a value holding
+        any of them is escaped, on that rare row only."""
+        namespace = namespace or ""
+        if namespace in SENTINELS:
+            namespace = ""
+        team, cost_center = owners.get(namespace, (None, None))
+        places: tuple[Any, ...]
+        c: tuple[Any, ...]
+        if isinstance(a, dict):
+            places = tuple(props.get(f) for f in _PLACES)
+            c = tuple(a.get(f) for f in _COSTS)
+            numbers = "\t".join(map(str, (a.get(f) for f in _QUANTITIES)))
+            if "a" in numbers or "I" in numbers:  # NaN, sNaN, Infinity: never in a finite number's str
+                raise OpenCostUnavailable(_not_finite(name, a))
+            numbers = numbers.replace("None", _NULL)
+        else:  # a streamed record: its quantities are their JSON text (stream.Quantity)
+            places, c = _places(props), _costs(a)
+            # An hour's allocations share a few (start, end) pairs: formatting a datetime costs
+            # 1 us, a lookup 50 ns. Equal datetimes are the same instant, which is what is stored.
+            times = self._times.get(key := (a.start, a.end))
+            if times is None:
+                if len(self._times) > _TIMES_KEPT:
+                    self._times.clear()
+                start, end = key
+                times = self._times[key] = f"{_NULL if start is None else start}\t{_NULL if end is None else end}\t"
+            numbers = times + quantities_text(a, name)
+        try:  # round() of a NaN cost raises ValueError, of an infinite one OverflowError; sNaN InvalidOperation
+            micros = "\t".join(
+                map(
+                    str,
+                    (
+                        _micros(c[0], c[1]),
+                        _micros(c[2], c[3]),
+                        _micros(c[4], c[5]),
+                        _micros(c[6], c[7]),
+                        _micros(c[8], c[9]),
+                        _micros(c[10], c[11]),
+                        _micros(c[12]),
+                        _micros(c[13]),
+                        _micros(c[14]),
+                    ),
+                )
+            )
+        except (ValueError, ArithmeticError):
+            raise OpenCostUnavailable(_not_finite(name, a)) from None
+        if "None" in micros:
+            micros = micros.replace("None", _NULL)
+        numbers = f"{numbers}\t{micros}"
+        nulls = numbers.count("\\")
+        kind = entry_kind(name).value if "__" in name else _WORKLOAD
+        texts = (*places, team, cost_center)
+        nulls += texts.count(None)
+        p = [_NULL if v is None else v for v in texts]
+        line = (
+            f"{self._prefix}{namespace}\t{name}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\t{p[4]}"
+            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\n"
+        )
+        if (
+            line.count("\t") == self._tabs
+            and line.count("\\") == self._slashes + nulls
+            and line.find("\n") == len(line) - 1
+            and "\r" not in line
+        ):
+            return line
+        p = [_NULL if v is None else _text(v) for v in texts]  # a text value to escape
+        return (
+            f"{self._prefix}{_text(namespace)}\t{_text(name)}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}"
+            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\n"
+        )
 
     def late_owners(self) -> dict[str, tuple[str | None, str | None]]:
         """After ``stream``: the owners of namespaces that had rows written before their labels."""
@@ -150,7 +257,8 @@ class RowBuilder:
             quantities = tuple(a.get(f) for f in _QUANTITIES)
             costs = tuple(a.get(f) for f in _COSTS)
         else:  # a streamed record (infra.opencost.stream): every field an attribute, read in one call
-            places, quantities, costs = _places(props), _quantities(a), _costs(a)
+            places, costs = _places(props), _costs(a)
+            quantities = (a.start, a.end, *quantities_of(a, name))
         return (
             self.cluster,
             namespace,
@@ -216,12 +324,40 @@ _COSTS = (
     "totalCost",
 )
 _WORKLOAD = EntryKind.WORKLOAD.value
-_places, _quantities, _costs = (operator.attrgetter(*fields) for fields in (_PLACES, _QUANTITIES, _COSTS))
+_places, _costs = operator.attrgetter(*_PLACES), operator.attrgetter(*_COSTS)
+
+
+OwnerMap = Mapping[str, tuple[str | None, str | None]]
+_NULL = "\\N"  # COPY's text format: NULL
+_TIMES_KEPT = 4096  # (start, end) texts remembered by lines()
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _text(value: str) -> str:
+    """A text value in ``COPY``'s text format: backslash, tab and line breaks escaped."""
+    return value.translate(_ESCAPES)
+
+
+def _not_finite(name: str, a: Allocation) -> str:
+    """The refusal of a number that is not finite, naming the first such field."""
+    for field in (*_QUANTITIES[2:], *_COSTS):
+        value = a.get(field)
+        if isinstance(value, Decimal) and not value.is_finite():
+            return f"OpenCost answered /allocation with {name}.{field}: {value}, not a finite number"
+    return f"OpenCost answered /allocation with {name}: a number that is not finite"
 
 
 def _micros(amount: Decimal | None, adjustment: Decimal | None = None) -> int | None:
     """``cost_micros``, with its most frequent case first: nothing spent (no GPU, network, load
-    balancer...), about half of an allocation's costs."""
+    balancer...), about half of an allocation's costs; then ``cost_micros``' own arithmetic
+    inlined for Decimals (a hot path: 9 calls a row), the function itself for anything else and
+    to refuse an amount too large."""
     if not amount and not adjustment:
         return None if amount is None else 0
-    return cost_micros(amount, adjustment)
+    if amount is None:
+        return None
+    total = amount + adjustment if adjustment else amount
+    if type(total) is not Decimal:
+        return cost_micros(amount, adjustment)
+    micros = round(total.scaleb(6))
+    return micros if -MAX_MICROS <= micros <= MAX_MICROS else cost_micros(amount, adjustment)

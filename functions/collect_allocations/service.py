@@ -50,6 +50,7 @@ from functions.collect_allocations.sources import AllocationSource, PricedSource
 from functions.rollups import fold_hour, rebuild_marked_days, unfold_hour
 from infra.heap import relaxed_gc
 from infra.postgres import Database
+from infra.postgres.copy_text import copy_lines
 
 log = logging.getLogger(__name__)
 
@@ -382,8 +383,8 @@ def _store_hour(
             source=options.source,
         )
         with relaxed_gc():
-            rows = builder.stream(itertools.chain([first], entries))
-            count = db.copy_rows(conn, "provider_allocations", COLUMNS, rows)
+            lines = builder.lines(itertools.chain([first], entries))  # COPY's text, not per-value adaptation
+            count = copy_lines(conn, "provider_allocations", COLUMNS, lines)
         late = builder.late_owners()
         if late:  # rows streamed before their namespace's labels arrived
             teams, centers = zip(*late.values(), strict=True)

@@ -4,11 +4,13 @@ Why: ``json.loads`` (or pydantic) of a whole hour builds every allocation before
 written, so memory grows with the hour (about 12 KiB per container in a fresh process; a
 70,000-container hour outgrows the Service's 1 GiB). Here the answer is read from its spool file
 (``client.Spooled``) in windows of ``WINDOW`` bytes; each window is cut after its last complete
-allocation and that slice is decoded by msgspec into records with the fields and checks of
-``models.Allocation`` (numbers as exact ``Decimal`` from their text, times as aware datetimes,
-unknown fields ignored, ``null`` accepted), so memory is bounded by a window's allocations,
-whatever the hour's size. A record reads like the models' dicts (``get``, ``[]``), and
-``RowBuilder`` takes a row's fields from it in a few C calls.
+allocation and that slice is decoded by msgspec into records with the stored fields of
+``models.Allocation`` and their checks (numbers as exact ``Decimal`` from their text, times as
+aware datetimes, quantities as their JSON text, ``null`` accepted; the fields no row stores are
+skipped, not built and not checked), so memory is bounded by a window's allocations,
+whatever the hour's size. A record reads like the models' dicts (``get``, ``[]``) but for its
+quantities (``quantities_text``, ``quantities_of``), and ``RowBuilder`` takes a row's fields from
+it in a few C calls.
 
 Why msgspec over windows rather than ijson: measured on a 100,000-container hour (161 MiB),
 ijson's C backend needs 2.0 s just to tokenise it (about as long as ``json.loads`` builds it),
@@ -30,6 +32,7 @@ one accumulated set) and the closing brackets are all checked by the decoder, no
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -45,6 +48,11 @@ WINDOW = 4 * 2**20  # bytes read at a time; one window's allocations are the bat
 _HEAD_LIMIT = 2**20  # the envelope's fields before "data" (code, status) are a few bytes
 
 Number = Decimal | None
+# A quantity (minutes, cores, bytes...) is stored as sent: its JSON text, kept as it is (any JSON
+# value; ``RowBuilder.lines`` passes it to COPY only if it is a number or null). Not a Decimal:
+# creating one per quantity, then its text again for COPY, was a fifth of the ingest.
+Quantity = msgspec.Raw
+NULL = msgspec.Raw(b"null")  # an absent quantity reads as JSON null
 Time = Annotated[datetime, msgspec.Meta(tz=True)] | None  # RFC 3339 with its offset, parsed in C
 
 
@@ -61,84 +69,108 @@ class _Record(msgspec.Struct, gc=False):
         return getattr(self, field)
 
 
-class _Window(_Record):
-    start: Time = None
-    end: Time = None
-
-
 class _Properties(_Record):
-    cluster: str | None = None
-    node: str | None = None
-    container: str | None = None
-    controller: str | None = None
+    """The properties a row stores, and the namespace's labels (its owner)."""
+
     controllerKind: str | None = None
-    namespace: str | None = None
+    controller: str | None = None
     pod: str | None = None
-    services: list[str] | None = None
-    providerID: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
+    container: str | None = None
+    node: str | None = None
+    namespace: str | None = None
     namespaceLabels: dict[str, str] | None = None
-    namespaceAnnotations: dict[str, str] | None = None
-
-
-class _PV(_Record):
-    byteHours: Number = None
-    cost: Number = None
-    providerID: str | None = None
-
-
-class _LB(_Record):
-    service: str | None = None
-    cost: Number = None
-    private: bool | None = None
-    ip: str | None = None
-    hours: Number = None
 
 
 class _Allocation(_Record):
-    """``models.Allocation`` for msgspec."""
+    """The fields of ``models.Allocation`` that ``provider_allocations`` stores, and only those:
+    the decoder skips the others (``window``, the efficiencies, ``pvs``, ``lbAllocations``, pod
+    labels and annotations...) without building them, a quarter of the decoding saved. So those
+    fields are not type-checked here: a wrong type in a field never stored is not refused. The
+    quantities are their JSON text (``Quantity``), checked to be numbers where they are written."""
 
     name: str = ""
     properties: _Properties | None = None
-    window: _Window | None = None
     start: Time = None
     end: Time = None
-    minutes: Number = None
-    cpuCores: Number = None
-    cpuCoreRequestAverage: Number = None
-    cpuCoreUsageAverage: Number = None
-    cpuCoreHours: Number = None
+    minutes: Quantity = NULL
+    cpuCores: Quantity = NULL
+    cpuCoreRequestAverage: Quantity = NULL
+    cpuCoreUsageAverage: Quantity = NULL
+    cpuCoreHours: Quantity = NULL
+    ramBytes: Quantity = NULL
+    ramByteRequestAverage: Quantity = NULL
+    ramByteUsageAverage: Quantity = NULL
+    ramByteHours: Quantity = NULL
+    gpuCount: Quantity = NULL
+    gpuHours: Quantity = NULL
+    pvBytes: Quantity = NULL
+    pvByteHours: Quantity = NULL
+    networkTransferBytes: Quantity = NULL
+    networkReceiveBytes: Quantity = NULL
     cpuCost: Number = None
     cpuCostAdjustment: Number = None
-    cpuEfficiency: Number = None
-    gpuCount: Number = None
-    gpuHours: Number = None
     gpuCost: Number = None
     gpuCostAdjustment: Number = None
-    networkTransferBytes: Number = None
-    networkReceiveBytes: Number = None
+    ramCost: Number = None
+    ramCostAdjustment: Number = None
+    pvCost: Number = None
+    pvCostAdjustment: Number = None
     networkCost: Number = None
     networkCostAdjustment: Number = None
     loadBalancerCost: Number = None
     loadBalancerCostAdjustment: Number = None
-    pvBytes: Number = None
-    pvByteHours: Number = None
-    pvCost: Number = None
-    pvCostAdjustment: Number = None
-    ramBytes: Number = None
-    ramByteRequestAverage: Number = None
-    ramByteUsageAverage: Number = None
-    ramByteHours: Number = None
-    ramCost: Number = None
-    ramCostAdjustment: Number = None
-    ramEfficiency: Number = None
-    externalCost: Number = None
     sharedCost: Number = None
+    externalCost: Number = None
     totalCost: Number = None
-    totalEfficiency: Number = None
-    lbAllocations: dict[str, _LB] | None = None
-    pvs: dict[str, _PV] | None = None
+
+
+QUANTITIES = tuple(f for f, kind in _Allocation.__annotations__.items() if kind == "Quantity")
+_quantities = operator.attrgetter(*QUANTITIES)
+_NUMBER = b"0123456789.eE+-\t\\N"  # the bytes of JSON numbers, tabs and COPY's NULL (\\N)
+
+
+def quantities_text(record: Any, name: str) -> str:
+    """A streamed record's ``QUANTITIES`` for ``COPY``'s text format: their JSON texts joined by
+    tabs, null as ``\\N``. PostgreSQL parses a JSON number's text to the numeric a ``Decimal`` of
+    it would give (same digits, same scale: ``5e-05`` and ``Decimal("5e-05")``'s ``0.00005``
+    alike). Checked at once: msgspec has validated the JSON, so once nulls are replaced, a quantity
+    that is not a number leaves a byte no number has (a quote, a brace, a letter of true/false)."""
+    text = b"\t".join(_quantities(record))
+    if b"null" in text:
+        text = text.replace(b"null", b"\\N")
+    if text.translate(None, _NUMBER):
+        return _quantities_slowly(record, name)
+    return text.decode()
+
+
+def quantities_of(record: Any, name: str) -> tuple[Decimal | None, ...]:
+    """A streamed record's ``QUANTITIES`` as exact Decimals (``RowBuilder.stream``'s rows)."""
+    return tuple(None if text == "\\N" else Decimal(text) for text in quantities_text(record, name).split("\t"))
+
+
+def _quantities_slowly(record: Any, name: str) -> str:
+    """A quantity sent as a string is read as a ``Decimal`` field reads it (``"0.5"``: 0.5); one
+    that is not finite (``"NaN"``) or not a number refuses the answer, naming the field."""
+    texts = []
+    for field, raw in zip(QUANTITIES, _quantities(record), strict=True):
+        value = bytes(raw)
+        if value == b"null":
+            texts.append("\\N")
+            continue
+        try:
+            number = _DECIMAL.decode(value)
+        except msgspec.ValidationError as exc:
+            message = str(exc).partition(" - at ")[0]
+            raise OpenCostUnavailable(f"OpenCost answered /allocation with {name}.{field}: {message}") from None
+        if not number.is_finite():
+            raise OpenCostUnavailable(
+                f"OpenCost answered /allocation with {name}.{field}: {number}, not a finite number"
+            )
+        texts.append(value.decode() if value[:1] != b'"' else str(number))
+    return "\t".join(texts)
+
+
+_DECIMAL = msgspec.json.Decoder(Decimal)
 
 
 class _Envelope(msgspec.Struct):

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from finops.errors import OpenCostUnavailable
+from functions.collect_allocations import rows
 from infra.opencost.models import RESPONSE
-from infra.opencost.stream import read_allocations
+from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_of, read_allocations
 
 ORIGIN = "OpenCost at http://opencost answered /allocation"
 
@@ -69,16 +70,24 @@ def reference(body: bytes) -> dict[str, Any]:
 
 
 def comparable(record: Any) -> dict[str, Any]:
-    """Fields read through ``get`` (a streamed record or a dict alike), nested ones included."""
-    fields = ("name", "start", "end", "minutes", "cpuCost", "cpuCostAdjustment", "ramCost", "totalCost", "pvs")
+    """The fields a row stores (the only ones decoded), read through ``get`` (a streamed record
+    or a dict alike), its properties included."""
     props = record.get("properties") or {}
-    pvs = {k: (v.get("byteHours"), v.get("cost")) for k, v in (record.get("pvs") or {}).items()}
-    return {
-        **{f: record.get(f) for f in fields},
-        "pvs": pvs,
-        "window": (record.get("window") or {}).get("start"),
-        "properties": {k: props.get(k) for k in ("namespace", "pod", "container", "annotations", "namespaceLabels")},
-    }
+    fields = {f: record.get(f) for f in STORED}
+    if not isinstance(record, dict):  # a record's quantities are their JSON text: as Decimals
+        fields.update(zip(QUANTITIES, quantities_of(record, record.name), strict=True))
+    return {**fields, "properties": {k: props.get(k) for k in STORED_PROPERTIES}}
+
+
+STORED = ("name", "start", "end", *rows._QUANTITIES[2:], *rows._COSTS)
+STORED_PROPERTIES = (*rows._PLACES, "namespace", "namespaceLabels")
+
+
+def test_the_record_decodes_every_stored_field() -> None:
+    """A field a row stores but the decoder skipped would read as None: every one is declared."""
+    assert set(STORED) <= set(_Allocation.__struct_fields__)
+    assert rows._QUANTITIES[2:] == QUANTITIES  # the columns' order: their texts are written as one
+    assert set(STORED_PROPERTIES) <= set(_Properties.__struct_fields__)
 
 
 @pytest.mark.parametrize("window", [64, 700, 4096, 10**7], ids=["tiny", "under-one", "several", "whole"])
