@@ -39,10 +39,9 @@ from finops.labels import validate_namespace
 from infra.heap import relaxed_gc
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 from infra.opencost.stream import read_allocations
+from infra.retries import RETRY_STATUSES, RetryPolicy
 
 log = logging.getLogger(__name__)
-
-_RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -102,6 +101,7 @@ class OpenCostClient:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self._retries = RetryPolicy("OpenCost", self.base_url, retries, backoff, OpenCostUnavailable)
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)),
@@ -256,36 +256,21 @@ class OpenCostClient:
         spool: IO[bytes] | None = None,
         max_bytes: int | None = None,
     ) -> bytes:
-        attempt = 0
-        while True:
+        def attempt_once() -> tuple[bytes, None] | tuple[None, str]:
             try:
                 status, body = self._fetch(path, params, spool, max_bytes)
             except _DeadlineExceeded as exc:
-                problem = str(exc)
+                return None, str(exc)
             except httpx.HTTPError as exc:  # connect errors, timeouts, broken encodings, redirect loops
-                problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
-            else:
-                if status < 400:
-                    return body
-                problem = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
-                if status not in _RETRY_STATUSES:
-                    raise OpenCostUnavailable(f"OpenCost at {self.base_url} rejected {path}: {problem}")
-            if attempt >= self.retries:
-                raise OpenCostUnavailable(
-                    f"OpenCost at {self.base_url} failed {path} after {attempt + 1} attempts: {problem}"
-                )
-            delay = self.backoff * (2**attempt)
-            if retry_until is not None and time.monotonic() + delay >= retry_until:
-                raise OpenCostUnavailable(
-                    f"OpenCost at {self.base_url} failed {path} after {attempt + 1} attempt(s), no retry within "
-                    f"the invocation's time budget: {problem}"
-                )
-            log.warning(
-                "OpenCost request failed; retrying",
-                extra={"fields": {"path": path, "attempt": attempt + 1, "delay_s": delay, "error": problem}},
-            )
-            time.sleep(delay)
-            attempt += 1
+                return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
+            if status < 400:
+                return body, None
+            problem = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
+            if status not in RETRY_STATUSES:
+                raise OpenCostUnavailable(f"OpenCost at {self.base_url} rejected {path}: {problem}")
+            return None, problem
+
+        return self._retries.run(path, attempt_once, retry_until)
 
 
 class _DeadlineExceeded(Exception):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -34,10 +33,9 @@ import httpx
 from pydantic import SecretStr
 
 from finops.errors import PrometheusUnavailable, SourceMisconfigured
+from infra.retries import RETRY_STATUSES, RetryPolicy
 
 log = logging.getLogger(__name__)
-
-_RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
@@ -65,6 +63,7 @@ class PrometheusClient:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self._retries = RetryPolicy("Prometheus", self.base_url, retries, backoff, PrometheusUnavailable)
         headers = {"Accept": "application/json", "User-Agent": "finops-functions"}
         if bearer_token is not None:
             headers["Authorization"] = f"Bearer {bearer_token.get_secret_value()}"
@@ -95,36 +94,21 @@ class PrometheusClient:
             ) from exc
 
     def _post(self, path: str, form: dict[str, str], retry_until: float | None) -> bytes:
-        attempt = 0
-        while True:
+        def attempt_once() -> tuple[bytes, None] | tuple[None, str]:
             try:
                 response = self._http.post(path, data=form)
             except httpx.HTTPError as exc:  # connect errors, timeouts
-                problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
-            else:
-                if response.status_code < 400:
-                    return response.content
-                problem = f"HTTP {response.status_code}: {_error_text(response.content)}"
-                if response.status_code not in _RETRY_STATUSES:
-                    raise SourceMisconfigured(
-                        f"Prometheus at {self.base_url} rejected a query ({problem}); query: {_short(form['query'])}"
-                    )
-            if attempt >= self.retries:
-                raise PrometheusUnavailable(
-                    f"Prometheus at {self.base_url} failed {path} after {attempt + 1} attempts: {problem}"
+                return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
+            if response.status_code < 400:
+                return response.content, None
+            problem = f"HTTP {response.status_code}: {_error_text(response.content)}"
+            if response.status_code not in RETRY_STATUSES:
+                raise SourceMisconfigured(
+                    f"Prometheus at {self.base_url} rejected a query ({problem}); query: {_short(form['query'])}"
                 )
-            delay = self.backoff * (2**attempt)
-            if retry_until is not None and time.monotonic() + delay >= retry_until:
-                raise PrometheusUnavailable(
-                    f"Prometheus at {self.base_url} failed {path} after {attempt + 1} attempt(s), no retry within "
-                    f"the invocation's time budget: {problem}"
-                )
-            log.warning(
-                "Prometheus request failed; retrying",
-                extra={"fields": {"path": path, "attempt": attempt + 1, "delay_s": delay, "error": problem}},
-            )
-            time.sleep(delay)
-            attempt += 1
+            return None, problem
+
+        return self._retries.run(path, attempt_once, retry_until)
 
 
 def _sample(item: Any) -> Sample:
