@@ -2,7 +2,7 @@
 computed by hand:
 
 - the median (odd and even counts) and the median absolute deviation, exact;
-- today's run-rate per day from its final hours;
+- today's run-rate per day from its final hours (one final hour is enough);
 - the score: (run-rate - median) / max(MAD x 1.4826, 5 % of the median), on a baseline with one
   spike (which a mean would follow), on a flat one (the floor), and only the newest 14 days;
 - no score, with the reason: fewer than 7 days, no final hour today, a baseline that cost nothing;
@@ -131,3 +131,21 @@ def test_display_rounding_is_half_even() -> None:
         24,
     )
     assert result.median == Fraction(3, 2) and round_micros(result.median) == 2
+
+
+def test_one_final_hour_is_enough() -> None:
+    assert run_rate(100, 1) == 2400
+    result = score(days(*[10] * 7), 500_000, 1)  # 0.50 in one hour: 12.00 a day, 4 spreads above
+    assert result.run_rate == 12 * UNIT and result.score == 4 and result.reason is None
+
+
+def test_the_result_keeps_what_it_was_given() -> None:
+    for history, micros, hours in ((days(*[10] * 7), 1_234, 5), (days(*[10] * 3), 1_234, 5), (days(*[10] * 7), 9, 0)):
+        result = score(history, micros, hours)
+        assert (result.today_micros, result.today_hours) == (micros, hours)
+
+
+def test_the_median_of_nothing_says_so() -> None:
+    with pytest.raises(ValueError) as caught:
+        median([])
+    assert str(caught.value) == "median of no values"

@@ -7,6 +7,9 @@ guard's larger limit for the push route (``functions.body_guard.LARGE_BODIES``):
   only (a resource's cost already includes its subresources'); a stated total that disagrees is
   a warning; too many rows is refused;
 - the digest follows the content, not the bytes;
+- every field read is stored where it was read (components, project totals, timestamps); every
+  refusal names its field by its full path; limits (digits, places, projects, text length, the
+  10^12 total) hold exactly at their boundary;
 - the body guard allows 10 MiB on the push route only (method and path), 64 KiB elsewhere, and
   refuses a second large body at once beyond the route's own count.
 """
@@ -186,3 +189,257 @@ def _status(guard: BodyGuard, env: dict[str, Any]) -> str:
 
     b"".join(guard(env, start_response))
     return seen["status"]
+
+
+# --- every field read lands where it is stored, and every refusal names its field ------------
+
+
+def small() -> dict[str, Any]:
+    """One project, one resource with one component and one subresource; every field set."""
+    return {
+        "version": "0.2",
+        "currency": "EUR",
+        "timeGenerated": "2026-11-30T08:12:40Z",
+        "totalMonthlyCost": "12.5",
+        "projects": [
+            {
+                "name": "shop/prod",
+                "breakdown": {
+                    "totalMonthlyCost": "12.5",
+                    "resources": [
+                        {
+                            "name": "aws_instance.web",
+                            "monthlyCost": "12.5",
+                            "hourlyCost": "0.017",
+                            "costComponents": [
+                                {
+                                    "name": "Instance",
+                                    "unit": "hours",
+                                    "monthlyQuantity": "730",
+                                    "price": "0.01",
+                                    "monthlyCost": "7.3",
+                                },
+                            ],
+                            "subresources": [{"name": "disk", "monthlyCost": "5.2", "hourlyCost": None}],
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+
+
+def test_every_field_is_stored_where_it_was_read() -> None:
+    from datetime import UTC, datetime
+
+    from finops.cloud_estimates import Component, Estimate, Project, Resource
+
+    component = Component("Instance", "hours", Decimal("730"), Decimal("0.01"), Decimal("7.3"))
+    assert parse_infracost(small()) == Estimate(
+        "infracost",
+        "EUR",
+        "0.2",
+        datetime(2026, 11, 30, 8, 12, 40, tzinfo=UTC),
+        Decimal("12.5"),
+        (Project("shop/prod", Decimal("12.5"), Decimal("12.5"), 1),),
+        (
+            Resource("shop/prod", ("aws_instance.web",), Decimal("12.5"), Decimal("0.017"), (component,)),
+            Resource("shop/prod", ("aws_instance.web", "disk"), Decimal("5.2"), None, ()),
+        ),
+    )
+    assert component.document() == {
+        "name": "Instance",
+        "unit": "hours",
+        "monthlyQuantity": "730",
+        "price": "0.01",
+        "monthlyCost": "7.3",
+    }
+    assert parse_infracost(small()).projects_document() == [
+        {"name": "shop/prod", "monthly": "12.5", "statedMonthly": "12.5", "resources": 1}
+    ]
+
+
+def test_optional_fields_absent() -> None:
+    raw = small()
+    del raw["timeGenerated"], raw["totalMonthlyCost"]
+    del raw["projects"][0]["breakdown"]["totalMonthlyCost"]
+    raw["projects"][0]["name"] = ""  # a project may be unnamed; a resource may not
+    raw["projects"][0]["breakdown"]["resources"][0]["costComponents"] = [{}, {"name": "", "unit": ""}]
+    estimate = parse_infracost(raw)
+    assert (estimate.generated_at, estimate.stated_monthly, estimate.warnings) == (None, None, ())
+    assert estimate.projects[0].name == "" and estimate.projects[0].stated_monthly is None
+    assert [c.document() for c in estimate.resources[0].components] == [
+        {"name": "", "unit": "", "monthlyQuantity": None, "price": None, "monthlyCost": None}
+    ] * 2
+    assert estimate.projects_document()[0]["statedMonthly"] is None
+
+
+def test_stated_totals_that_disagree_are_warnings() -> None:
+    raw = small()
+    raw["totalMonthlyCost"] = "13"
+    raw["projects"][0]["breakdown"]["totalMonthlyCost"] = "12.4"
+    assert parse_infracost(raw).warnings == (
+        "projects[0].breakdown.totalMonthlyCost is 12.4 but its resources add up to 12.5; the resources' sum is shown",
+        "totalMonthlyCost is 13 but the projects' totals add up to 12.4",
+    )
+    del raw["projects"][0]["breakdown"]["totalMonthlyCost"]  # a project without a total: nothing to compare
+    assert parse_infracost(raw).warnings == ()
+
+
+def test_totals_at_the_digit_limit() -> None:
+    raw = small()
+    second = copy.deepcopy(raw["projects"][0])
+    raw["projects"].append(second)
+    raw["projects"][0]["breakdown"]["resources"][0]["monthlyCost"] = "499999999999"
+    second["breakdown"]["resources"][0]["monthlyCost"] = "500000000000"
+    for project in raw["projects"]:
+        del project["breakdown"]["totalMonthlyCost"]
+    assert parse_infracost(raw).monthly == Decimal("999999999999")  # one below 10^12 is kept
+    second["breakdown"]["resources"][0]["monthlyCost"] = "500000000001"
+    with pytest.raises(InvalidInput) as caught:
+        parse_infracost(raw)
+    assert caught.value.message == "projects: 1000000000000 is beyond 12 integer digits"
+    resources = raw["projects"][0]["breakdown"]["resources"]
+    resources.append({**resources[0], "monthlyCost": "500000000001"})
+    with pytest.raises(InvalidInput) as caught:
+        parse_infracost(raw)
+    assert caught.value.message == "projects[0].breakdown.resources: 1000000000000 is beyond 12 integer digits"
+
+
+def test_the_project_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cloud_estimates, "MAX_PROJECTS", 2)
+    assert len(parse_infracost(document()).projects) == 2
+    raw = document()
+    raw["projects"].append(raw["projects"][0])
+    with pytest.raises(InvalidInput) as caught:
+        parse_infracost(raw)
+    assert caught.value.message == "projects: more than 2"
+
+
+def test_text_at_its_length_limit() -> None:
+    raw = small()
+    raw["projects"][0]["breakdown"]["resources"][0]["name"] = "r" * cloud_estimates.MAX_TEXT
+    assert parse_infracost(raw).resources[0].path == ("r" * cloud_estimates.MAX_TEXT,)
+
+
+def _set(path: str, value: object) -> dict[str, Any]:
+    """``small()`` with the field at dotted ``path`` (``[i]`` for list items) set to ``value``, or
+    removed when ``value`` is ``_GONE``."""
+    raw: Any = small()
+    keys = path.replace("[", ".").replace("]", "").split(".")
+    parent = raw
+    for key in keys[:-1]:
+        parent = parent[int(key)] if isinstance(parent, list) else parent[key]
+    last: Any = int(keys[-1]) if isinstance(parent, list) else keys[-1]
+    if value is _GONE:
+        del parent[last]
+    else:
+        parent[last] = value
+    return dict(raw)
+
+
+_GONE = object()
+R = "projects.0.breakdown.resources.0"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("version", _GONE, "body.version: required"),
+        ("version", 2, "version: must be a string, got a JSON number"),
+        ("version", "1.0", "version: '1.0' is not an Infracost JSON format version this reads (0.x)"),
+        ("currency", _GONE, "body.currency: required"),
+        ("currency", None, "currency: must be a string, got null"),
+        ("currency", "usd", "currency: 'usd' is not an ISO 4217 code such as USD"),
+        ("timeGenerated", 1, "timeGenerated: must be a string, got a JSON number"),
+        ("timeGenerated", "yesterday", "timeGenerated: 'yesterday' is not an RFC 3339 timestamp"),
+        ("totalMonthlyCost", "x", "totalMonthlyCost: 'x' is not a plain decimal (digits, one '.', no exponent)"),
+        ("projects", _GONE, "body.projects: required"),
+        ("projects", {}, "projects: must be an array, got an object"),
+        ("projects", [], "projects: empty; an Infracost breakdown has at least one project"),
+        ("projects.0", "p", "projects[0]: must be an object, got a string"),
+        ("projects.0.name", _GONE, "projects[0].name: required"),
+        ("projects.0.name", [], "projects[0].name: must be a string, got an array"),
+        ("projects.0.breakdown", _GONE, "projects[0].breakdown: required"),
+        ("projects.0.breakdown", [], "projects[0].breakdown: must be an object, got an array"),
+        ("projects.0.breakdown.totalMonthlyCost", 1, "projects[0].breakdown.totalMonthlyCost: must be a decimal"),
+        ("projects.0.breakdown.resources", _GONE, "projects[0].breakdown.resources: required"),
+        ("projects.0.breakdown.resources", "r", "projects[0].breakdown.resources: must be an array, got a string"),
+        (R, None, "projects[0].breakdown.resources[0]: must be an object, got null"),
+        (R + ".name", _GONE, "projects[0].breakdown.resources[0].name: required"),
+        (R + ".name", "", "projects[0].breakdown.resources[0].name: must not be empty"),
+        (R + ".name", "r" * 1025, "projects[0].breakdown.resources[0].name: longer than 1024 characters"),
+        (R + ".name", "a\x00b", "projects[0].breakdown.resources[0].name: contains a NUL character"),
+        (R + ".monthlyCost", _GONE, "projects[0].breakdown.resources[0].monthlyCost: required"),
+        (R + ".monthlyCost", "-1", "projects[0].breakdown.resources[0].monthlyCost: '-1' is negative"),
+        (R + ".hourlyCost", "-1", "projects[0].breakdown.resources[0].hourlyCost: '-1' is negative"),
+        (R + ".costComponents", {"a": 1}, "projects[0].breakdown.resources[0].costComponents: must be an array"),
+        (R + ".costComponents.0", 1, "projects[0].breakdown.resources[0].costComponents[0]: must be an object"),
+        (R + ".costComponents.0.name", _GONE, None),  # a component's name and unit may be absent
+        (
+            R + ".costComponents.0.name",
+            1,
+            "projects[0].breakdown.resources[0].costComponents[0].name: must be a string",
+        ),
+        (
+            R + ".costComponents.0.unit",
+            1,
+            "projects[0].breakdown.resources[0].costComponents[0].unit: must be a string",
+        ),
+        (
+            R + ".costComponents.0.monthlyQuantity",
+            "-1",
+            "projects[0].breakdown.resources[0].costComponents[0].monthlyQuantity: '-1'",
+        ),
+        (R + ".costComponents.0.price", "-1", "projects[0].breakdown.resources[0].costComponents[0].price: '-1'"),
+        (
+            R + ".costComponents.0.monthlyCost",
+            "-1",
+            "projects[0].breakdown.resources[0].costComponents[0].monthlyCost: '-1'",
+        ),
+        (R + ".subresources", {"a": 1}, "projects[0].breakdown.resources[0].subresources: must be an array"),
+        (R + ".subresources.0.name", 1, "projects[0].breakdown.resources[0].subresources[0].name: must be a string"),
+    ],
+)
+def test_a_bad_field_is_named(path: str, value: object, message: str | None) -> None:
+    raw = _set(path, value)
+    if message is None:
+        parse_infracost(raw)
+        return
+    with pytest.raises(InvalidInput) as caught:
+        parse_infracost(raw)
+    assert caught.value.message.startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("document_", "message"),
+    [([], "body: must be an object, got an array"), ("{}", "body: must be an object, got a string")],
+)
+def test_a_body_that_is_not_an_object(document_: object, message: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_infracost(document_)
+    assert caught.value.message == message
+
+
+def test_amounts_at_their_digit_limits() -> None:
+    assert amount("9" * 12 + "." + "9" * 30, "x") == Decimal("9" * 12 + "." + "9" * 30)
+    assert amount("000" + "9" * 12, "x") == Decimal("9" * 12)  # leading zeros are not digits of the amount
+    with pytest.raises(InvalidInput) as caught:
+        amount({1}, "x")
+    assert caught.value.message == 'x: must be a decimal string such as "742.64" or null, got set'
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("version", "0." + "9" * 30, f"version: {'0.' + '9' * 18!r} is not an Infracost JSON format version"),
+        ("currency", "U" * 30, "currency: 'UUUUUUUUUUUUUUUUUUUU' is not an ISO 4217 code such as USD"),
+        ("totalMonthlyCost", "x" * 50, f"totalMonthlyCost: {'x' * 40!r} is not a plain decimal"),
+        ("totalMonthlyCost", "9" * 50, f"totalMonthlyCost: {'9' * 40!r} has more than 12 integer digits"),
+        ("totalMonthlyCost", "0." + "9" * 50, f"totalMonthlyCost: {'0.' + '9' * 38!r} has more than 30 decimal places"),
+    ],
+)
+def test_a_long_bad_value_is_shown_cut_short(path: str, value: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_infracost(_set(path, value))
+    assert caught.value.message.startswith(message)

@@ -6,7 +6,9 @@
 - the longest run is the request held for the most hours, ties going to the larger request;
 - the change is price x (max(suggested, usage) x hours - billed) per row at the row's own price,
   exact until one rounding, and the month is x 720 / the measured period (per hour, its longest row);
-- an upper bound above 3x the target is unsettled.
+- a row without a positive billed quantity or a cost is unpriced, every priced row is counted;
+- an upper bound above 3x the target is unsettled;
+- display texts: no bare decimal point, Ki for whole KiB, other values as plain numbers.
 """
 
 from __future__ import annotations
@@ -117,3 +119,56 @@ def test_unsettled_above_three_times_the_target() -> None:
     assert unsettled(Fraction(1), Fraction(301, 100)) and not unsettled(Fraction(1), Fraction(3))
     assert not unsettled(Fraction(1), None)
     assert decimal_text(Fraction(1, 3)) == "0.333333" and decimal_text(Fraction(-5, 2)) == "-2.5"
+
+
+def test_exponents_up_to_thirty_are_accepted() -> None:
+    assert parse_quantity("q", "1e30") == 10**30 and parse_quantity("q", "1E-30") == Fraction(1, 10**30)
+    with pytest.raises(InvalidInput) as caught:
+        parse_quantity("target.memory", "1e31")
+    assert caught.value.message == "target.memory: '1e31' has an exponent beyond any resource quantity"
+
+
+def test_the_measured_hour_is_the_longest_row_whichever_comes_first() -> None:
+    rows = [row(0, hours="1"), row(0, hours="0.5"), row(1, hours="0.25"), row(1, hours="0.75")]
+    assert change(rows, Fraction(1, 4)).measured_hours == Fraction(7, 4)
+
+
+def test_every_priced_row_is_counted_and_a_row_without_a_positive_billed_quantity_is_not() -> None:
+    rows = [row(0), row(1), row(2), row(3, billed=None), row(4, billed="-0.25"), row(5, billed="0")]
+    result = change(rows, Fraction(13, 100))
+    assert (result.priced_rows, result.unpriced_rows) == (3, 3)
+    assert result.exact_micros == 3 * -3840  # the unpriced rows add nothing, not even a negative price
+
+
+def test_unsettled_is_three_times_the_target_not_three_over_it() -> None:
+    assert not unsettled(Fraction(2), Fraction(6)) and unsettled(Fraction(2), Fraction(61, 10))
+    assert not unsettled(Fraction(1, 2), Fraction(1))  # 3 / 0.5 would be 6: below it, 3 x 0.5 = 1.5: above
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Fraction(3), "3"),
+        (Fraction(-3), "-3"),
+        (Fraction(0), "0"),
+        (Fraction(-1, 10**7), "0"),
+        (Fraction(1, 10), "0.1"),
+    ],
+)
+def test_decimal_text_drops_a_bare_point(value: Fraction, text: str) -> None:
+    assert decimal_text(value) == text
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "text"),
+    [
+        ("memory", Fraction(2048), "2Ki"),
+        ("memory", Fraction(3 * 1024), "3Ki"),
+        ("memory", Fraction(1000), "1000"),  # no binary unit divides it
+        ("memory", Fraction(0), "0"),
+        ("memory", Fraction(1, 2), "0.5"),  # not whole bytes: shown, never a suggestion
+        ("cpu", Fraction(1, 2000), "0.0005"),  # not whole millicores: shown, never a suggestion
+    ],
+)
+def test_quantity_text_of_other_values(resource: str, value: Fraction, text: str) -> None:
+    assert quantity_text(resource, value) == text
