@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import importlib
 import io
 import itertools
 import json
@@ -43,9 +44,25 @@ class LargeBody:
     limit: int  # bytes
     at_once: int = 2  # such bodies read (and then parsed) at once per replica; beyond, 503 at once
     timeout: float = 60.0  # seconds to receive it (at least; BODY_READ_TIMEOUT_SECONDS if longer)
+    # "module:function" asked before any byte is read: it takes the WSGI environ and answers None
+    # (read the body) or (status, message) to refuse; so a stranger cannot make a replica read
+    # a large body. Resolved on first use (the function's module is imported by then).
+    precheck: str = ""
+
+    def refusal(self, environ: dict[str, Any]) -> tuple[int, str] | None:
+        if not self.precheck:
+            return None
+        module, _, name = self.precheck.partition(":")
+        check: Callable[[dict[str, Any]], tuple[int, str] | None] = getattr(importlib.import_module(module), name)
+        return check(environ)
 
 
-CLOUD_ESTIMATE_BODY = LargeBody("POST", re.compile(r"/api/v1/apps/[^/]+/[^/]+/cloud-estimate/?"), 10 * 1024 * 1024)
+CLOUD_ESTIMATE_BODY = LargeBody(
+    "POST",
+    re.compile(r"/api/v1/apps/[^/]+/[^/]+/cloud-estimate/?"),
+    10 * 1024 * 1024,
+    precheck="functions.cost_api.estimates:precheck",
+)
 LARGE_BODIES: dict[str, tuple[LargeBody, ...]] = {"cost_api": (CLOUD_ESTIMATE_BODY,)}
 
 
@@ -94,6 +111,9 @@ class BodyGuard:
             ),
             None,
         )
+        refused = large[0].refusal(environ) if large else None
+        if refused is not None:
+            return _refuse(environ, start_response, *refused)
         limit, timeout = (large[0].limit, max(self.timeout, large[0].timeout)) if large else (self.limit, self.timeout)
         if declared.isdigit() and int(declared) > limit:
             return _refuse(environ, start_response, 413, f"body is larger than {limit} bytes")
@@ -210,7 +230,14 @@ def _refuse(
     environ: dict[str, Any], start_response: Callable[..., Any], status: int, message: str, retry_after: int = 0
 ) -> list[bytes]:
     environ["finops.refused"] = True
-    reason = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 503: "Service Unavailable"}
+    reason = {
+        400: "Bad Request",
+        401: "Unauthorized",
+        404: "Not Found",
+        408: "Request Timeout",
+        413: "Content Too Large",
+        503: "Service Unavailable",
+    }
     payload = json.dumps({"outcome": "failed", "error": message}).encode()
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload))), ("Connection", "close")]
     if retry_after:

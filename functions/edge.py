@@ -174,11 +174,17 @@ def current_secret(settings: CommonSettings, name: str) -> str | None:
     return configured.get_secret_value() if isinstance(configured, SecretStr) else None
 
 
+def bearer_matches(header: str, token: str | None) -> bool:
+    """Whether an ``Authorization`` header is ``Bearer <token>`` (constant-time; no token: never)."""
+    if not token:
+        return False
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 def require_bearer(request: flask.Request, token: str) -> None:
     """Constant-time check of ``Authorization: Bearer <token>``."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, given = header.partition(" ")
-    if not token or scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+    if not bearer_matches(request.headers.get("Authorization", ""), token):
         raise Unauthorized("missing or wrong bearer token in the Authorization header")
 
 

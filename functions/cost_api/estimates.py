@@ -34,6 +34,7 @@ from functions.body_guard import CLOUD_ESTIMATE_BODY
 from functions.edge import (
     MAX_JSON_DEPTH,
     PayloadTooLarge,
+    bearer_matches,
     current_secret,
     database_from,
     json_depth,
@@ -114,11 +115,28 @@ def _read_document(request: flask.Request) -> Any:
         raise InvalidInput(f"body is not valid JSON: {str(exc)[:200]}") from exc
 
 
+NOT_ENABLED = "cloud estimates are not enabled: set CI_TOKEN (the bearer token CI pushes with)"
+BEARER_REFUSED = "missing or wrong bearer token in the Authorization header"
+
+
+def precheck(environ: dict[str, Any]) -> tuple[int, str] | None:
+    """Asked by the body guard before a push's body (up to 10 MiB) is read: without CI_TOKEN's
+    bearer nothing is read; ``push`` checks the same again."""
+    from functions.cost_api.main import settings
+
+    token = current_secret(settings(), "CI_TOKEN")
+    if not token:
+        return 404, NOT_ENABLED
+    if not bearer_matches(environ.get("HTTP_AUTHORIZATION", ""), token):
+        return 401, BEARER_REFUSED
+    return None
+
+
 def push(request: flask.Request, s: CostApiSettings, namespace: str, name: str) -> flask.Response:
     """The CI push: authenticate, read, parse, then replace the key's estimate in one transaction."""
     token = current_secret(s, "CI_TOKEN")
     if not token:
-        raise NotFound("cloud estimates are not enabled: set CI_TOKEN (the bearer token CI pushes with)")
+        raise NotFound(NOT_ENABLED)
     require_bearer(request, token)
     app = _app(namespace, name)
     source = _source(request.args)

@@ -254,6 +254,15 @@ def test_bodies_above_10_mib_are_refused_and_others_keep_64_kib(api: str, db: Da
     assert _raw(api, _head("/api/v1/apps/argocd/web/actual", "Content-Length: 70000\r\n"), b"{") == 413
 
 
+def test_a_stranger_cannot_make_a_replica_read_a_large_body(api: str, db: Database) -> None:
+    # 5 MiB announced, one byte sent: refused from the headers (401), not read until the deadline.
+    stranger = _head(PUSH, f"Content-Length: {5 * 1024 * 1024}\r\n").replace(f"Authorization: Bearer {CI}\r\n", "")
+    assert _raw(api, stranger, b"{") == 401
+    wrong = _head(PUSH, f"Content-Length: {5 * 1024 * 1024}\r\n").replace(CI, "guess")
+    assert _raw(api, wrong, b"{") == 401
+    assert stored(db) == ([], [])
+
+
 def _pieces(data: bytes, size: int) -> Iterator[bytes]:
     for start in range(0, len(data), size):
         yield data[start : start + size]
