@@ -17,6 +17,7 @@ guard's larger limit for the push route (``functions.body_guard.LARGE_BODIES``):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 import threading
@@ -139,8 +140,27 @@ def _ok(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     return [b""]
 
 
+# The guard's size rules without the CI token's precheck (tested end to end in
+# tests/e2e/test_cost_api_estimates.py, and below with a precheck of this module's own).
+UNCHECKED = tuple(dataclasses.replace(route, precheck="") for route in LARGE_BODIES["cost_api"])
+
+
+def refuse_all(_environ: dict[str, Any]) -> tuple[int, str]:
+    return 401, "no token"
+
+
+def test_a_precheck_refusal_answers_before_any_byte_is_read() -> None:
+    guarded = dataclasses.replace(CLOUD_ESTIMATE_BODY, precheck=f"{__name__}:refuse_all")
+    assert CLOUD_ESTIMATE_BODY.precheck  # the push route has one
+    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=5, readers=4, large=(guarded,))
+    unread = io.BytesIO(b"x" * 100)
+    env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/apps/a/b/cloud-estimate", "wsgi.input": unread}
+    assert _status(guard, {**env, "CONTENT_LENGTH": "100"}).startswith("401")
+    assert unread.tell() == 0
+
+
 def test_the_push_route_alone_gets_10_mib() -> None:
-    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=5, readers=4, large=LARGE_BODIES["cost_api"])
+    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=5, readers=4, large=UNCHECKED)
     push = "/api/v1/apps/argocd/web/cloud-estimate"
     assert CLOUD_ESTIMATE_BODY.limit == 10 * 1024 * 1024
     assert _call(guard, push, MAX_BODY_BYTES + 1).startswith("200")
@@ -162,7 +182,7 @@ def test_large_bodies_beyond_their_count_are_503_at_once() -> None:
             release.wait(10)
             return super().read(size)
 
-    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=30, readers=8, large=LARGE_BODIES["cost_api"])
+    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=30, readers=8, large=UNCHECKED)
     path = "/api/v1/apps/argocd/web/cloud-estimate"
     holders = []
     statuses: list[str] = []
