@@ -262,19 +262,22 @@ def read_at_most(stream: IO[bytes], limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_json(request: flask.Request) -> Any:
-    """The JSON body (an empty body is ``{}``): 413 above ``MAX_BODY_BYTES``, 400 when it cannot
-    be read (malformed chunked encoding, a client gone mid-body), is not JSON, or nests deeper
-    than ``MAX_JSON_DEPTH``. Never more than ``MAX_BODY_BYTES + 1`` bytes are read."""
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
+def read_json(request: flask.Request, limit: int = MAX_BODY_BYTES, empty: str | None = None) -> Any:
+    """The JSON body: 413 above ``limit`` bytes (``MAX_BODY_BYTES`` unless the route allows more),
+    400 when it cannot be read (malformed chunked encoding, a client gone mid-body), is not JSON,
+    or nests deeper than ``MAX_JSON_DEPTH``. An empty body is ``{}``, or a 400 saying ``empty``
+    when given. Never more than ``limit + 1`` bytes are read."""
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"body is larger than {limit} bytes")
     try:
-        raw = read_at_most(request.stream, MAX_BODY_BYTES + 1)
+        raw = read_at_most(request.stream, limit + 1)
     except Exception as exc:  # gunicorn's chunk parser errors, werkzeug's ClientDisconnected
         raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"body is larger than {MAX_BODY_BYTES} bytes")
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"body is larger than {limit} bytes")
     if not raw.strip():
+        if empty is not None:
+            raise InvalidInput(f"body: empty; {empty}")
         return {}
     if json_depth(raw) > MAX_JSON_DEPTH:
         raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels")

@@ -32,13 +32,10 @@ from finops.labels import validate_namespace
 from finops.money import format_amount, to_micros
 from functions.body_guard import CLOUD_ESTIMATE_BODY
 from functions.edge import (
-    MAX_JSON_DEPTH,
-    PayloadTooLarge,
     bearer_matches,
     current_secret,
     database_from,
-    json_depth,
-    read_at_most,
+    read_json,
     require_bearer,
     respond,
 )
@@ -97,22 +94,7 @@ def _read_document(request: flask.Request) -> Any:
     if request.mimetype != "application/json" and not request.mimetype.endswith("+json"):
         shown = request.mimetype or "none"
         raise UnsupportedMediaType(f"Content-Type is {shown[:60]}; send application/json (infracost --format json)")
-    if request.content_length is not None and request.content_length > MAX_ESTIMATE_BYTES:
-        raise PayloadTooLarge(f"body is larger than {MAX_ESTIMATE_BYTES} bytes")
-    try:
-        raw = read_at_most(request.stream, MAX_ESTIMATE_BYTES + 1)
-    except Exception as exc:  # a client gone mid-body
-        raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
-    if len(raw) > MAX_ESTIMATE_BYTES:
-        raise PayloadTooLarge(f"body is larger than {MAX_ESTIMATE_BYTES} bytes")
-    if not raw.strip():
-        raise InvalidInput("body: empty; send the output of infracost breakdown --format json")
-    if json_depth(raw) > MAX_JSON_DEPTH:
-        raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels")
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise InvalidInput(f"body is not valid JSON: {str(exc)[:200]}") from exc
+    return read_json(request, MAX_ESTIMATE_BYTES, empty="send the output of infracost breakdown --format json")
 
 
 NOT_ENABLED = "cloud estimates are not enabled: set CI_TOKEN (the bearer token CI pushes with)"
