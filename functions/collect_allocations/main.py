@@ -17,7 +17,8 @@ from functions.app_history.recorder import RecorderOptions, record_daily
 from functions.appcost.syncs import redrive
 from functions.collect_allocations.answers import ShardOptions
 from functions.collect_allocations.prometheus_source import PrometheusAllocations
-from functions.collect_allocations.service import CollectOptions, RowRetention, collect, collect_range
+from functions.collect_allocations.retention import RowRetention
+from functions.collect_allocations.service import CollectOptions, collect, collect_range
 from functions.collect_allocations.sources import AllocationSource
 from functions.costjob_status import record_execution, require_costjob
 from functions.edge import (

@@ -36,7 +36,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from finops.errors import InvalidInput
@@ -45,6 +45,7 @@ from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, win
 from finops.ledger import horizon as history_horizon
 from functions.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
+from functions.collect_allocations.retention import RowRetention, delete_expired_rows, drop_expired_partitions
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from functions.collect_allocations.sources import AllocationSource, PricedSource, Source
 from functions.rollups import fold_hour, rebuild_marked_days, unfold_hour
@@ -241,53 +242,6 @@ def _collect_hours(
     if options.row_retention is not None:
         delete_expired_rows(db, options.cluster, options.row_retention, now)
     result.finish()
-
-
-@dataclass(frozen=True)
-class RowRetention:
-    """Days each table's rows are kept (``*_RETENTION_DAYS``); 0 keeps them all."""
-
-    job_runs_days: int = 0
-    sync_events_days: int = 0
-    cost_actuals_days: int = 0
-    batch_rows: int = 5000  # one DELETE (one short transaction) at a time
-    max_batches: int = 20  # per table and run: a long backlog is worked off over several runs
-
-
-def delete_expired_rows(db: Database, cluster: str, retention: RowRetention, now: datetime) -> dict[str, int]:
-    """The cluster's rows older than their retention, in bounded batches. Records go before the
-    sync events they point to; an open (pending, measuring) sync event and each application's
-    latest record are never deleted."""
-    deleted: dict[str, int] = {}
-    for table, days in (
-        ("job_runs", retention.job_runs_days),
-        ("cost_actuals", retention.cost_actuals_days),
-        ("sync_events", retention.sync_events_days),
-    ):
-        if not days:
-            continue
-        cutoff = now - timedelta(days=days)
-        total = 0
-        for _ in range(retention.max_batches):
-            count = db.execute(f"delete_expired_{table}", cluster=cluster, cutoff=cutoff, limit=retention.batch_rows)
-            total += count
-            if count < retention.batch_rows:
-                break
-        if total:
-            deleted[table] = total
-    if deleted:
-        log.info("retention deleted rows", extra={"fields": {"cluster": cluster, **deleted}})
-    return deleted
-
-
-def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
-    """Drop the monthly partitions that ended more than ``months`` whole months before ``now``'s."""
-    month = now.year * 12 + now.month - 1 - months
-    cutoff = datetime(month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    dropped = [row["partition"] for row in db.fetch_all("drop_allocation_partitions", cutoff=cutoff)]
-    if dropped:
-        log.info("retention dropped partitions", extra={"fields": {"partitions": dropped}})
-    return dropped
 
 
 @dataclass(frozen=True)

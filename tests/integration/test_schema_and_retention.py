@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from functions.collect_allocations.service import RowRetention, delete_expired_rows
+from functions.collect_allocations.retention import RowRetention, delete_expired_rows
 from infra.postgres import Database, apply_migrations, check_schema, connect
 from infra.postgres.migrations import MigrationError, SchemaBehind, SchemaTooNew, available
 from sandbox.postgres import scratch_database
