@@ -10,14 +10,23 @@ Formats, told apart by the header (a CSV's first row):
 
 - **FOCUS** (FinOps Open Cost and Usage Specification 1.x): a header with ``BilledCost`` and
   ``ChargePeriodStart``. Columns read: ``BilledCost``, ``EffectiveCost`` (optional column),
-  ``BillingCurrency``, ``ChargePeriodStart``, ``ChargePeriodEnd``, ``ServiceName``, ``ResourceId``,
-  ``SubAccountId``, ``Tags`` (a JSON object; optional column).
+  ``BillingCurrency``, ``ChargePeriodStart``, ``ChargePeriodEnd``, ``ChargeCategory`` (optional
+  column), ``ServiceName``, ``ResourceId``, ``SubAccountId``, ``Tags`` (a JSON object; optional
+  column). ``EffectiveCost`` is already amortised by the spec (commitment purchases spread over
+  the usage they cover), so it is taken as it is.
 - **AWS CUR 2.0** (Data Exports, standard table): a header with ``line_item_unblended_cost``.
-  ``line_item_unblended_cost`` is the billed cost; ``line_item_net_unblended_cost`` (present when
-  the account has discounts) the effective cost; ``line_item_currency_code``,
-  ``line_item_usage_start_date``, ``line_item_usage_end_date``, ``line_item_product_code``,
-  ``line_item_resource_id``, ``line_item_usage_account_id``, ``resource_tags`` (a JSON map; CUR 2.0
-  writes user tags as ``user_<key>``; optional column).
+  ``line_item_unblended_cost`` is the billed cost; ``line_item_currency_code``,
+  ``line_item_usage_start_date``, ``line_item_usage_end_date``, ``line_item_line_item_type``
+  (optional column), ``line_item_product_code``, ``line_item_resource_id``,
+  ``line_item_usage_account_id``, ``resource_tags`` (a JSON map; CUR 2.0 writes user tags as
+  ``user_<key>``; optional column). The effective cost is the amortised cost
+  (``finops.cloudcharges``), read from ``line_item_net_unblended_cost`` (present when the account
+  has discounts) and the optional ``savings_plan_*`` and ``reservation_*`` columns that rule names.
+
+Charge categories (``ChargeCategory``: usage, discount, purchase, tax, support) from FOCUS's
+``ChargeCategory`` and CUR's ``line_item_line_item_type``, and CUR's amortised cost by line item
+type: ``finops.cloudcharges`` has the table and the rule. Without the category column every line
+is ``usage``.
 
 A column of the format that is not optional must be in the header; extra columns are ignored.
 
@@ -57,12 +66,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from enum import StrEnum
 
+from finops.cloudcharges import (
+    CUR_LINE_ITEM_TYPES,
+    CUR_RESERVATION_ARN,
+    FOCUS_CATEGORIES,
+    amortised_rule,
+    is_support,
+)
+from finops.cloudcharges import ChargeCategory as ChargeCategory  # re-exported: a CloudCost's field
 from finops.errors import InvalidInput
 from finops.money import to_micros
 
@@ -96,8 +113,11 @@ class _Columns:
     resource: str
     account: str
     tags: str
+    category: str
+    categories: Mapping[str, ChargeCategory]  # the category column's values
     optional: tuple[str, ...]
     null: str | None = None  # a token meaning null, besides the empty field
+    amortised: bool = False  # CUR 2.0: the effective cost is amortised by line item type
 
     def required(self) -> tuple[str, ...]:
         names = (
@@ -125,7 +145,9 @@ COLUMNS = {
         resource="ResourceId",
         account="SubAccountId",
         tags="Tags",
-        optional=("EffectiveCost", "Tags"),
+        category="ChargeCategory",
+        categories=FOCUS_CATEGORIES,
+        optional=("EffectiveCost", "Tags", "ChargeCategory"),
         null="NULL",
     ),
     CloudFormat.CUR2: _Columns(
@@ -138,7 +160,10 @@ COLUMNS = {
         resource="line_item_resource_id",
         account="line_item_usage_account_id",
         tags="resource_tags",
-        optional=("line_item_net_unblended_cost", "resource_tags"),
+        category="line_item_line_item_type",
+        categories=CUR_LINE_ITEM_TYPES,
+        optional=("line_item_net_unblended_cost", "resource_tags", "line_item_line_item_type"),
+        amortised=True,
     ),
 }
 
@@ -158,6 +183,7 @@ class CloudCost:
     account: str | None
     team: str | None  # None when untagged
     cost_center: str | None
+    category: ChargeCategory
     tags: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -219,23 +245,64 @@ def _parse_row(number: int, row: Mapping[str, str], columns: _Columns, width: in
     if billed is None:
         raise InvalidInput(f"{where}, column {columns.billed}: required")
     tags = _tags(where, columns.tags, text(columns.tags))
+    service = optional(columns.service)
+    category = _category(where, columns, row, text(columns.category), service)
+    effective = _amount(where, columns.effective, text(columns.effective))
+    if columns.amortised and columns.category in row:
+        effective = _cur_amortised(where, text(columns.category), text, effective)
     return CloudCost(
         row=number,
         start=start,
         end=end,
         billed_micros=billed,
-        effective_micros=_amount(where, columns.effective, text(columns.effective)),
+        effective_micros=effective,
         currency=currency,
-        service=optional(columns.service),
+        service=service,
         resource_id=optional(columns.resource),
         account=optional(columns.account),
         team=_tag(where, columns.tags, tags, OWNER_TAGS),
         cost_center=_tag(where, columns.tags, tags, COST_CENTER_TAGS),
+        category=category,
         tags=tags,
     )
 
 
+def _category(where: str, columns: _Columns, row: Mapping[str, str], value: str, service: str | None) -> ChargeCategory:
+    category = ChargeCategory.USAGE
+    if columns.category in row:
+        known = columns.categories.get(value)
+        if known is None:
+            what = "required" if not value else f"{value!r} is not a known value"
+            raise InvalidInput(f"{where}, column {columns.category}: {what} (one of {', '.join(columns.categories)})")
+        category = known
+    if category in (ChargeCategory.USAGE, ChargeCategory.PURCHASE) and is_support(service):
+        return ChargeCategory.SUPPORT
+    return category
+
+
+def _cur_amortised(where: str, kind: str, text: Callable[[str], str], net: int | None) -> int | None:
+    """A CUR 2.0 line's amortised cost (``finops.cloudcharges``' rule); ``net`` (the net unblended
+    cost) for the other types, and when a column the type's rule needs is absent or empty. The
+    amounts are added exactly (a context wide enough for any two report amounts), rounded once."""
+    parts = amortised_rule(kind, reserved=bool(text(CUR_RESERVATION_ARN)))
+    if parts is None:
+        return net
+    total = Decimal(0)
+    for column, sign in parts:
+        amount = _decimal(where, column, text(column))
+        if amount is None:
+            return net
+        with localcontext(prec=200):
+            total += sign * amount
+    return _micros(where, " and ".join(column for column, _ in parts), total, str(total))
+
+
 def _amount(where: str, column: str, text: str) -> int | None:
+    amount = _decimal(where, column, text)
+    return None if amount is None else _micros(where, column, amount, repr(text))
+
+
+def _decimal(where: str, column: str, text: str) -> Decimal | None:
     if not text:
         return None
     try:
@@ -244,10 +311,14 @@ def _amount(where: str, column: str, text: str) -> int | None:
         raise InvalidInput(f"{where}, column {column}: {text!r} is not a decimal amount") from None
     if not amount.is_finite():
         raise InvalidInput(f"{where}, column {column}: {text!r} is not a decimal amount")
+    return amount
+
+
+def _micros(where: str, column: str, amount: Decimal, shown: str) -> int:
     try:
         return to_micros(amount)
     except InvalidInput:
-        raise InvalidInput(f"{where}, column {column}: {text!r} is too large to store in micros") from None
+        raise InvalidInput(f"{where}, column {column}: {shown} is too large to store in micros") from None
 
 
 def _timestamp(where: str, column: str, text: str) -> datetime:

@@ -3,15 +3,19 @@ chargeback.
 
 ``finops import cloud --from PATH|s3://bucket/key [--s3-endpoint URL]`` reads a CSV report
 (gzip-compressed too, as CUR 2.0 writes them; Parquet is not read), parses every row
-(``finops.cloudspend``: format, columns and tag keys) and stores it in ``cloud_costs``. An import
-is all or nothing and idempotent: a bad row fails the file, naming the row and column, and
-nothing is stored; a good file replaces, in one transaction, every row imported before from the
-same source (its URL; a local path is made absolute), so importing it again never duplicates it.
+(``finops.cloudspend``: format, columns read and tag keys; ``finops.cloudcharges``: the charge
+category table and CUR's amortised cost) and stores it in ``cloud_costs``: the billed cost, the
+effective (amortised) cost, and the charge category (``charge_category``: usage, discount,
+purchase, tax or support). An import is all or nothing and idempotent: a bad row fails the file,
+naming the row and column, and nothing is stored; a good file replaces, in one transaction,
+every row imported before from the same source (its URL; a local path is made absolute), so
+importing it again never duplicates it.
 
 ``direct_costs(db, period, currency)`` gives the chargeback its direct costs: every stored charge
 whose charge period overlaps the report's period (the domain prorates partial overlaps exactly
-by time), at its effective cost when the report gave one, else its billed cost. A charge in
-another currency than the policy's is refused (``InvalidInput``): reports never convert.
+by time), at its effective cost when the report gave one, else its billed cost, whatever its
+charge category. A charge in another currency than the policy's is refused (``InvalidInput``):
+reports never convert.
 
 A database that is not migrated (no ``cloud_costs`` table, or migrations pending) is refused
 before anything is read, with one line saying to run ``finops migrate``. Why not migrate here, as
@@ -54,6 +58,7 @@ TABLE_COLUMNS = (
     "team",
     "cost_center",
     "tags",
+    "charge_category",
 )
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -148,6 +153,7 @@ def import_cloud_costs(db: Database, url: str, store: ObjectStore) -> CloudImpor
             cost.team,
             cost.cost_center,
             json.dumps(dict(cost.tags), sort_keys=True),
+            cost.category.value,
         )
         for cost in costs
     ]

@@ -8,6 +8,8 @@ from a local file and from S3 (moto's server over HTTP, never real AWS):
 - the chargeback's direct costs: the period's charges (partial overlaps prorated), on the tagged
   owner's line, untagged spend on ``__unallocated__``, no idle or shared cost; a charge in another
   currency than the policy's is refused;
+- the charge category (usage, discount, purchase, tax, support) is stored with each row, from
+  FOCUS and CUR 2.0 bills made by ``tests/bills.py``;
 - ``finops import cloud --from ... [--s3-endpoint ...]``; on a database that was never migrated
   it fails with one line saying to run ``finops migrate`` (no traceback, nothing created).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from functions.reports.service import month_period
 from infra.objectstore import ObjectStore
 from infra.postgres import Database, connect
 from sandbox.postgres import scratch_database
+from tests.bills import BillLine, cur2_csv, focus_csv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 BUCKET = "billing"
@@ -228,3 +232,29 @@ def test_sources_are_urls_or_absolute_paths() -> None:
     assert source_of("s3://b/k.csv") == "s3://b/k.csv"
     assert source_of("spend.csv") == str(Path("spend.csv").resolve())
     assert source_of("file:///tmp/x/../spend.csv") == "/tmp/spend.csv"
+
+
+@pytest.mark.parametrize("fmt", ["focus", "cur2"])
+def test_the_charge_category_is_stored(db: Database, tmp_path: Path, fmt: str) -> None:
+    start = datetime(2026, 10, 1, tzinfo=UTC)
+    hour = start + timedelta(hours=1)
+    lines = [
+        BillLine(start, hour, Decimal("10"), Decimal("6.5"), kind="SavingsPlanCoveredUsage", tags={"team": "a"}),
+        BillLine(start, hour, Decimal("-10"), Decimal(0), category="discount", kind="SavingsPlanNegation"),
+        BillLine(start, hour, Decimal("10"), Decimal("2"), category="purchase", kind="SavingsPlanRecurringFee"),
+        BillLine(start, start, Decimal("4.2"), category="tax"),
+        BillLine(start, hour, Decimal("100"), category="support"),
+    ]
+    path = tmp_path / f"bill-{fmt}.csv"
+    path.write_text(focus_csv(lines) if fmt == "focus" else cur2_csv(lines))
+    import_cloud_costs(db, str(path), ObjectStore())
+    stored = [(r["charge_category"], r["billed_cost_micros"], r["effective_cost_micros"]) for r in _rows(db)]
+    assert stored == [
+        ("usage", 10_000_000, 6_500_000),
+        ("discount", -10_000_000, 0),
+        ("purchase", 10_000_000, 2_000_000),
+        ("tax", 4_200_000, 4_200_000),
+        ("support", 100_000_000, 100_000_000),
+    ]
+    period = month_period("2026-10")
+    assert sum(c.within(period) for c in direct_costs(db, period, "EUR")) == 112_700_000  # every category, as before
