@@ -47,73 +47,33 @@ read as such. ``share`` is a line's total over the grand total, as a fraction wi
 (``0.5714``), rounded half-even from the rounded totals; shares need not add up to exactly 1, and
 they are 0 when the grand total is 0.
 
-Direct costs (``DirectCost``: cloud spend outside the cluster, such as a managed database, a
-snapshot or egress, tagged with the same ``team`` and ``cost-center`` keys) are added by
-``allocate(..., direct=...)`` to the allocated column of the line keyed like a ``CostRow``: the
-owner's line by team, the cost centre's by cost-center, ``__unallocated__`` when the tag is missing.
-Lines by namespace put every direct cost on one ``__cloud__`` line (kind ``cloud``, after
-``__unallocated__``): spend outside the cluster has no namespace, and calling it unallocated would
-hide that most of it has an owner. A direct cost belongs to no cluster: it is added after the
-clusters are settled, so it never receives idle or shared cost and never changes what a line
-receives (receivers and weights are the clusters' own); a team with only cloud spend gets a line
-with allocated cost alone. A direct cost carrying its charge period (``start``/``end``) counts for
-the part of that period inside the report's period, prorated exactly by time (a charge of
-[Oct 31 12:00, Nov 1 12:00) is half in October); without a period it counts whole. The proration is
-exact like everything else, rounded once with the rest of the report.
+Direct costs (cloud spend outside the clusters) are ``finops.directcosts``: ``allocate(...,
+direct=...)`` adds them after the clusters are settled.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from decimal import Decimal
-from enum import StrEnum
 from fractions import Fraction
 
 from finops.allocations import UNALLOCATED
 from finops.coverage import Coverage
-from finops.errors import InvalidInput
-from finops.periods import ONE_MICROSECOND as _ONE_MICROSECOND
+from finops.directcosts import DirectCost as DirectCost  # re-exported: callers build them with rows
+from finops.directcosts import direct_line, share_out, whole_micros
+from finops.lines import CLOUD as CLOUD
+from finops.lines import KIND_ORDER as _KIND_ORDER
+from finops.lines import SHARED, LineId, LineKind
+from finops.lines import LineKey as LineKey
+from finops.lines import parse_line_key as parse_line_key
 from finops.periods import Period as Period  # re-exported: reports build their periods here
 from finops.policy import IdlePolicy, Policy, SharedSplit
+from finops.reconciliation import UNRECONCILED
 from finops.rounding import round_table
 
-SHARED = "__shared__"
-CLOUD = "__cloud__"  # the one line of direct costs in a report by namespace
 MICROS_PER_CENT = 10_000
-
-
-class LineKey(StrEnum):
-    """What one line of the report stands for (``--by``)."""
-
-    TEAM = "team"
-    COST_CENTER = "cost-center"
-    NAMESPACE = "namespace"
-
-
-class LineKind(StrEnum):
-    """Owner lines, and the three lines the method keeps visible beside them."""
-
-    OWNER = "owner"
-    UNALLOCATED = "unallocated"
-    SHARED = "shared"
-    IDLE = "idle"
-    CLOUD = "cloud"  # direct costs in a report by namespace
-
-
-_KIND_ORDER = {LineKind.OWNER: 0, LineKind.UNALLOCATED: 1, LineKind.CLOUD: 2, LineKind.SHARED: 3, LineKind.IDLE: 4}
-LineId = tuple[LineKind, str]  # a line as (kind, owner): what a ``Line`` of the report stands for
-
-
-def _whole_micros(name: str, value: object) -> int:
-    """An amount in micros; a whole ``Decimal`` (PostgreSQL's ``sum(bigint)``) is accepted."""
-    if isinstance(value, Decimal) and value == value.to_integral_value():
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be whole micros, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -130,7 +90,7 @@ class CostRow:
     allocated_micros: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "allocated_micros", _whole_micros("allocated_micros", self.allocated_micros))
+        object.__setattr__(self, "allocated_micros", whole_micros("allocated_micros", self.allocated_micros))
 
 
 @dataclass(frozen=True)
@@ -143,54 +103,17 @@ class IdleRow:
     idle_micros: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "idle_micros", _whole_micros("idle_micros", self.idle_micros))
+        object.__setattr__(self, "idle_micros", whole_micros("idle_micros", self.idle_micros))
 
 
 @dataclass(frozen=True)
-class DirectCost:
-    """Spend outside the cluster (a cloud bill's line), owned through its tags: added to its
-    owner's line, receives no idle or shared cost, belongs to no cluster (module docstring).
+class BillExtras:
+    """What a cluster's bill adds beside its reconciled rows (``finops.reconciliation``): purchase,
+    support and tax lines (and discounts spread as shared) join the shared pool; usage lines that
+    match none of its resources go to the ``__unreconciled__`` line, which receives nothing."""
 
-    ``start``/``end`` is its charge period, half-open; when given, only the part inside the
-    report's period counts, prorated exactly by time (a charge with ``start == end`` is a moment,
-    counted whole when it falls inside the period). ``label`` says where it comes from (e.g. the
-    cloud service); it does not affect the figures."""
-
-    owner: str | None  # the team tag; None when untagged
-    cost_center: str | None
-    amount_micros: int
-    label: str = "cloud"
-    start: datetime | None = None
-    end: datetime | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "amount_micros", _whole_micros("amount_micros", self.amount_micros))
-        if (self.start is None) != (self.end is None):
-            raise ValueError("a direct cost's charge period needs both start and end")
-        if self.start is not None and self.end is not None:
-            if self.start.tzinfo is None or self.end.tzinfo is None:
-                raise ValueError("a direct cost's charge period must be timezone-aware")
-            if self.end < self.start:
-                raise ValueError(f"a direct cost's charge period ends before it starts: {self.start} > {self.end}")
-
-    def within(self, period: Period) -> Fraction:
-        """The part of the amount inside ``period``, exact in micros."""
-        if self.start is None or self.end is None:
-            return Fraction(self.amount_micros)
-        if self.start == self.end:
-            return Fraction(self.amount_micros if period.start <= self.start < period.end else 0)
-        inside = min(self.end, period.end) - max(self.start, period.start)
-        if inside <= timedelta(0):
-            return Fraction(0)
-        return self.amount_micros * Fraction(inside // _ONE_MICROSECOND, (self.end - self.start) // _ONE_MICROSECOND)
-
-    def overlaps(self, period: Period) -> bool:
-        """Whether any part of the charge period falls inside ``period`` (always, without one)."""
-        if self.start is None or self.end is None:
-            return True
-        if self.start == self.end:
-            return period.start <= self.start < period.end
-        return self.start < period.end and period.start < self.end
+    shared_micros: int = 0
+    unreconciled_micros: int = 0
 
 
 @dataclass(frozen=True)
@@ -227,6 +150,8 @@ class Report:
     total: Decimal
     clusters: tuple[str, ...] = ()  # the clusters the report covers
     coverage: Coverage | None = None  # the hours the figures stand on; set by the reports that read data
+    basis: str = "estimate"  # estimate | billed | amortised (finops.reconcile_policy.Basis)
+    reconciliation: Mapping[str, object] | None = None  # what the bill covered, and the variance
 
     @property
     def currency(self) -> str:
@@ -253,15 +178,9 @@ class Report:
             "lines": [line.as_document() for line in self.lines],
             "total": str(self.total),
             "coverage": self.coverage.as_document() if self.coverage else None,
+            "basis": self.basis,
+            "reconciliation": self.reconciliation,
         }
-
-
-def parse_line_key(value: str) -> LineKey:
-    """``--by``: team, cost-center or namespace."""
-    for key in LineKey:
-        if value == key.value:
-            return key
-    raise InvalidInput(f"by: {value!r} is not one of {', '.join(key.value for key in LineKey)}")
 
 
 def allocate(
@@ -273,6 +192,7 @@ def allocate(
     by: LineKey | str = LineKey.TEAM,
     clusters: Collection[str] | None = None,
     direct: Iterable[DirectCost] = (),
+    bills: Mapping[str, BillExtras] | None = None,
 ) -> Report:
     """Settle each cluster's costs on lines, sum the clusters, add the direct costs and round once
     (module docstring).
@@ -282,14 +202,20 @@ def allocate(
     data and those named by fixed entries. ``direct`` are costs outside any cluster (cloud spend).
     """
     key = by if isinstance(by, LineKey) else parse_line_key(by)
-    settled = settle(rows, idle, policy, period=period, by=key, clusters=clusters)
+    settled = settle(rows, idle, policy, period=period, by=key, clusters=clusters, bills=bills)
     exact: dict[LineId, list[Fraction]] = defaultdict(lambda: [Fraction(0)] * 3)
     for lines in settled.values():
         for line, amounts in lines.items():
             exact[line] = [a + b for a, b in zip(exact[line], amounts, strict=True)]
+    pool = Fraction(0)
     for cost in direct:
-        if cost.overlaps(period):
+        if cost.overlaps(period) and cost.shared:
+            pool += cost.within(period)
+        elif cost.overlaps(period):
             exact[direct_line(cost, key)][0] += cost.within(period)
+    allocated = {line: amounts[0] for line, amounts in exact.items()}
+    for line, amount in share_out(allocated, pool, policy.shared.split).items():
+        exact[line][2] += amount
     return _report(exact, policy, period, key, tuple(settled))
 
 
@@ -301,6 +227,7 @@ def settle(
     period: Period,
     by: LineKey | str = LineKey.TEAM,
     clusters: Collection[str] | None = None,
+    bills: Mapping[str, BillExtras] | None = None,
 ) -> dict[str, dict[LineId, list[Fraction]]]:
     """Each covered cluster's lines before rounding, exact in micros: ``{cluster: {(kind, owner):
     [allocated, idle, shared]}}``, clusters in order. ``allocate`` sums and rounds these; an export
@@ -323,17 +250,13 @@ def settle(
     settled: dict[str, dict[LineId, list[Fraction]]] = {}
     for cluster in covered:
         fixed = sum(entry.amount_micros for entry in policy.shared.fixed if entry.applies_to(cluster)) * months
-        settled[cluster] = _settle_cluster(rows_of[cluster], idle_of[cluster], fixed, policy, key)
+        extras = (bills or {}).get(cluster, BillExtras())
+        pool = fixed + extras.shared_micros
+        settled[cluster] = _settle_cluster(rows_of[cluster], idle_of[cluster], pool, policy, key)
+        if extras.unreconciled_micros:
+            line = settled[cluster].setdefault((LineKind.UNRECONCILED, UNRECONCILED), [Fraction(0)] * 3)
+            line[0] += extras.unreconciled_micros
     return settled
-
-
-def direct_line(cost: DirectCost, by: LineKey) -> LineId:
-    """The line a direct cost goes to: its owner's or cost centre's, ``__unallocated__`` when
-    untagged, and ``__cloud__`` in a report by namespace."""
-    if by is LineKey.NAMESPACE:
-        return (LineKind.CLOUD, CLOUD)
-    value = cost.owner if by is LineKey.TEAM else cost.cost_center
-    return (LineKind.OWNER, value) if value else (LineKind.UNALLOCATED, UNALLOCATED)
 
 
 def line_of(row: CostRow, by: LineKey) -> LineId:

@@ -68,21 +68,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
-from finops.chargeback import (
-    MICROS_PER_CENT,
-    CostRow,
-    DirectCost,
-    IdleRow,
-    LineId,
-    LineKey,
-    LineKind,
-    Period,
-    Report,
-    allocate,
-    direct_line,
-    line_of,
-    settle,
-)
+from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report, allocate, line_of, settle
+from finops.directcosts import DirectCost, direct_line, share_out
+from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
 from finops.rounding import largest_remainder
 
@@ -187,7 +175,9 @@ def build_focus(
     idle = [IdleRow(d.cluster, d.micros) for d in daily if d.is_idle]
     report = allocate(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, direct=direct)
     settled = settle(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters)
-    drafts = _allocated(daily, policy) + _overhead(settled, daily, policy, period) + _direct(direct, policy, period)
+    drafts = (
+        _allocated(daily, policy) + _overhead(settled, daily, policy, period) + _direct(direct, settled, policy, period)
+    )
     _round(drafts, report)
     drafts.sort(key=lambda d: (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource))
     return FocusExport(tuple(_record(d, policy, period, issuer) for d in drafts), report)
@@ -294,14 +284,40 @@ def _piles(idle: Fraction, shared: Fraction) -> str:
     return " and ".join(name for name, amount in (("idle capacity", idle), ("shared services", shared)) if amount)
 
 
-def _direct(direct: list[DirectCost], policy: Policy, period: Period) -> list[_Draft]:
+def _direct(
+    direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
+) -> list[_Draft]:
     merged: dict[tuple[LineId, str | None, str], Fraction] = defaultdict(Fraction)
     owners: dict[tuple[LineId, str | None, str], str | None] = {}
+    allocated: dict[LineId, Fraction] = defaultdict(Fraction)
+    for lines in settled.values():
+        for line, amounts in lines.items():
+            allocated[line] += amounts[0]
+    pool = Fraction(0)
     for cost in direct:
+        if cost.shared:
+            pool += cost.within(period)
+            continue
         key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
         merged[key] += cost.within(period)
+        allocated[key[0]] += cost.within(period)
         owners[key] = cost.owner
-    return [
+    shared = [
+        _Draft(
+            line=line,
+            exact=[Fraction(0), Fraction(0), amount],
+            start=period.start,
+            end=period.end,
+            cluster="",
+            resource="",
+            resource_name="",
+            description="Cloud charges shared by every line: tax, support, commitment fees",
+            tags=_tags(policy, line[1] if line[0] is LineKind.OWNER else None, None),
+            service=("Other", "shared cloud charges"),
+        )
+        for line, amount in share_out(allocated, pool, policy.shared.split).items()
+    ]
+    return shared + [
         _Draft(
             line=line,
             exact=[amount, Fraction(0), Fraction(0)],

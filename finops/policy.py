@@ -14,6 +14,10 @@ down before the first report, so it is a small document kept with the platform's
       split: proportional          # proportional (to allocated cost) | even
     currency: EUR
     require_complete: false        # true: refuse a period whose hours are not all final and priced
+    reconciliation:                # the invoice: finops.reconcile_policy
+      basis: estimate              # estimate | billed | amortised
+    budgets:                       # per owner or cost centre, per month: finops.budgets
+      - {owner: search, amount: "4000.00"}
 
 The YAML is parsed at the edge; ``parse_policy`` validates the resulting plain dict. Every error is
 an ``InvalidInput`` whose message starts with the key path (``policy.shared.fixed[0].amount``).
@@ -38,14 +42,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import TypeVar
 
+from finops.budgets import Budget, parse_budgets
 from finops.errors import InvalidInput
 from finops.labels import validate_label_key, validate_namespace
 from finops.money import from_micros, to_micros
+from finops.reconcile_policy import Reconciliation, parse_reconciliation
 
 _AMOUNT = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
@@ -53,7 +59,17 @@ _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _MAX_DECIMALS = 6
 
-_TOP_KEYS = ("owner_label", "cost_center_label", "idle", "idle_owner", "shared", "currency", "require_complete")
+_TOP_KEYS = (
+    "owner_label",
+    "cost_center_label",
+    "idle",
+    "idle_owner",
+    "shared",
+    "currency",
+    "require_complete",
+    "reconciliation",
+    "budgets",
+)
 _SHARED_KEYS = ("namespaces", "fixed", "split")
 _FIXED_KEYS = ("name", "amount", "cluster")
 
@@ -106,6 +122,8 @@ class Policy:
     idle_owner: str = "platform"
     shared: SharedCosts = SharedCosts()
     require_complete: bool = False  # refuse a period whose hours are not all final and priced
+    reconciliation: Reconciliation = field(default_factory=Reconciliation)  # the basis and how bill lines find clusters
+    budgets: tuple[Budget, ...] = ()  # monthly budgets per owner or cost centre
 
     def as_document(self) -> dict[str, object]:
         """The normalised policy as JSON-able data; ``parse_policy`` reads it back unchanged."""
@@ -123,6 +141,8 @@ class Policy:
             "shared": {"namespaces": list(self.shared.namespaces), "fixed": fixed, "split": self.shared.split.value},
             "currency": self.currency,
             "require_complete": self.require_complete,
+            "reconciliation": self.reconciliation.as_document(),
+            "budgets": [budget.as_document() for budget in self.budgets],
         }
 
 
@@ -151,6 +171,8 @@ def parse_policy(doc: Mapping[str, object]) -> Policy:
         idle_owner=idle_owner,
         shared=_shared(top.get("shared")),
         require_complete=require_complete,
+        reconciliation=parse_reconciliation(top.get("reconciliation")),
+        budgets=parse_budgets(top.get("budgets")),
     )
 
 

@@ -1,6 +1,7 @@
 """Retention after each hourly run: rows older than their table's ``*_RETENTION_DAYS`` are deleted
 in bounded batches, and monthly partitions of ``provider_allocations`` older than
-``ALLOCATION_RETENTION_MONTHS`` are dropped."""
+``ALLOCATION_RETENTION_MONTHS`` are dropped, with the hours' assets (``cluster_assets``) before the
+same cutoff (a few rows per node and hour: one DELETE)."""
 
 from __future__ import annotations
 
@@ -51,10 +52,12 @@ def delete_expired_rows(db: Database, cluster: str, retention: RowRetention, now
 
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
-    """Drop the monthly partitions that ended more than ``months`` whole months before ``now``'s."""
+    """Drop the monthly partitions that ended more than ``months`` whole months before ``now``'s,
+    and delete the assets of the hours they held."""
     month = now.year * 12 + now.month - 1 - months
     cutoff = datetime(month // 12, month % 12 + 1, 1, tzinfo=UTC)
     dropped = [row["partition"] for row in db.fetch_all("drop_allocation_partitions", cutoff=cutoff)]
+    db.execute("delete_expired_cluster_assets", cutoff=cutoff)
     if dropped:
         log.info("retention dropped partitions", extra={"fields": {"partitions": dropped}})
     return dropped

@@ -9,7 +9,8 @@ beyond the horizon are given up as lost, with the reason. A history load (``coll
 fetches every unsettled hour of a range, lost ones included.
 
 Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock,
-together with its ledger state and its fold into its UTC day's rollup: an interrupted run keeps the
+together with its assets (``assets``: nodes, disks, load balancers), its ledger state and its fold
+into its UTC day's rollup: an interrupted run keeps the
 hours it finished, overlapping runs serialise per hour, and a replay writes identical rows. Replacing the
 hour (delete, then ``COPY``) has the effect of an upsert on the natural key (the primary key) plus
 removal of rows OpenCost no longer reports, at the speed of a plain ``COPY``. A final hour is
@@ -44,12 +45,14 @@ from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
 from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
 from finops.ledger import horizon as history_horizon
 from functions.collect_allocations.answers import Answer, ShardOptions, fetch_hour
+from functions.collect_allocations.assets import fetch_assets, store_assets
 from functions.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
 from functions.collect_allocations.retention import RowRetention, delete_expired_rows, drop_expired_partitions
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from functions.collect_allocations.sources import AllocationSource, PricedSource, Source
 from functions.rollups import fold_hour, rebuild_marked_days, unfold_hour
 from infra.heap import relaxed_gc
+from infra.opencost import Assets
 from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
 
@@ -271,9 +274,11 @@ def _write_hour(
     ``retry_until`` (the run's time budget)."""
     # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers. An
     # OpenCost answer waits in a temporary file and is streamed into COPY (``answers``).
+    # The hour's assets too (nodes, disks, load balancers), stored with its rows (``assets``).
     answer = fetch_hour(source, hour, options.aggregation, options.shards, retry_until=retry_until)
     try:
-        return _store_hour(db, answer, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
+        assets = fetch_assets(source, hour, retry_until=retry_until)
+        return _store_hour(db, answer, assets, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
     finally:
         answer.close()
 
@@ -281,6 +286,7 @@ def _write_hour(
 def _store_hour(
     db: Database,
     answer: Answer,
+    assets: Assets | None,
     options: CollectOptions,
     pricing: ActivePricing,
     hour: Hour,
@@ -359,6 +365,7 @@ def _store_hour(
             empty_since=None,
             source=options.source,
         )
+        store_assets(db, conn, key, assets)
         fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
     log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
     return Written(written, rows=count)

@@ -78,7 +78,8 @@ def chargeback(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: s
         raise NotFound("chargeback is not configured: set POLICY_PATH to the policy file")
     month = args.get("month") or datetime.now(UTC).strftime("%Y-%m")
     query = service.ReportQuery(service.month_period(month), s.CLUSTER_ID, require_complete=_require_complete(args))
-    return service.chargeback(db, load_policy(s.POLICY_PATH), query, args.get("by", "team")).to_document()
+    policy = load_policy(s.POLICY_PATH)
+    return service.chargeback(db, policy, query, args.get("by", "team"), args.get("basis")).to_document()
 
 
 def idle_ranking(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str) -> Any:

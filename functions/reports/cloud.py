@@ -11,11 +11,11 @@ naming the row and column, and nothing is stored; a good file replaces, in one t
 every row imported before from the same source (its URL; a local path is made absolute), so
 importing it again never duplicates it.
 
-``direct_costs(db, period, currency)`` gives the chargeback its direct costs: every stored charge
-whose charge period overlaps the report's period (the domain prorates partial overlaps exactly
-by time), at its effective cost when the report gave one, else its billed cost, whatever its
-charge category. A charge in another currency than the policy's is refused (``InvalidInput``):
-reports never convert.
+The chargeback reads the stored lines back through ``functions.reports.reconciled``: lines of a
+cluster (matching its nodes, disks or load balancers, or tagged with its name) belong to that
+cluster's figures; the others are direct costs, at their effective cost when the report gave one,
+else their billed cost; tax, support and commitment fees are shared. A charge in another currency
+than the policy's is refused (``InvalidInput``): reports never convert.
 
 A database that is not migrated (no ``cloud_costs`` table, or migrations pending) is refused
 before anything is read, with one line saying to run ``finops migrate``. Why not migrate here, as
@@ -36,7 +36,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from finops.chargeback import DirectCost, Period
 from finops.cloudspend import CloudCost, CloudFormat, parse_cloud_costs
 from finops.errors import InvalidInput, PermanentError
 from infra.objectstore import ObjectStore, is_s3
@@ -170,28 +169,6 @@ def import_cloud_costs(db: Database, url: str, store: ObjectStore) -> CloudImpor
         first_charge=min((cost.start for cost in costs), default=None),
         last_charge=max((cost.end for cost in costs), default=None),
     )
-
-
-def direct_costs(db: Database, period: Period, currency: str) -> list[DirectCost]:
-    """The cloud spend of ``period``, for ``finops.chargeback.allocate(..., direct=...)``."""
-    costs = []
-    for row in db.fetch_all("cloud_direct_costs", start=period.start, end=period.end):
-        if row["currency"].strip() != currency:
-            raise InvalidInput(
-                f"policy.currency is {currency} but cloud costs imported from {row['source']} are in "
-                f"{row['currency'].strip()}; reports never convert currencies"
-            )
-        costs.append(
-            DirectCost(
-                owner=row["owner"],
-                cost_center=row["cost_center"],
-                amount_micros=row["micros"],
-                label=row["service"] or "cloud",
-                start=row["charge_start"],
-                end=row["charge_end"],
-            )
-        )
-    return costs
 
 
 def import_command(db: Database, url: str, *, s3_endpoint: str | None) -> int:

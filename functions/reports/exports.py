@@ -37,8 +37,8 @@ from finops.chargeback import Report
 from finops.coverage import Coverage
 from finops.focus import COLUMNS, DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
 from finops.policy import Policy
-from functions.reports.cloud import direct_costs
 from functions.reports.formats import chargeback_csv, warning
+from functions.reports.reconciled import direct_costs
 from functions.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
@@ -121,7 +121,7 @@ def focus_export(
                 is_idle=row["is_idle"],
             )
         )
-    direct = [] if cluster is not None else direct_costs(db, period, policy.currency)
+    direct = [] if cluster is not None else direct_costs(db, policy, period, coverage.cluster_names)
     export = build_focus(daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer)
     return replace(export, report=replace(export.report, coverage=coverage))
 

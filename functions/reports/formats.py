@@ -68,11 +68,46 @@ def chargeback_table(report: Report) -> str:
     rows.append(("TOTAL", report.allocated, report.idle, report.shared, report.total, ""))
     period = report.period.as_document()
     title = (
-        f"Chargeback {period['start']} to {period['end']} ({report.currency}), clusters: {', '.join(report.clusters)}"
+        f"Chargeback {period['start']} to {period['end']} ({report.currency}, basis {report.basis}), "
+        f"clusters: {', '.join(report.clusters)}"
     )
     table = render(["owner", "allocated", "idle", "shared", "total", "share"], rows, right=(1, 2, 3, 4, 5))
     warned = warning([report.coverage])
-    return (f"{warned}\n" if warned else "") + title + "\n" + table
+    return (f"{warned}\n" if warned else "") + title + "\n" + table + _variance(report.reconciliation)
+
+
+def _variance(summary: Any) -> str:
+    """On a bill basis: which days the bill covered, and the variance per resource and per line."""
+    if not summary:
+        return ""
+    parts = []
+    for cluster in summary["clusters"]:
+        billed = ", ".join(f"{r['start']}..{r['end']}" for r in cluster["billed_days"]) or "none"
+        estimated = ", ".join(f"{r['start']}..{r['end']}" for r in cluster["estimated_days"]) or "none"
+        parts.append(
+            f"\n{cluster['cluster']}: billed days {billed}; on estimate {estimated}; "
+            f"unreconciled {cluster['unreconciled']} ({len(cluster['unreconciled_lines'])} lines)"
+        )
+        resources = [
+            (
+                r["kind"],
+                r["name"] or "(no node)",
+                r["provider_id"],
+                r["estimate"],
+                r["billed"],
+                r["variance"],
+                r["status"],
+            )
+            for r in cluster["resources"]
+        ]
+        head = ["kind", "name", "provider id", "estimate", "billed", "variance", "status"]
+        parts.append(render(head, resources, right=(3, 4, 5)))
+    lines = [(li["owner"], li["estimate"], li["total"], li["variance"]) for li in summary["lines"]]
+    parts.append(
+        "\nPer line, against the estimate:\n"
+        + render(["owner", "estimate", summary["basis"], "variance"], lines, right=(1, 2, 3))
+    )
+    return "\n" + "\n".join(parts)
 
 
 def as_json(document: Any) -> str:

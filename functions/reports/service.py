@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
@@ -34,7 +35,8 @@ from finops.coverage import (
 from finops.errors import InvalidInput
 from finops.money import format_amount
 from finops.policy import Policy
-from functions.reports.cloud import direct_costs
+from finops.reconcile_policy import Basis, parse_basis
+from functions.reports import reconciled
 from functions.rollups import rebuild_marked_days
 from infra.postgres import Database
 
@@ -116,11 +118,23 @@ def period_coverage(db: Database, query: ReportQuery, policy: Policy | None = No
     return coverage
 
 
-def chargeback(db: Database, policy: Policy, query: ReportQuery, by: LineKey | str = LineKey.TEAM) -> Report:
+def chargeback(
+    db: Database,
+    policy: Policy,
+    query: ReportQuery,
+    by: LineKey | str = LineKey.TEAM,
+    basis: Basis | str | None = None,
+) -> Report:
     """The period's chargeback: allocated, idle and shared cost per line, exact to the cent, with
     the period's coverage. Every covered cluster is settled, with or without rows, so the
-    policy's fixed costs are billed (on ``__shared__`` when nobody has cost there)."""
+    policy's fixed costs are billed (on ``__shared__`` when nobody has cost there).
+
+    ``basis`` (default: the policy's) says what the figures stand on: on ``billed`` or
+    ``amortised``, the days an imported bill covers are reconciled to it (``reconciled``) and the
+    report carries the variance against the estimate."""
+    basis = policy.reconciliation.basis if basis is None else parse_basis(basis)
     coverage = period_coverage(db, query, policy)
+    clusters = coverage.cluster_names
     rows: list[CostRow] = []
     idle: list[IdleRow] = []
     for row in db.fetch_all("chargeback_rows", **query.params()):
@@ -128,11 +142,16 @@ def chargeback(db: Database, policy: Policy, query: ReportQuery, by: LineKey | s
             idle.append(IdleRow(row["cluster"], row["micros"]))
         else:
             rows.append(CostRow(row["cluster"], row["namespace"], row["owner"], row["cost_center"], row["micros"]))
+    bill = reconciled.read(db, policy, query.period, clusters, basis, aggregation=query.aggregation)
     # Cloud spend belongs to no cluster: it is part of the all-cluster report only.
-    direct = direct_costs(db, query.period, policy.currency) if query.cluster is None else []
-    clusters = coverage.cluster_names
-    report = allocate(rows, idle, policy, period=query.period, by=by, clusters=clusters, direct=direct)
-    return replace(report, coverage=coverage)
+    direct = bill.direct if query.cluster is None else []
+    settle = partial(allocate, policy=policy, period=query.period, by=by, clusters=clusters, direct=direct)
+    report = settle(rows, idle)
+    if basis is Basis.ESTIMATE:
+        return replace(report, coverage=coverage)
+    on_bill = settle(bill.rows, bill.idle, bills=bill.bills)
+    summary = reconciled.document(bill, on_bill, report)
+    return replace(on_bill, coverage=coverage, basis=basis.value, reconciliation=summary)
 
 
 def _ratio(used: Decimal, billed: Decimal) -> str | None:

@@ -20,6 +20,11 @@ temporary file (``Spooled``) instead of memory, and read back one window of allo
 before the caller opens its transaction, so no database lock is held while OpenCost answers, and a
 retried attempt simply starts the file again. ``max_bytes`` stops an attempt (not retried) with
 ``OversizedAnswer`` as soon as the answer outgrows it, so the caller can ask in namespace batches.
+
+``assets`` reads ``/assets`` (nodes, disks, load balancers with their provider IDs:
+``infra.opencost.assets``) with the same retries and deadline. A 404 on any path is
+``EndpointMissing`` (an ``OpenCostUnavailable``, not retried): an OpenCost without the assets API
+answers so, and the collector then stores its hours without assets.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from pydantic import TypeAdapter, ValidationError
 from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
 from infra.heap import relaxed_gc
+from infra.opencost.assets import ASSET_RESPONSE, Assets, parse_assets
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 from infra.opencost.stream import read_allocations
 from infra.retries import RETRY_STATUSES, RetryPolicy
@@ -59,6 +65,10 @@ def namespace_filter(namespaces: Sequence[str], *, exclude: bool = False) -> str
 
 class OversizedAnswer(OpenCostUnavailable):
     """OpenCost's answer outgrew the size allowed for one request."""
+
+
+class EndpointMissing(OpenCostUnavailable):
+    """OpenCost answered 404: this version does not serve the path (e.g. ``/assets``)."""
 
 
 class Spooled:
@@ -196,6 +206,17 @@ class OpenCostClient:
         data = self._envelope("/allocation/summary", params, SUMMARY_RESPONSE)
         return [_summary_set(item) for item in data.get("sets") or []]
 
+    def assets(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> Assets:
+        """``GET /assets`` over ``[start, end)``, accumulated into one set: the window's nodes,
+        disks and load balancers (``filterTypes``: only those). ``EndpointMissing`` on a 404."""
+        params = {
+            "window": f"{_rfc3339(start)},{_rfc3339(end)}",
+            "accumulate": "true",
+            "filterTypes": "Node,Disk,LoadBalancer",
+        }
+        data = self._envelope("/assets", params, ASSET_RESPONSE, retry_until)
+        return parse_assets(data, f"OpenCost at {self.base_url} answered /assets")
+
     def _envelope(
         self, path: str, params: dict[str, str], shape: TypeAdapter[Any], retry_until: float | None = None
     ) -> Any:
@@ -266,6 +287,8 @@ class OpenCostClient:
             if status < 400:
                 return body, None
             problem = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
+            if status == 404:
+                raise EndpointMissing(f"OpenCost at {self.base_url} does not serve {path}: {problem}")
             if status not in RETRY_STATUSES:
                 raise OpenCostUnavailable(f"OpenCost at {self.base_url} rejected {path}: {problem}")
             return None, problem

@@ -103,6 +103,20 @@ ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
 -- name: drop_allocation_partitions
 SELECT finops_drop_allocation_partitions(%(cutoff)s) AS partition;
 
+-- name: delete_hour_assets
+-- The hour's assets are replaced with its rows, in its transaction (functions.collect_allocations.assets).
+DELETE FROM cluster_assets
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
+
+-- name: record_hour_assets
+-- How many assets the hour stored; NULL when none were fetched (no assets API, Prometheus source).
+UPDATE allocation_hours SET asset_count = %(asset_count)s
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
+
+-- name: delete_expired_cluster_assets
+-- With the allocations' monthly partitions (ALLOCATION_RETENTION_MONTHS): the same cutoff.
+DELETE FROM cluster_assets WHERE hour < %(cutoff)s;
+
 -- name: cost_by_owner
 -- The local stack's summary: cost per team and namespace over [start, end), idle on its own line.
 SELECT * FROM (
@@ -476,18 +490,6 @@ SELECT pg_advisory_xact_lock(hashtext('cloud_costs'), hashtext(%(source)s));
 
 -- name: delete_cloud_source
 DELETE FROM cloud_costs WHERE source = %(source)s;
-
--- name: cloud_direct_costs
--- Cloud spend whose charge period overlaps [start, end), per owner, cost centre, currency, charge
--- period and service; the effective cost when known, else the billed cost. Partial overlaps are
--- prorated exactly by the domain (finops.chargeback.DirectCost), not here.
-SELECT team AS owner, cost_center, currency, charge_start, charge_end, coalesce(service, '') AS service,
-       sum(coalesce(effective_cost_micros, billed_cost_micros)) AS micros, min(source) AS source
-FROM cloud_costs
-WHERE charge_start < %(end)s
-  AND (charge_end > %(start)s OR (charge_end = charge_start AND charge_start >= %(start)s))
-GROUP BY team, cost_center, currency, charge_start, charge_end, service
-ORDER BY charge_start, charge_end, team, cost_center, service;
 
 -- name: focus_daily_rows
 -- A period's cost per day, cluster, namespace and owner (workload and unmounted together; idle
@@ -1179,3 +1181,40 @@ FROM scopes s
 LEFT JOIN baseline b ON b.app_namespace = s.app_namespace AND b.app_name = s.app_name
 LEFT JOIN today t ON t.app_namespace = s.app_namespace AND t.app_name = s.app_name
 ORDER BY s.app_namespace, s.app_name;
+
+-- name: bill_lines
+-- Every imported bill line whose charge period overlaps [start, end) (a moment inside it counts);
+-- the domain gives each to a cluster or leaves it a direct cost (finops.reconciliation).
+SELECT source, row_number, charge_start, charge_end, billed_cost_micros, effective_cost_micros, currency,
+       charge_category, service, resource_id, account, team, cost_center, tags
+FROM cloud_costs
+WHERE charge_start < %(end)s
+  AND (charge_end > %(start)s OR (charge_end = charge_start AND charge_start >= %(start)s))
+ORDER BY source, row_number;
+
+-- name: asset_provider_ids
+-- The provider ids of every cluster's nodes, disks and load balancers in [start, end).
+SELECT DISTINCT cluster, kind, name, provider_id
+FROM cluster_assets
+WHERE hour >= %(start)s AND hour < %(end)s;
+
+-- name: reconcile_rows
+-- One cluster's estimated cost per UTC day, node and namespace: what reconciliation scales.
+SELECT (hour AT TIME ZONE 'UTC')::date AS day, coalesce(node, '') AS node, namespace, entry_kind,
+       nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
+       sum(coalesce(total_cost_micros, 0)) AS total, sum(coalesce(pv_cost_micros, 0)) AS pv,
+       sum(coalesce(lb_cost_micros, 0)) AS lb,
+       sum(coalesce(network_cost_micros, 0) + coalesce(shared_cost_micros, 0) + coalesce(external_cost_micros, 0)) AS other
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+GROUP BY 1, 2, 3, 4, 5, 6;
+
+-- name: reconcile_assets
+-- One cluster's assets per UTC day: a node's estimate is its CPU, RAM and GPU cost and adjustment (what its
+-- allocations and idle share), a disk's or load balancer's its total.
+SELECT (hour AT TIME ZONE 'UTC')::date AS day, kind, name, max(provider_id) AS provider_id,
+       sum(CASE WHEN kind = 'node' THEN cpu_cost_micros + ram_cost_micros + gpu_cost_micros + adjustment_micros
+                ELSE total_cost_micros END) AS estimate
+FROM cluster_assets
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+GROUP BY 1, 2, 3;

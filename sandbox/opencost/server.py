@@ -1,7 +1,10 @@
 """The HTTP face: a WSGI app serving OpenCost's allocation API, and a threaded server handle.
 
 Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/allocation/summary`` and
-``/allocation/compute/summary`` (condensed, :mod:`sandbox.opencost.summary`), ``/healthz``.
+``/allocation/compute/summary`` (condensed, :mod:`sandbox.opencost.summary`), ``/assets`` and
+``/model/assets`` (nodes, disks, load balancers: :mod:`sandbox.opencost.assets`; not cached),
+``/healthz``. ``assets=False`` (``make_app``/``serve``) answers ``/assets`` with 404, as OpenCost
+versions without the assets API do.
 
 Why fault injection lives on the handle and not in query parameters: the product must reach the
 sandbox exactly as it reaches the real OpenCost (same URL, same parameters), so tests arm faults
@@ -13,7 +16,8 @@ does; it defeats a per-read timeout). Each fault applies to the next ``times`` m
 only those), and ``server.requests`` records the parameters of every allocation or summary query as a
 dict for assertions about what the client actually sent; a query to another route than ``/allocation``
 also carries ``"_path"`` (e.g. ``"/allocation/summary"``), and ``server.calls`` pairs every query with
-its path.
+its path, ``/assets`` queries included (they are not in ``requests``). ``fail_next(path="/assets")``
+and the other faults target them.
 
 ``legacy_summary=True`` (``make_app``/``serve``) answers summaries the way other OpenCost versions
 do (``efficiency`` for ``totalEfficiency``, ``"null"`` strings in an empty range's window; see
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from sandbox.opencost.assets import ASSET_PATHS, assets, render_assets
 from sandbox.opencost.model import Cluster
 from sandbox.opencost.query import error_body, execute, parse_query, render
 from sandbox.opencost.scenario import Scenario
@@ -80,9 +85,11 @@ class OpenCostApp:
         cache_size: int = 64,
         cache_bytes: int = 256 * 2**20,
         legacy_summary: bool = False,
+        assets: bool = True,
     ) -> None:
         self.cluster = Cluster(scenario)
         self.legacy_summary = legacy_summary
+        self.assets = assets
         self._clock = clock or (lambda: datetime.now(UTC))
         self._cache: OrderedDict[tuple[Any, ...], tuple[bytes, str]] = OrderedDict()
         self._cache_size = cache_size
@@ -181,10 +188,11 @@ class OpenCostApp:
     def handle(self, request: Request) -> Response:
         path = request.path.rstrip("/") or "/"
         summary = path in SUMMARY_PATHS
-        if summary or path in ALLOCATION_PATHS:
+        if summary or path in ALLOCATION_PATHS or path in ASSET_PATHS:
             params = dict(request.args.items())
             with self._lock:
-                self.requests.append(params if path == "/allocation" else {**params, "_path": path})
+                if path not in ASSET_PATHS:  # ``requests`` counts allocation queries only
+                    self.requests.append(params if path == "/allocation" else {**params, "_path": path})
                 self.calls.append((path, params))
         delay, fault = self._take_faults(path)
         if delay:
@@ -195,6 +203,12 @@ class OpenCostApp:
             return Response(error_body(405, f"method {request.method} not allowed"), status=405, content_type=JSON)
         if path == "/healthz":
             return Response(b"", status=200, content_type="text/plain")
+        if path in ASSET_PATHS and self.assets:
+            try:
+                found = assets(self.cluster, dict(request.args.items()), int(self._clock().timestamp()))
+            except QueryError as error:
+                return Response(error_body(400, str(error)), status=400, content_type=JSON)
+            return Response(render_assets(found), status=200, content_type=JSON)
         if not summary and path not in ALLOCATION_PATHS:
             return Response(error_body(404, f"no such endpoint: {request.path}"), status=404, content_type=JSON)
         try:
@@ -248,10 +262,16 @@ def make_app(
     cache_size: int = 64,
     cache_bytes: int = 256 * 2**20,
     legacy_summary: bool = False,
+    assets: bool = True,
 ) -> OpenCostApp:
     """A WSGI app for ``scenario``; ``clock`` (returning an aware datetime) defaults to the real UTC time."""
     return OpenCostApp(
-        scenario, clock=clock, cache_size=cache_size, cache_bytes=cache_bytes, legacy_summary=legacy_summary
+        scenario,
+        clock=clock,
+        cache_size=cache_size,
+        cache_bytes=cache_bytes,
+        legacy_summary=legacy_summary,
+        assets=assets,
     )
 
 
@@ -345,7 +365,8 @@ def serve(
     cache_size: int = 64,
     log_requests: bool = False,
     legacy_summary: bool = False,
+    assets: bool = True,
 ) -> OpenCostServer:
     """Start the sandbox in a daemon thread; ``port=0`` picks a free port (see ``.url``)."""
-    app = make_app(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary)
+    app = make_app(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary, assets=assets)
     return OpenCostServer(app, host, port, log_requests=log_requests)

@@ -133,7 +133,8 @@ def test_option_b_the_worked_example_to_the_cent(example: Database, database_url
     }
     assert document["total"] == "10000.00" and document["currency"] == "USD"
     assert document["period"] == {"start": "2026-10-01T00:00:00Z", "end": "2026-11-01T00:00:00Z"}
-    assert set(document) == {"period", "currency", "policy", "lines", "total", "coverage"}
+    assert set(document) == {"period", "currency", "policy", "lines", "total", "coverage", "basis", "reconciliation"}
+    assert document["basis"] == "estimate" and document["reconciliation"] is None
     assert document["coverage"]["complete"] is False and document["coverage"]["hours"] == 744
     assert document["coverage"]["clusters"]["test"]["missing"] == 744  # rollups, but no hour ledger
     assert sum(Decimal(t) for t in lines(document).values()) == Decimal(document["total"])
@@ -254,6 +255,7 @@ def test_openapi_lists_exactly_the_routes_served(api: str, db: Database) -> None
         "/api/v1/namespaces",
         "/api/v1/namespaces/{namespace}",
         "/api/v1/chargeback",
+        "/api/v1/budgets",
         "/api/v1/idle-ranking",
         "/api/v1/anomalies",
         "/api/v1/apps/{appNamespace}/{appName}/cloud-estimate",  # GET (proxy) and POST (CI_TOKEN)

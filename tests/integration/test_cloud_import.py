@@ -29,9 +29,10 @@ import pytest
 
 from finops.chargeback import CostRow, IdleRow, allocate
 from finops.errors import InvalidInput, NotFound
-from finops.policy import parse_policy
+from finops.policy import Policy, parse_policy
 from functions.cli import main
-from functions.reports.cloud import direct_costs, import_cloud_costs, source_of
+from functions.reports.cloud import import_cloud_costs, source_of
+from functions.reports.reconciled import direct_costs
 from functions.reports.service import month_period
 from infra.objectstore import ObjectStore
 from infra.postgres import Database, connect
@@ -123,7 +124,7 @@ def test_importing_the_same_file_again_replaces_it(db: Database, tmp_path: Path)
     assert (again.rows, again.replaced) == (8, 8)
     assert len(_rows(db)) == 8
     period = month_period("2026-10")
-    assert sum(c.within(period) for c in direct_costs(db, period, "EUR")) == 347_845_678
+    assert sum(c.within(period) for c in direct_costs(db, Policy(currency="EUR"), period, ())) == 347_845_678
 
 
 def test_a_bad_row_is_named_and_nothing_is_imported(db: Database, tmp_path: Path) -> None:
@@ -164,20 +165,21 @@ def test_the_chargeback_with_cloud_spend(db: Database, tmp_path: Path) -> None:
     import_cloud_costs(db, str(DATA / "focus-2026-10.csv"), ObjectStore())
     import_cloud_costs(db, str(DATA / "cur2-2026-10.csv"), ObjectStore())
     period = month_period("2026-10")
-    direct = direct_costs(db, period, "EUR")
+    direct = direct_costs(db, Policy(currency="EUR"), period, ())
     cluster = [CostRow("prod", "shop", "payments", "cc-100", 1000 * 10**6), CostRow("prod", "tmp", None, None, 0)]
     policy = parse_policy({"currency": "EUR", "shared": {"fixed": [{"name": "control plane", "amount": "100.00"}]}})
     report = allocate(cluster, [IdleRow("prod", 50 * 10**6)], policy, period=period, direct=direct)
     assert [(li.owner, str(li.allocated), str(li.idle), str(li.shared), str(li.total)) for li in report.lines] == [
         # 1,000 in the cluster, RDS 280.50 effective + half of the S3 charge 12.00 - 5.00 credit, CUR RDS 9.00
-        ("payments", "1296.50", "0.00", "100.00", "1396.50"),
-        ("catalog", "12.59", "0.00", "0.00", "12.59"),  # 12.345678 + 0.24
-        ("search", "7.50", "0.00", "0.00", "7.50"),
-        ("__unallocated__", "45.33", "0.00", "0.00", "45.33"),  # 40.10 + 0.40 + 3.333333 + 1.50: untagged
+        # the CUR tax line (1.50, untagged) is shared over the lines by allocated cost: 1.50 x 1296.50 / 1360.42
+        ("payments", "1296.50", "0.00", "101.43", "1397.93"),
+        ("catalog", "12.59", "0.00", "0.01", "12.60"),  # 12.345678 + 0.24
+        ("search", "7.50", "0.00", "0.01", "7.51"),
+        ("__unallocated__", "43.83", "0.00", "0.05", "43.88"),  # 40.10 + 0.40 + 3.333333: untagged
         ("platform", "0.00", "50.00", "0.00", "50.00"),
     ]
     assert report.total == Decimal("1511.92")  # 1,150 + 347.845678 + 14.073333, rounded once
-    november = direct_costs(db, month_period("2026-11"), "EUR")
+    november = direct_costs(db, Policy(currency="EUR"), month_period("2026-11"), ())
     assert [(c.owner, c.label, c.amount_micros) for c in november] == [
         ("payments", "Amazon Relational Database Service", 99_000_000)
     ]
@@ -188,8 +190,9 @@ def test_a_currency_other_than_the_policys_is_refused(db: Database) -> None:
     with pytest.raises(
         InvalidInput, match=r"policy.currency is USD but cloud costs imported from .*cur2-2026-10.csv are in EUR"
     ):
-        direct_costs(db, month_period("2026-10"), "USD")
-    assert direct_costs(db, month_period("2027-01"), "USD") == []  # nothing of that period: nothing to refuse
+        direct_costs(db, Policy(currency="USD"), month_period("2026-10"), ())
+    # nothing of that period: nothing to refuse
+    assert direct_costs(db, Policy(currency="USD"), month_period("2027-01"), ()) == []
 
 
 def test_the_command(
@@ -257,4 +260,5 @@ def test_the_charge_category_is_stored(db: Database, tmp_path: Path, fmt: str) -
         ("support", 100_000_000, 100_000_000),
     ]
     period = month_period("2026-10")
-    assert sum(c.within(period) for c in direct_costs(db, period, "EUR")) == 112_700_000  # every category, as before
+    direct = direct_costs(db, Policy(currency="EUR"), period, ())
+    assert sum(c.within(period) for c in direct) == 112_700_000  # every category, as before

@@ -200,3 +200,38 @@ def test_every_report_with_cloud_spend_adds_up(
         else:
             assert abs(line.idle - before.idle) <= Decimal("0.01")
             assert abs(line.shared - before.shared) <= Decimal("0.01")
+
+
+@given(
+    rows=st.lists(base.cost_rows, max_size=20),
+    idle=st.lists(base.idle_rows, max_size=4),
+    direct=st.lists(direct_costs(), max_size=8),
+    taxes=st.lists(base.amounts, min_size=1, max_size=3),
+    policy=base.policies,
+    period=base.periods(),
+    by=st.sampled_from(LineKey),
+)
+def test_shared_cloud_charges_go_to_the_shared_column_of_the_lines_with_cost(
+    rows: list[CostRow],
+    idle: list[IdleRow],
+    direct: list[DirectCost],
+    taxes: list[int],
+    policy: Policy,
+    period: Period,
+    by: LineKey,
+) -> None:
+    shared = [DirectCost(None, None, amount, "tax", shared=True) for amount in taxes]
+    report = allocate(rows, idle, policy, period=period, by=by, direct=[*direct, *shared])
+    columns = base.exact_columns(rows, idle, policy, period)
+    columns[0] += base.cents(sum((exact_part(cost, period) for cost in direct), Fraction(0)))
+    columns[2] += base.cents(Fraction(sum(taxes)))
+    assert report.total * 100 == round(sum(columns))
+    assert base.near(report.allocated, columns[0])  # nobody's allocated cost moves
+    assert base.near(report.shared, columns[2])  # the charges are all in the shared column
+    receivers = (LineKind.OWNER, LineKind.UNALLOCATED, LineKind.CLOUD, LineKind.SHARED)
+    before = {
+        (li.kind, li.owner): li.shared for li in allocate(rows, idle, policy, period=period, by=by, direct=direct).lines
+    }
+    for line in report.lines:
+        if line.kind not in receivers:
+            assert line.shared == before[(line.kind, line.owner)]

@@ -243,6 +243,7 @@ def daily_costs(draw: st.DrawFn) -> DailyCost:
             cost_center=st.none(),
             amount_micros=base.amounts,
             label=st.sampled_from(["rds", "s3"]),
+            shared=st.booleans(),  # tax, support: spread over the lines with allocated cost
         ),
         max_size=4,
     ),

@@ -37,6 +37,13 @@ FULL = {
     },
     "currency": "EUR",
     "require_complete": True,
+    "reconciliation": {
+        "basis": "billed",
+        "discounts": "shared",
+        "cluster_tags": ["eks:cluster-name"],
+        "accounts": {"prod-eu": ["111122223333"]},
+    },
+    "budgets": [],
 }
 
 

@@ -1,0 +1,126 @@
+"""An hour's assets (nodes, disks, load balancers: ``cluster_assets``), stored with its allocations.
+
+Why with the allocations: a node's idle is its asset cost minus what its allocations were charged,
+and the bill's lines are matched to assets by provider ID; assets from one fetch and allocations
+from another would not add up. So the hour's assets are fetched with its answer, before the
+transaction (``fetch_assets``, from ``service._write_hour``: no lock is held while OpenCost
+answers), and written inside it (``store_assets``: the hour's assets deleted, the new ones
+copied, their count on the ledger entry), so they are replaced together with the rows or not at
+all, and a replayed or killed hour leaves both as one transaction left them. An hour OpenCost
+answers with no allocations keeps its rows and its assets as they were (``service._store_hour``).
+
+Decisions:
+
+* **The assets call fails** (after the client's retries and deadline): the hour fails like an
+  OpenCost outage (``OpenCostUnavailable``, the hour left as it was, the next run retries it).
+  Storing it without assets would leave a hole in the reconciliation that looks like a cluster
+  without nodes and that nothing would fill later, since a stored hour is not fetched again once
+  final; an OpenCost that answers allocations but not assets is failing, and the ledger already
+  retries failing hours up to ``OPENCOST_HISTORY_HOURS``.
+* **OpenCost without the assets API** (404, ``EndpointMissing``): the hour is stored without
+  assets, ``allocation_hours.asset_count`` NULL, and a warning is logged once per OpenCost URL
+  and process (not once per hour).
+* **The Prometheus source** stores no assets (``asset_count`` NULL): its capacity query sums
+  allocatable capacity over the cluster, not per node, so per-node assets would need a new query
+  and per-node rounding that still adds up to the idle row; left for later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from finops.hours import Hour
+from finops.money import to_micros
+from infra.opencost import Assets, EndpointMissing
+from infra.postgres import Database
+from infra.postgres.database import Connection
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "cluster",
+    "aggregation",
+    "hour",
+    "kind",
+    "name",
+    "provider_id",
+    "cpu_cores",
+    "ram_bytes",
+    "gpu_count",
+    "bytes",
+    "cpu_cost_micros",
+    "ram_cost_micros",
+    "gpu_cost_micros",
+    "adjustment_micros",
+    "total_cost_micros",
+)
+
+_warned: set[str] = set()  # OpenCost URLs already reported as lacking the assets API
+
+
+@runtime_checkable
+class AssetSource(Protocol):
+    """A source that also answers OpenCost's assets (``OpenCostClient``)."""
+
+    base_url: str
+
+    def assets(self, start: datetime, end: datetime, *, retry_until: float | None = ...) -> Assets: ...
+
+
+def fetch_assets(source: object, hour: Hour, *, retry_until: float | None = None) -> Assets | None:
+    """The hour's assets; None when the source has none (Prometheus, an OpenCost answering 404).
+    Any other failure propagates: the hour fails (module docstring)."""
+    if not isinstance(source, AssetSource):
+        return None
+    try:
+        return source.assets(hour.start, hour.end, retry_until=retry_until)
+    except EndpointMissing as exc:
+        if source.base_url not in _warned:
+            _warned.add(source.base_url)
+            log.warning(
+                "OpenCost has no assets API: hours are stored without assets (allocation_hours.asset_count NULL)",
+                extra={"fields": {"opencost": source.base_url, "error": str(exc)}},
+            )
+        return None
+
+
+def asset_rows(assets: Assets, cluster: str, aggregation: str, hour: datetime) -> Iterator[tuple[Any, ...]]:
+    """``cluster_assets`` rows (``COLUMNS``' order); costs rounded half-even to micros."""
+    head = (cluster, aggregation, hour)
+    for n in assets.nodes:
+        yield (
+            *head,
+            "node",
+            n.name,
+            n.provider_id,
+            n.cpu_cores,
+            n.ram_bytes,
+            n.gpu_count,
+            None,
+            to_micros(n.cpu_cost),
+            to_micros(n.ram_cost),
+            to_micros(n.gpu_cost),
+            to_micros(n.adjustment),
+            to_micros(n.total_cost),
+        )
+    for d in assets.disks:
+        yield (*head, "disk", d.name, d.provider_id, None, None, None, d.bytes, 0, 0, 0, *_costs(d))
+    for lb in assets.load_balancers:
+        yield (*head, "load_balancer", lb.name, lb.provider_id, None, None, None, None, 0, 0, 0, *_costs(lb))
+
+
+def _costs(asset: Any) -> tuple[int, int]:
+    return to_micros(asset.adjustment), to_micros(asset.total_cost)
+
+
+def store_assets(db: Database, conn: Connection, key: dict[str, Any], assets: Assets | None) -> None:
+    """Inside the hour's transaction: replace the hour's assets and record how many (NULL: none
+    were fetched, and the hour keeps no assets from an earlier fetch either)."""
+    db.execute("delete_hour_assets", conn, **key)
+    count = None
+    if assets is not None:
+        count = db.copy_rows(conn, "cluster_assets", COLUMNS, asset_rows(assets, **key))
+    db.execute("record_hour_assets", conn, **key, asset_count=count)
