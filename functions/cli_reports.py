@@ -37,10 +37,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from functions.reports import service
 
     # The policy first: a bad one is reported as such, even without a database to connect to.
-    policy = out.load_policy(args.policy) if args.report in ("chargeback", "team") else None
+    policy = out.load_policy(args.policy) if args.report in ("chargeback", "team", "budgets") else None
     db = _report_db()
     options: Any = {"require_complete": args.require_complete, "default_cluster": _default_cluster()}
     try:
+        if args.report == "budgets":
+            assert policy is not None  # budgets require --policy
+            _print_budgets(db, policy, args)
+            return 0
         if args.report == "daily":
             query = service.ReportQuery(service.last_days(args.days, date.today()), args.cluster, **options)
             _print_document(service.daily_view(db, query))
@@ -59,7 +63,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.report == "team":
             _print_document(service.team_report(db, policy, query, args.team))
             return 0
-        report = service.chargeback(db, policy, query, args.by)
+        report = service.chargeback(db, policy, query, args.by, args.basis)
         if args.format != "table" and (warned := out.warning([report.coverage])):
             print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
         print(
@@ -72,6 +76,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     finally:
         db.close()
+
+
+def _print_budgets(db: Any, policy: Any, args: argparse.Namespace) -> None:
+    from functions.reports import formats as out
+    from functions.reports.budgets import budgets_report, budgets_table
+
+    document = budgets_report(db, policy, args.month, cluster=args.cluster, default_cluster=_default_cluster())
+    if args.format == "json":
+        _print_document(document)
+    else:  # the warning travels with the table, on stdout
+        warned = out.warning(document.coverages)
+        print((f"{warned}\n" if warned else "") + budgets_table(document.body))
 
 
 def _print_document(document: Any) -> None:
@@ -125,8 +141,20 @@ def add_commands(sub: Any) -> None:
             kind.add_argument("--policy", required=True, help="the chargeback policy YAML")
         if name == "chargeback":
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
+            kind.add_argument(
+                "--basis",
+                choices=("estimate", "billed", "amortised"),
+                help="what the figures stand on (default: the policy's reconciliation.basis); billed and "
+                "amortised reconcile the days an imported bill covers to it",
+            )
         if name == "team":
             kind.add_argument("--team", required=True)
+    budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
+    budgets.add_argument("--month", help="e.g. 2026-11 (default: the current UTC month)")
+    budgets.add_argument("--policy", required=True, help="the chargeback policy YAML, with its budgets")
+    budgets.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
+    budgets.add_argument("--format", choices=("table", "json"), default="table")
+    budgets.set_defaults(require_complete=False)  # the policy's require_complete applies
     report.set_defaults(func=cmd_report)
 
     def import_cloud(args: argparse.Namespace) -> int:

@@ -25,7 +25,17 @@ import flask
 import functions_framework
 
 from finops.errors import NotFound, PermanentError
-from functions.cost_api import anomalies, cluster_views, daily_views, estimates, metrics, routes, status_views, views
+from functions.cost_api import (
+    anomalies,
+    budget_views,
+    cluster_views,
+    daily_views,
+    estimates,
+    metrics,
+    routes,
+    status_views,
+    views,
+)
 from functions.edge import current_secret, database_from, edge, respond, settings_for
 from functions.insights import views as insights
 from functions.runs import Run
@@ -87,6 +97,7 @@ CLUSTER_VIEWS: dict[str, Callable[..., Any]] = {
     "namespaces": cluster_views.namespaces,
     "namespace": cluster_views.namespace,
     "chargeback": cluster_views.chargeback,
+    "budgets": budget_views.budgets,
     "idle_ranking": cluster_views.idle_ranking,
     "anomalies": anomalies.ranking,
     "orphaned_pods": insights.cluster_orphaned_pods,

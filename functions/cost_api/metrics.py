@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import NotFound
 from functions.cost_api.app_metrics import application_families
+from functions.cost_api.budget_views import budget_families
 from functions.cost_api.metric_families import cost_families, health_families, last_complete_hour
 from functions.edge import current_secret, database_from, require_bearer
 from infra.settings import CostApiSettings
@@ -59,6 +60,7 @@ def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
         *cost_families(db, cluster, DEFAULT_AGGREGATION, hour),
         *application_families(db, cluster, DEFAULT_AGGREGATION, hour),
         *health_families(db, cluster, DEFAULT_AGGREGATION),
+        *budget_families(db, s),
     ]
     duration = GaugeMetricFamily(
         "finops_metrics_scrape_duration_seconds",

@@ -65,6 +65,14 @@ ROUTES = (
         {"409": "Refused: unpriced hours, or an incomplete month with require_complete (`error`, `coverage`)"},
     ),
     Route(
+        "/api/v1/budgets",
+        "cluster",
+        "The policy's budgets: month to date, month-end forecast (method stated) and percent of budget",
+        "budgets",
+        MONTH,
+        {"409": "Refused: unpriced hours, or gaps in month to date under the policy's require_complete"},
+    ),
+    Route(
         "/api/v1/idle-ranking",
         "cluster",
         "Applications ranked by the workload idle of their own pods",

@@ -33,7 +33,10 @@ from tests.deploy.test_schemas import _validator
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT_TESTS = Path(__file__).resolve().parent / "monitoring" / "rules_test.yaml"
-EXPORTER = [ROOT / "functions" / "cost_api" / name for name in ("metrics.py", "metric_families.py", "app_metrics.py")]
+EXPORTER = [
+    ROOT / "functions" / "cost_api" / name
+    for name in ("metrics.py", "metric_families.py", "app_metrics.py", "budget_views.py")
+]
 
 
 def _promtool() -> str:
