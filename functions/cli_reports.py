@@ -82,7 +82,9 @@ def _print_budgets(db: Any, policy: Any, args: argparse.Namespace) -> None:
     from functions.reports import formats as out
     from functions.reports.budgets import budgets_report, budgets_table
 
-    document = budgets_report(db, policy, args.month, cluster=args.cluster, default_cluster=_default_cluster())
+    document = budgets_report(
+        db, policy, args.month, basis=args.basis, cluster=args.cluster, default_cluster=_default_cluster()
+    )
     if args.format == "json":
         _print_document(document)
     else:  # the warning travels with the table, on stdout
@@ -99,6 +101,11 @@ def _print_document(document: Any) -> None:
     print(out.as_json(document.body))
 
 
+BASES = ("estimate", "billed", "amortised")
+BASIS_HELP = (
+    "what the figures stand on (default: the policy's reconciliation.basis); billed and amortised reconcile "
+    "the days an imported bill covers to it"
+)
 REQUIRE_COMPLETE = "refuse (exit 1) unless every hour of the period is final and priced in every cluster"
 
 
@@ -141,12 +148,7 @@ def add_commands(sub: Any) -> None:
             kind.add_argument("--policy", required=True, help="the chargeback policy YAML")
         if name == "chargeback":
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
-            kind.add_argument(
-                "--basis",
-                choices=("estimate", "billed", "amortised"),
-                help="what the figures stand on (default: the policy's reconciliation.basis); billed and "
-                "amortised reconcile the days an imported bill covers to it",
-            )
+            kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "team":
             kind.add_argument("--team", required=True)
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
@@ -154,6 +156,7 @@ def add_commands(sub: Any) -> None:
     budgets.add_argument("--policy", required=True, help="the chargeback policy YAML, with its budgets")
     budgets.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
     budgets.add_argument("--format", choices=("table", "json"), default="table")
+    budgets.add_argument("--basis", choices=BASES, help=BASIS_HELP)
     budgets.set_defaults(require_complete=False)  # the policy's require_complete applies
     report.set_defaults(func=cmd_report)
 

@@ -31,7 +31,8 @@ def budgets(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str)
     method and coverage; 400 naming ``month`` for a bad or future month."""
     if not s.POLICY_PATH:
         raise NotFound("budgets are not configured: set POLICY_PATH to the policy file")
-    return budgets_report(db, load_policy(s.POLICY_PATH), args.get("month"), cluster=s.CLUSTER_ID).body
+    policy = load_policy(s.POLICY_PATH)
+    return budgets_report(db, policy, args.get("month"), basis=args.get("basis"), cluster=s.CLUSTER_ID).body
 
 
 def budget_families(db: Database, s: CostApiSettings, now: datetime | None = None) -> Iterator[Metric]:

@@ -64,6 +64,7 @@ def budgets_report(
     body: dict[str, Any] = {
         "month": month.as_document(),
         "currency": policy.currency,
+        "basis": basis or policy.reconciliation.basis.value,
         "cluster": cluster,
         "method": at.method(),
         "month_to_date": at.month_to_date.as_document() if at.month_to_date else None,
