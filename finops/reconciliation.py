@@ -143,12 +143,13 @@ class ResourceVariance:
     provider_id: str
     estimate_micros: int
     billed_micros: Fraction
+    on_bill: bool  # whether any usage line of the billed days is this resource's
 
     @property
     def status(self) -> str:
-        if self.billed_micros == 0 and self.estimate_micros != 0:
-            return "missing"  # cost measured, nothing billed: paid elsewhere, or a wrong id
-        return "matched"
+        """``missing``: cost measured, no line billed for it (paid elsewhere, or a wrong id). A
+        line at zero (usage a commitment covers, in FOCUS) is on the bill: ``matched``."""
+        return "matched" if self.on_bill or self.estimate_micros == 0 else "missing"
 
 
 @dataclass
@@ -340,6 +341,7 @@ def _reconcile_billed(
             provider_id=provider.get((kind, name), ""),
             estimate_micros=estimate.get((kind, name), 0),
             billed_micros=sum((billed.get((kind, name), {}).get(day, Fraction(0)) for day in on_bill), Fraction(0)),
+            on_bill=any(day in on_bill for day in billed.get((kind, name), {})),
         )
         for kind, name in sorted(resources)
     ]

@@ -120,6 +120,14 @@ def test_a_node_missing_from_the_bill_is_reconciled_to_zero_and_listed() -> None
     assert done.total_micros == 100 * M
 
 
+def test_a_node_billed_at_zero_is_on_the_bill() -> None:
+    # FOCUS: usage a commitment covers has BilledCost 0; the node is on the bill, not missing
+    rows = [row(D1, "node-a", "shop", "checkout", 60 * M)]
+    done = run(rows, [line("i-0aaa", 0), line("i-0bbb", 50 * M)])
+    assert {item.name: item.status for item in done.resources} == {"node-a": "matched", "node-b": "matched"}
+    assert done.rows[("shop", "checkout", None, "workload")] == 0
+
+
 def test_days_the_bill_does_not_cover_stay_on_estimate() -> None:
     rows = [row(D1, "node-a", "shop", "checkout", 60 * M), row(D2, "node-a", "shop", "checkout", 60 * M, other=5 * M)]
     done = run(rows, [line("i-0aaa", 50 * M)], days=(D1, D2), items=assets(D1) + assets(D2))
