@@ -16,27 +16,12 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
 import pytest
 
-from finops.cloudspend import ChargeCategory, CloudCost, CloudFormat, parse_cloud_costs
+from finops.cloudspend import ChargeCategory
 from finops.errors import InvalidInput
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
-FOCUS_HEADER = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,BillingCurrency,ServiceName,ResourceId,"
-FOCUS_HEADER += "SubAccountId,Tags"
-
-
-def parse_text(text: str) -> tuple[CloudFormat, list[CloudCost]]:
-    reader = csv.DictReader(io.StringIO(text))
-    assert reader.fieldnames is not None
-    return parse_cloud_costs(reader.fieldnames, reader)
-
-
-def parse_file(name: str) -> tuple[CloudFormat, list[CloudCost]]:
-    return parse_text((DATA / name).read_text())
-
+from tests.unit.test_cloudspend import FOCUS_HEADER, parse_file, parse_text
 
 CUR_HEADER = (
     "line_item_line_item_type,line_item_unblended_cost,line_item_net_unblended_cost,line_item_currency_code,"
