@@ -159,7 +159,7 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from functions.localdemo import HISTORY_DAYS, cost_api_env, load_history, measure_demo_apps, ui_host
+    from functions.localdemo import HISTORY_DAYS, cost_api_env, demo_bill, load_history, measure_demo_apps, ui_host
     from functions.localstack import local_stack, serve_function
 
     with local_stack(source=args.source, hours=args.hours) as stack:
@@ -202,6 +202,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
             print("\nMeasuring the demo applications (install backfill, two syncs each, daily history) for the UI:")
             print("\n".join(measure_demo_apps(stack, stack.ping_token)))
+            if args.source == "opencost":  # the loaded days, billed by a generated cloud bill
+                print("\nReconciling the loaded days to a generated cloud bill (finops import cloud, --basis billed):")
+                print("\n".join(demo_bill(stack, first)))
             if ui_url:
                 print(f"\nArgo CD UI extension: {ui_url} (Cost tab: ?app=argocd/web; cluster view: ?view=finops)")
             if failures:

@@ -237,6 +237,22 @@ def _show(stack: Stack) -> list[str]:
     return lines
 
 
+def demo_bill(stack: Stack, until: datetime) -> list[str]:
+    """The loaded days billed by a generated FOCUS bill (``functions.demo_bill``); lines to print.
+    A failure is a line, as for the other demo steps."""
+    import tempfile
+    from pathlib import Path
+
+    from functions.demo_bill import show_billed
+    from functions.reports.formats import load_policy
+
+    currency = load_policy(str(DEMO_POLICY)).currency
+    try:
+        return show_billed(stack, until, HISTORY_DAYS, currency, Path(tempfile.mkdtemp(prefix="finops-bill-")))
+    except (httpx.HTTPError, OSError) as exc:
+        return [f"  could not reconcile the demo bill: {type(exc).__name__}: {exc}"]
+
+
 @contextlib.contextmanager
 def ui_host(stack: Stack) -> Iterator[str | None]:
     """The Argo CD stand-in page proxying to the served ``cost_api``; yields its URL, or None (and
