@@ -61,7 +61,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 0
         assert policy is not None  # chargeback and team require --policy
         if args.report == "team":
-            _print_document(service.team_report(db, policy, query, args.team))
+            _print_document(service.team_report(db, policy, query, args.team, basis=args.basis))
             return 0
         report = service.chargeback(db, policy, query, args.by, args.basis)
         if args.format != "table" and (warned := out.warning([report.coverage])):
@@ -146,9 +146,9 @@ def add_commands(sub: Any) -> None:
         kind.add_argument("--format", choices=("table", "json", "csv"), default="table")
         if name in ("chargeback", "team"):
             kind.add_argument("--policy", required=True, help="the chargeback policy YAML")
+            kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "chargeback":
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
-            kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "team":
             kind.add_argument("--team", required=True)
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
@@ -213,6 +213,7 @@ def add_commands(sub: Any) -> None:
             s3_endpoint=args.s3_endpoint,
             require_complete=args.require_complete,
             default_cluster=_default_cluster(),
+            basis=args.basis,
         )
 
     chargeback_csv = export_kinds.add_parser("chargeback-csv", help="the chargeback report as CSV")
@@ -223,6 +224,7 @@ def add_commands(sub: Any) -> None:
     chargeback_csv.add_argument("--cluster", help="one cluster (default: all)")
     chargeback_csv.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
     chargeback_csv.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
+    chargeback_csv.add_argument("--basis", choices=BASES, help=BASIS_HELP)
     chargeback_csv.set_defaults(func=export_csv)
 
     policy = sub.add_parser("policy", help="chargeback policy files")

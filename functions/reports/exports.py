@@ -79,7 +79,9 @@ def write_with_coverage(store: ObjectStore, url: str, data: bytes, content_type:
         "period": report.period.as_document(),
         "currency": report.currency,
         "total": str(report.total),
+        "basis": report.basis,
         "coverage": report.coverage.as_document() if report.coverage else None,
+        "reconciliation": report.reconciliation,
     }
     written = store.write_bytes(coverage_target(url), json.dumps(sidecar, indent=2).encode(), "application/json")
     store.write_bytes(url, data, content_type)
@@ -214,6 +216,7 @@ def export_chargeback_csv_command(
     s3_endpoint: str | None,
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
+    basis: str | None = None,
 ) -> int:
     """``finops export chargeback-csv``: the chargeback report as CSV, and its coverage sidecar,
     to a path or S3. The policy is loaded before connecting, as for ``export_focus_command``."""
@@ -221,7 +224,7 @@ def export_chargeback_csv_command(
         query = ReportQuery(
             month_period(month), cluster, require_complete=require_complete, default_cluster=default_cluster
         )
-        report = chargeback(db, policy, query, by)
+        report = chargeback(db, policy, query, by, basis)
     finally:
         db.close()
     url = resolve_target(target, f"chargeback-{cluster or 'all'}-{month}.csv")

@@ -158,12 +158,15 @@ def _ratio(used: Decimal, billed: Decimal) -> str | None:
     return None if not billed else str((used / billed).quantize(Decimal("0.01")))
 
 
-def team_report(db: Database, policy: Policy, query: ReportQuery, team: str, *, top: int = 5) -> ReportDocument:
+def team_report(
+    db: Database, policy: Policy, query: ReportQuery, team: str, *, top: int = 5, basis: str | None = None
+) -> ReportDocument:
     """The monthly team report: total and change against the previous month, the most expensive
     namespaces, requests against usage, and the team's share of idle and shared cost. It stands on
-    both months, so both carry their coverage and both are held to the same refusals."""
-    current = chargeback(db, policy, query)
-    before = chargeback(db, policy, replace(query, period=previous_month(query.period)))
+    both months, so both carry their coverage and both are held to the same refusals. The totals
+    are on ``basis`` (the chargeback's); the namespaces' costs are measured (estimate)."""
+    current = chargeback(db, policy, query, basis=basis)
+    before = chargeback(db, policy, replace(query, period=previous_month(query.period)), basis=basis)
     assert current.coverage is not None and before.coverage is not None  # chargeback always sets it
     line = next((li for li in current.lines if li.owner == team and li.kind.value == "owner"), None)
     previous = next((li for li in before.lines if li.owner == team and li.kind.value == "owner"), None)
@@ -178,6 +181,7 @@ def team_report(db: Database, policy: Policy, query: ReportQuery, team: str, *, 
         "team": team,
         "period": query.period.as_document(),
         "currency": policy.currency,
+        "basis": current.basis,
         "total": str(total),
         "previous_total": str(last),
         "change": str(total - last),
@@ -221,7 +225,12 @@ def daily_view(db: Database, query: ReportQuery) -> ReportDocument:
         {"day": day.isoformat(), "owners": {k: format_amount(v) for k, v in sorted(owners.items())}}
         for day, owners in sorted(days.items())
     ]
-    body = {"period": query.period.as_document(), "coverage": coverage.as_document(), "days": listed}
+    body = {
+        "period": query.period.as_document(),
+        "basis": "estimate",
+        "coverage": coverage.as_document(),
+        "days": listed,
+    }
     return ReportDocument(body, (coverage,))
 
 
