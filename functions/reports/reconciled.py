@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
@@ -139,16 +140,18 @@ def document(reconciled: Reconciled, report: Report, estimate: Report | None) ->
             }
         )
     before = {(line.kind, line.owner): line.total for line in estimate.lines} if estimate else {}
-    lines = [
-        {
-            "owner": line.owner,
-            "kind": line.kind.value,
-            "estimate": str(before.get((line.kind, line.owner), 0 * line.total)),
-            "total": str(line.total),
-            "variance": str(line.total - before.get((line.kind, line.owner), 0 * line.total)),
-        }
-        for line in report.lines
-    ]
+    lines = []
+    for line in report.lines:
+        measured = before.get((line.kind, line.owner), Decimal("0.00"))
+        lines.append(
+            {
+                "owner": line.owner,
+                "kind": line.kind.value,
+                "estimate": str(measured),
+                "total": str(line.total),
+                "variance": str(line.total - measured),
+            }
+        )
     return {"basis": reconciled.basis.value, "clusters": clusters, "lines": lines}
 
 
