@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import chargeback, charges, ingest, rollups, webhook
+from bench import chargeback, charges, ingest, reconcile, rollups, webhook
 
 
 def main() -> int:
@@ -12,6 +12,7 @@ def main() -> int:
     rollups.main()
     webhook.main()
     chargeback.main()
+    reconcile.main()
     charges.main()
     return 0
 

@@ -322,17 +322,19 @@ def _reconcile_billed(
             if guess == 0:
                 exact[day][IDLE_KEY] += bill
                 continue
+            factor = bill / guess
             for row in members:
-                exact[day][row.key] += row.compute_micros * bill / guess
-            exact[day][IDLE_KEY] += (guess - measured) * bill / guess
+                exact[day][row.key] += row.compute_micros * factor
+            exact[day][IDLE_KEY] += (guess - measured) * factor
         for kind, column in (("disk", "pv_micros"), ("load_balancer", "lb_micros")):
             bill = sum((per_day.get(day, Fraction(0)) for (k, _), per_day in billed.items() if k == kind), Fraction(0))
             weight = sum(getattr(row, column) for row in storage[day])
             if weight == 0:
                 exact[day][IDLE_KEY] += bill
                 continue
+            factor = bill / weight
             for row in storage[day]:
-                exact[day][row.key] += getattr(row, column) * bill / weight
+                exact[day][row.key] += getattr(row, column) * factor
     resources = set(estimate) | set(billed)
     return [
         ResourceVariance(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -96,7 +96,7 @@ def read(
     days = days_of(period)
     for cluster in sorted(covered):
         params: dict[str, Any] = {"cluster": cluster, "aggregation": aggregation, **window}
-        estimate = [_estimate(row) for row in db.fetch_all("reconcile_rows", **params)]
+        estimate = [_estimate(row) for row in node_rows(db, cluster, aggregation, days)]
         assets = [_asset(row) for row in db.fetch_all("reconcile_assets", **params)]
         done = reconcile(cluster, days, estimate, assets, mine.get(cluster, []), policy.reconciliation, basis)
         result.clusters.append(done)
@@ -107,6 +107,38 @@ def read(
                 result.rows.append(CostRow(cluster, namespace, owner, cost_center, micros))
         result.bills[cluster] = BillExtras(done.shared_micros, done.unreconciled_micros)
     return result
+
+
+def node_rows(db: Database, cluster: str, aggregation: str, days: list[date]) -> list[dict[str, Any]]:
+    """The cluster's cost per day, node and namespace over ``days`` (consecutive): settled days
+    from ``allocation_node_daily``, stored there by the first report that reads them (their hours
+    are final or lost, never rewritten), the others from the hourly rows."""
+    if not days:
+        return []
+    key: dict[str, Any] = {"cluster": cluster, "aggregation": aggregation}
+    span: dict[str, Any] = {"first": days[0], "last": days[-1] + timedelta(days=1)}
+    live: list[date] = []
+    for row in db.fetch_all("node_days", **key, **span):
+        if not row["stored"] and row["settled"]:
+            db.execute("store_node_day", **key, day=row["day"])
+        elif not row["stored"]:
+            live.append(row["day"])
+    rows = db.fetch_all("stored_node_rows", **key, **span)
+    for first, last in _runs(live):
+        start, end = (datetime.combine(day, time(), UTC) for day in (first, last))
+        rows += db.fetch_all("reconcile_rows", **key, start=start, end=end)
+    return rows
+
+
+def _runs(days: list[date]) -> list[tuple[date, date]]:
+    """Consecutive days as half-open ranges."""
+    runs: list[list[date]] = []
+    for day in days:
+        if runs and runs[-1][1] == day:
+            runs[-1][1] = day + timedelta(days=1)
+        else:
+            runs.append([day, day + timedelta(days=1)])
+    return [(first, last) for first, last in runs]
 
 
 def document(reconciled: Reconciled, report: Report, estimate: Report | None) -> dict[str, Any]:
@@ -157,13 +189,7 @@ def document(reconciled: Reconciled, report: Report, estimate: Report | None) ->
 
 def _ranges(days: Iterable[date]) -> list[dict[str, str]]:
     """Consecutive days as half-open ranges ``[start, end)``."""
-    ranges: list[list[date]] = []
-    for day in sorted(days):
-        if ranges and ranges[-1][1] == day:
-            ranges[-1][1] = day + timedelta(days=1)
-        else:
-            ranges.append([day, day + timedelta(days=1)])
-    return [{"start": start.isoformat(), "end": end.isoformat()} for start, end in ranges]
+    return [{"start": first.isoformat(), "end": last.isoformat()} for first, last in _runs(sorted(days))]
 
 
 def _charge(row: Mapping[str, Any]) -> BillCharge:

@@ -117,6 +117,10 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
 -- With the allocations' monthly partitions (ALLOCATION_RETENTION_MONTHS): the same cutoff.
 DELETE FROM cluster_assets WHERE hour < %(cutoff)s;
 
+-- name: delete_expired_node_days
+WITH rows AS (DELETE FROM allocation_node_daily WHERE day < %(cutoff)s)
+DELETE FROM allocation_node_days WHERE day < %(cutoff)s;
+
 -- name: cost_by_owner
 -- The local stack's summary: cost per team and namespace over [start, end), idle on its own line.
 SELECT * FROM (
@@ -1199,7 +1203,8 @@ FROM cluster_assets
 WHERE hour >= %(start)s AND hour < %(end)s;
 
 -- name: reconcile_rows
--- One cluster's estimated cost per UTC day, node and namespace: what reconciliation scales.
+-- One cluster's estimated cost per UTC day, node and namespace over [start, end), read from the
+-- hourly rows: for the days not stored in allocation_node_daily (the caller asks per range).
 SELECT (hour AT TIME ZONE 'UTC')::date AS day, coalesce(node, '') AS node, namespace, entry_kind,
        nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
        sum(coalesce(total_cost_micros, 0)) AS total, sum(coalesce(pv_cost_micros, 0)) AS pv,
@@ -1208,6 +1213,43 @@ SELECT (hour AT TIME ZONE 'UTC')::date AS day, coalesce(node, '') AS node, names
 FROM provider_allocations
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
 GROUP BY 1, 2, 3, 4, 5, 6;
+
+-- name: stored_node_rows
+-- The same, for the days [first, last) allocation_node_daily holds.
+SELECT day, node, namespace, entry_kind, nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
+       total_micros AS total, pv_micros AS pv, lb_micros AS lb, other_micros AS other
+FROM allocation_node_daily
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND day >= %(first)s AND day < %(last)s;
+
+-- name: node_days
+-- Of the days [first, last): whether allocation_node_daily holds it, and whether it may now (its 24
+-- hours are all final or lost in the ledger, so its rows will not change). Dates are UTC days.
+SELECT d::date AS day,
+       EXISTS (SELECT 1 FROM allocation_node_days n
+               WHERE n.cluster = %(cluster)s AND n.aggregation = %(aggregation)s AND n.day = d::date) AS stored,
+       (SELECT count(*) FROM allocation_hours h
+        WHERE h.cluster = %(cluster)s AND h.aggregation = %(aggregation)s AND h.state IN ('final', 'lost')
+          AND h.hour >= d AT TIME ZONE 'UTC' AND h.hour < (d + interval '1 day') AT TIME ZONE 'UTC') = 24 AS settled
+FROM generate_series(%(first)s::date, %(last)s::date - 1, interval '1 day') AS d
+ORDER BY 1;
+
+-- name: store_node_day
+-- A settled day's cost per node and namespace, stored once (a concurrent report storing the same
+-- day first makes this one a no-op).
+WITH marked AS (
+    INSERT INTO allocation_node_days (cluster, aggregation, day) VALUES (%(cluster)s, %(aggregation)s, %(day)s)
+    ON CONFLICT DO NOTHING RETURNING day
+)
+INSERT INTO allocation_node_daily
+SELECT %(cluster)s, %(aggregation)s, (hour AT TIME ZONE 'UTC')::date, coalesce(node, ''), namespace, entry_kind,
+       coalesce(team, ''), coalesce(cost_center, ''), sum(coalesce(total_cost_micros, 0)),
+       sum(coalesce(pv_cost_micros, 0)), sum(coalesce(lb_cost_micros, 0)),
+       sum(coalesce(network_cost_micros, 0) + coalesce(shared_cost_micros, 0) + coalesce(external_cost_micros, 0))
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND EXISTS (SELECT 1 FROM marked)
+  AND hour >= %(day)s::date::timestamp AT TIME ZONE 'UTC'
+  AND hour < (%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC'
+GROUP BY 3, 4, 5, 6, 7, 8;
 
 -- name: reconcile_assets
 -- One cluster's assets per UTC day: a node's estimate is its CPU, RAM and GPU cost and adjustment (what its

@@ -301,3 +301,27 @@ def test_amortised_stands_on_effective_cost(world: World, fmt: str) -> None:
     effective = sum(bill.usage_of(instance_id(a.provider_id), a.day, amortised=True) for a in mine)
     assert node_b["billed"] == str(cents(effective))
     assert Fraction(node_b["billed"]) < Fraction(node_b["estimate"]) * NODE_FACTORS[SP_NODE]  # the plan saves
+
+
+def test_settled_days_per_node_are_stored_once_and_read_back_unchanged(world: World) -> None:
+    world.bill("cur2", 2)
+    with world.db.connection() as conn:
+        conn.execute("DELETE FROM allocation_node_daily")
+        conn.execute("DELETE FROM allocation_node_days")
+    live = world.chargeback(world.policy(), "billed").to_document()  # reads the hourly rows, stores the days
+    with world.db.connection() as conn:
+        stored = conn.execute("SELECT day FROM allocation_node_days ORDER BY day").fetchall()
+        differing = conn.execute(
+            """SELECT count(*) AS n FROM (
+                 (SELECT day, node, namespace, entry_kind, team, cost_center, total_micros, pv_micros, lb_micros,
+                         other_micros FROM allocation_node_daily)
+                 EXCEPT
+                 (SELECT (hour AT TIME ZONE 'UTC')::date, coalesce(node, ''), namespace, entry_kind,
+                         coalesce(team, ''), coalesce(cost_center, ''), sum(total_cost_micros), sum(pv_cost_micros),
+                         sum(lb_cost_micros),
+                         sum(network_cost_micros + shared_cost_micros + coalesce(external_cost_micros, 0))
+                  FROM provider_allocations GROUP BY 1, 2, 3, 4, 5, 6)) AS d"""
+        ).fetchone()
+    assert [row["day"] for row in stored] == DAYS  # every hour of the month is final: every day stored
+    assert differing is not None and differing["n"] == 0
+    assert world.chargeback(world.policy(), "billed").to_document() == live  # read back: the same report
