@@ -1,5 +1,5 @@
-"""What ``finops run`` shows of the reconciliation to the cloud invoice: a FOCUS bill written for
-the demo cluster's loaded days, imported, and the month's chargeback on the ``billed`` basis.
+"""The cloud bill ``finops run`` writes for the demo cluster's loaded days, to import and show the
+month's chargeback on the ``billed`` basis (``functions.localdemo.demo_bill``).
 
 The bill is made from what the collector stored (``cluster_assets``): each node's cost per UTC
 day times ``DEMO_FACTORS`` (a savings plan on the first node, list price on the second, the GPU
@@ -17,15 +17,9 @@ import json
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
-
-import httpx
 
 from finops.money import from_micros
-from functions.localstack import Stack
-from functions.reports.cloud import import_cloud_costs
-from infra.objectstore import ObjectStore
-from infra.postgres import Database, connect
+from infra.postgres import Database
 
 DEMO_FACTORS = (Decimal("0.72"), Decimal("1.00"))  # nodes in name order; the ones after: not billed
 VOLUME_FACTOR = Decimal("0.90")
@@ -88,44 +82,3 @@ def _line(
     end = start + timedelta(days=1)
     return [str(amount), str(amount), currency, f"{start:{moment}}", f"{end:{moment}}", category, service, resource,
             "111122223333", tags]  # fmt: skip
-
-
-def show_billed(stack: Stack, until: datetime, days: int, currency: str, folder: Path) -> list[str]:
-    """Write and import the demo bill, then read the month's chargeback on both bases; lines to print."""
-    last_day = until.date()
-    first, billed_until = last_day - timedelta(days=days), last_day - timedelta(days=1)  # the last day: late
-    db = connect(stack.database_url, max_size=1)
-    try:
-        path = write_bill(db, stack.cluster, first, billed_until, currency, folder / "demo-bill.focus.csv")
-        imported = import_cloud_costs(db, str(path), ObjectStore())
-    finally:
-        db.close()
-    month = f"{first:%Y-%m}"
-    billed = _chargeback(stack, month, "billed")
-    estimate = _chargeback(stack, month, "estimate")
-    cluster = billed["reconciliation"]["clusters"][0]
-    lines = [
-        f"  cloud bill: {imported.rows} FOCUS lines from {path} ({first} to {billed_until}; the last day is late)",
-        f"  chargeback {month}: {estimate['total']} {currency} on estimate, {billed['total']} billed; "
-        f"unreconciled {cluster['unreconciled']}; billed days {_days(cluster['billed_days'])}, "
-        f"on estimate {_days(cluster['estimated_days'])}",
-    ]
-    for item in cluster["resources"]:
-        if item["kind"] == "node":
-            lines.append(f"    {item['name']}: estimate {item['estimate']}, billed {item['billed']} ({item['status']})")
-    return lines
-
-
-def _days(ranges: list[dict[str, str]]) -> str:
-    return ", ".join(f"{r['start']}..{r['end']}" for r in ranges) or "none"
-
-
-def _chargeback(stack: Stack, month: str, basis: str) -> dict[str, Any]:
-    response = httpx.get(
-        f"{stack.function_urls['cost_api']}/api/v1/chargeback",
-        params={"month": month, "basis": basis},
-        headers={"X-Finops-Proxy-Token": stack.ping_token, "Argocd-Application-Name": "argocd:cost-gate"},
-        timeout=60,
-    )
-    response.raise_for_status()
-    return dict(response.json())

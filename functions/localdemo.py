@@ -19,6 +19,9 @@ estimate for the demo applications, and the page standing in for Argo CD's host
 - **Cloud estimate**: CI's push (``CI_TOKEN``) of ``sandbox/demo/infracost.json`` for
   ``argocd/web``.
 Then the trend and the anomaly ranking are printed as ``cost_api`` answers them.
+- **Cloud bill** (``demo_bill``): the loaded days billed by a generated FOCUS bill
+  (``functions.demo_bill``), imported, and the month's chargeback on ``estimate`` and ``billed``
+  with each node's variance.
 """
 
 from __future__ import annotations
@@ -238,19 +241,47 @@ def _show(stack: Stack) -> list[str]:
 
 
 def demo_bill(stack: Stack, until: datetime) -> list[str]:
-    """The loaded days billed by a generated FOCUS bill (``functions.demo_bill``); lines to print.
-    A failure is a line, as for the other demo steps."""
+    """The loaded days billed by a generated FOCUS bill (``functions.demo_bill``), imported, and the
+    month's chargeback on both bases as ``cost_api`` answers it; lines to print. The last loaded
+    day is left out of the bill (it arrives late). A failure is a line, as for the other steps."""
     import tempfile
     from pathlib import Path
 
-    from functions.demo_bill import show_billed
+    from functions.demo_bill import write_bill
+    from functions.reports.cloud import import_cloud_costs
     from functions.reports.formats import load_policy
+    from infra.objectstore import ObjectStore
 
     currency = load_policy(str(DEMO_POLICY)).currency
+    first = until.date() - timedelta(days=HISTORY_DAYS)
+    billed_until = until.date() - timedelta(days=1)
+    path = Path(tempfile.mkdtemp(prefix="finops-bill-")) / "demo-bill.focus.csv"
+    db = connect(stack.database_url, max_size=1)
     try:
-        return show_billed(stack, until, HISTORY_DAYS, currency, Path(tempfile.mkdtemp(prefix="finops-bill-")))
+        write_bill(db, stack.cluster, first, billed_until, currency, path)
+        imported = import_cloud_costs(db, str(path), ObjectStore())
+        month = f"{first:%Y-%m}"
+        billed = _read(stack, f"/chargeback?month={month}&basis=billed", GATE)
+        estimate = _read(stack, f"/chargeback?month={month}&basis=estimate", GATE)
     except (httpx.HTTPError, OSError) as exc:
         return [f"  could not reconcile the demo bill: {type(exc).__name__}: {exc}"]
+    finally:
+        db.close()
+    cluster = billed["reconciliation"]["clusters"][0]
+    lines = [
+        f"  cloud bill: {imported.rows} FOCUS lines from {path} ({first} to {billed_until}; the last day is late)",
+        f"  chargeback {month}: {estimate['total']} {currency} on estimate, {billed['total']} billed; "
+        f"unreconciled {cluster['unreconciled']}; billed days {_days(cluster['billed_days'])}, "
+        f"on estimate {_days(cluster['estimated_days'])}",
+    ]
+    for item in cluster["resources"]:
+        if item["kind"] == "node":
+            lines.append(f"    {item['name']}: estimate {item['estimate']}, billed {item['billed']} ({item['status']})")
+    return lines
+
+
+def _days(ranges: list[dict[str, str]]) -> str:
+    return ", ".join(f"{r['start']}..{r['end']}" for r in ranges) or "none"
 
 
 @contextlib.contextmanager
