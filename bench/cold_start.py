@@ -8,6 +8,10 @@ with the production functions-framework command, interleaved, median of ``COLD_S
    connecting to PostgreSQL and checking the schema); the first request through the app in
    process (no gunicorn). What the served time adds to them is the interpreter's start, gunicorn's
    master and the worker it forks, and HTTP.
+3. ``create_app`` by library, in one more fresh interpreter per start, under ``-X importtime``
+   (which slows imports a little): the self time of the modules it imports, grouped by
+   ``LIBRARIES``; the rest of ``create_app`` is ours (our modules, settings, the warm-up's
+   connection and schema check).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +51,23 @@ t3 = time.perf_counter()
 print(json.dumps({"phases": [t1 - t0, t2 - t1, t3 - t2], "status": answer.status_code}))
 """
 
+# Run under -X importtime: argv[1] target, argv[2] source. Imports after the marker are create_app's.
+_IMPORTS_CODE = """
+import sys, time
+import functions_framework
+print("finops-bench: create_app", file=sys.stderr, flush=True)
+t = time.perf_counter()
+functions_framework.create_app(sys.argv[1], sys.argv[2])
+print(f"finops-bench: took {time.perf_counter() - t}", file=sys.stderr, flush=True)
+"""
+LIBRARIES = {  # top-level modules of each library that create_app imports
+    "psycopg": ("psycopg", "psycopg_binary", "psycopg_pool"),
+    "asyncio": ("asyncio",),
+    "pydantic": ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions"),
+    "pydantic-settings": ("pydantic_settings", "dotenv"),
+}
+OURS = ("finops", "functions", "infra")
+
 Body = Callable[[int], dict[str, Any]]
 Hook = Callable[[str], dict[str, Any]]  # a webhook body for a revision
 
@@ -58,10 +79,20 @@ def polls(hook: Hook, prefix: str) -> Body:
 
 @dataclass(frozen=True)
 class Start:
-    """One function's cold starts: served seconds, and seconds per phase, one list per start."""
+    """One function's cold starts: served seconds, seconds per phase, and ``create_app``'s
+    seconds by library (``imports``), one list or mapping per start."""
 
     served: list[float]
     phases: list[list[float]]
+    imports: list[dict[str, float]] = field(default_factory=list)
+
+    def imports_line(self) -> str:
+        if not self.imports:
+            return ""
+        parts = "   ".join(
+            f"{name} {statistics.median(i.get(name, 0.0) for i in self.imports) * 1000:.0f}" for name in self.imports[0]
+        )
+        return f"\n           create_app by library (ms, -X importtime): {parts}"
 
     def line(self, label: str) -> str:
         runs = "(" + ", ".join(f"{s * 1000:.0f}" for s in self.served) + ")"
@@ -69,7 +100,10 @@ class Start:
             f"{name.split(' (')[0]} {statistics.median(p[i] for p in self.phases) * 1000:.0f}"
             for i, name in enumerate(PHASES)
         )
-        return f"  {label:<8} {statistics.median(self.served) * 1000:6.0f} ms {runs}\n           phases (ms): {parts}"
+        return (
+            f"  {label:<8} {statistics.median(self.served) * 1000:6.0f} ms {runs}\n           phases (ms): {parts}"
+            + self.imports_line()
+        )
 
 
 @contextlib.contextmanager
@@ -117,6 +151,32 @@ def phases(target: str, source: Path, env: dict[str, str], body: dict[str, Any],
     return [float(p) for p in measured["phases"]]
 
 
+def imports(target: str, source: Path, env: dict[str, str]) -> dict[str, float]:
+    """Seconds of ``create_app`` by library in a fresh interpreter under ``-X importtime``: the
+    self times of the modules it imports, by ``LIBRARIES``, the other libraries (the standard
+    library's included) together, and the rest (``ours``: our modules, whose lazily imported
+    bodies importtime does not list, and the warm-up)."""
+    command = [sys.executable, "-X", "importtime", "-c", _IMPORTS_CODE, target, str(source)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    lines = result.stderr.splitlines()
+    if result.returncode != 0 or "finops-bench: create_app" not in lines:
+        raise RuntimeError(f"{target}: imports not measured: {result.stderr.strip()[-500:]}")
+    group = {module: name for name, modules in LIBRARIES.items() for module in modules}
+    seconds = dict.fromkeys([*LIBRARIES, "other libraries", "ours"], 0.0)
+    total = 0.0
+    for line in lines[lines.index("finops-bench: create_app") + 1 :]:
+        if line.startswith("finops-bench: took "):
+            total = float(line.removeprefix("finops-bench: took "))
+            break
+        if line.startswith("import time:") and line.count("|") == 2:
+            own, _, name = line.removeprefix("import time:").split("|")
+            top = name.strip().split(".")[0]
+            if top not in OURS and own.strip().isdigit():
+                seconds[group.get(top, "other libraries")] += int(own) / 1e6
+    seconds["ours"] = max(0.0, total - sum(seconds.values()))
+    return seconds
+
+
 def trivial_command(port: int) -> list[str]:
     """The production functions-framework command, with the trivial function as its source."""
     command = functions_framework_command("ack", port)
@@ -142,6 +202,7 @@ def measure(stack: Stack, ours_env: dict[str, str], hook: Hook, token: str) -> t
             )
         )
         ours.phases.append(phases("on_sync", main_py, env, hook(f"phases-{run}"), token))
+        ours.imports.append(imports("on_sync", main_py, env))
         port = free_port()
         env = stack.function_env("ack", PORT=str(port), THREADS=ours_env["THREADS"])
         floor.served.append(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from finops.allocations import DEFAULT_AGGREGATION
 from infra.settings.base import (
@@ -11,13 +10,15 @@ from infra.settings.base import (
     EventReceiverSettings,
     KubeSettings,
     PingSettings,
+    Settings,
+    SettingsConfig,
 )
 
 
-class BillingSettings(BaseSettings):
+class BillingSettings(Settings):
     """Where OpenCost's custom pricing lives (the active PriceBook is rendered there)."""
 
-    model_config = SettingsConfigDict(defer_build=True)  # validators built when first loaded: cold start
+    model_config = SettingsConfig(defer_build=True)  # validators built when first loaded: cold start
 
     OPENCOST_NAMESPACE: str = "opencost"
     """Namespace of OpenCost's Deployment and pricing ConfigMap."""

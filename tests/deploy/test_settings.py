@@ -20,7 +20,6 @@ import re
 
 import pytest
 from pydantic import SecretStr
-from pydantic_settings import BaseSettings
 
 from functions.cli_ops import INSTALL_ENV, PING_ENV
 from functions.targets import TARGETS
@@ -34,10 +33,11 @@ from infra.settings import (
     ReconcileSettings,
     load,
 )
+from infra.settings.base import Settings
 from tests.deploy import manifests
 from tests.deploy.manifests import Obj
 
-SETTINGS: dict[str, type[BaseSettings]] = {
+SETTINGS: dict[str, type[Settings]] = {
     "collect_allocations": CollectAllocationsSettings,
     "on_sync": OnSyncSettings,
     "backfill": BackfillSettings,
@@ -64,7 +64,7 @@ def test_every_target_has_a_settings_class_and_one_service() -> None:
     assert set(manifests.services_by_target()) == set(TARGETS)
 
 
-def _secret_fields(cls: type[BaseSettings]) -> set[str]:
+def _secret_fields(cls: type[Settings]) -> set[str]:
     return {name for name, field in cls.model_fields.items() if field.annotation in (SecretStr, SecretStr | None)}
 
 
