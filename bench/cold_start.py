@@ -61,9 +61,9 @@ functions_framework.create_app(sys.argv[1], sys.argv[2])
 print(f"finops-bench: took {time.perf_counter() - t}", file=sys.stderr, flush=True)
 """
 LIBRARIES = {  # top-level modules of each library that create_app imports
-    "psycopg": ("psycopg", "psycopg_binary", "psycopg_pool"),
+    "psycopg": ("psycopg", "psycopg_binary", "psycopg_pool", "typing_extensions"),  # psycopg._compat's
     "asyncio": ("asyncio",),
-    "pydantic": ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions"),
+    "pydantic": ("pydantic", "pydantic_core", "annotated_types", "typing_inspection"),
     "pydantic-settings": ("pydantic_settings", "dotenv"),
 }
 OURS = ("finops", "functions", "infra")

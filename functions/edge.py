@@ -19,25 +19,30 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 import flask
-from pydantic import BaseModel, SecretStr, ValidationError
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
 from functions.runs import Run, recorded_run
 from infra import logs
 from infra.postgres import Database, apply_migrations, check_schema, connect
 from infra.postgres.database import Timeouts
-from infra.settings import CommonSettings, KubeSettings, OpenCostSettings, load
+from infra.settings import load
 
-if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs neither
+if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
+    from pydantic import BaseModel, SecretStr, ValidationError
+
     from infra.kube import KubeClient
     from infra.opencost import OpenCostClient
     from infra.prometheus import PrometheusClient
+    from infra.settings import CommonSettings, KubeSettings, OnSyncSettings, OpenCostSettings
+
+    # on_sync's settings are read without pydantic (infra.settings.plain), the others' with it
+    Common = CommonSettings | OnSyncSettings
 
 log = logging.getLogger("finops.edge")
 
 MAX_BODY_BYTES = 64 * 1024
-S = TypeVar("S", bound=CommonSettings)
-M = TypeVar("M", bound=BaseModel)
+S = TypeVar("S", bound="Common")
+M = TypeVar("M", bound="BaseModel")
 
 
 def settings_for(function: str, settings_class: type[S]) -> Callable[[], S]:
@@ -84,7 +89,7 @@ def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
     return OpenCostClient(url, timeout=timeout, retries=retries)
 
 
-def opencost_from(settings: OpenCostSettings, timeout: float | None = None) -> OpenCostClient:
+def opencost_from(settings: OpenCostSettings | OnSyncSettings, timeout: float | None = None) -> OpenCostClient:
     """The process's OpenCost client (one per distinct timeout, e.g. a CostJob's)."""
     return _opencost(settings.OPENCOST_URL, timeout or settings.OPENCOST_TIMEOUT_SECONDS, settings.OPENCOST_RETRIES)
 
@@ -110,7 +115,7 @@ def _kube(url: str | None, timeout: float) -> KubeClient:
     return KubeClient.from_environment(timeout_seconds=timeout)
 
 
-def kube_from(settings: KubeSettings, timeout: float | None = None) -> KubeClient:
+def kube_from(settings: KubeSettings | OnSyncSettings, timeout: float | None = None) -> KubeClient:
     """The process's Kubernetes client: ``KUBE_API_URL``, else in-cluster, else ``KUBECONFIG``."""
     return _kube(settings.KUBE_API_URL, timeout or settings.KUBE_TIMEOUT_SECONDS)
 
@@ -129,7 +134,7 @@ os.register_at_fork(after_in_child=_forget_clients)
 _database_lock = threading.Lock()
 
 
-def database_from(settings: CommonSettings) -> Database:
+def database_from(settings: Common) -> Database:
     """The process's pool; one, however many threads ask first (the worker's background connect
     and its first requests: ``functools.cache`` alone would let each build a pool)."""
     with _database_lock:
@@ -147,7 +152,7 @@ _secret_files: dict[str, tuple[tuple[int, int, int], str]] = {}
 _secret_files_lock = threading.Lock()
 
 
-def current_secret(settings: CommonSettings, name: str) -> str | None:
+def current_secret(settings: Common, name: str) -> str | None:
     """The current value of the token ``name``: the file ``SECRETS_DIR/name`` when there is one
     (re-read whenever its inode, size or mtime changes: the kubelet replaces a mounted Secret's
     files when the Secret changes), else the setting read at cold start."""
@@ -170,8 +175,8 @@ def current_secret(settings: CommonSettings, name: str) -> str | None:
                     _secret_files[path] = cached = (key, value)
             if cached[1]:  # an empty file (a key being rewritten) keeps the cold-start value
                 return cached[1]
-    configured = getattr(settings, name, None)
-    return configured.get_secret_value() if isinstance(configured, SecretStr) else None
+    reveal = getattr(getattr(settings, name, None), "get_secret_value", None)  # a Secret or a SecretStr
+    return reveal() if callable(reveal) else None
 
 
 def bearer_matches(header: str, token: str | None) -> bool:
@@ -288,7 +293,7 @@ def read_json(request: flask.Request, limit: int = MAX_BODY_BYTES, empty: str | 
 
 
 def validation_message(exc: ValidationError) -> str:
-    """``field.path: message`` of a validation error's first problem."""
+    """``field.path: message`` of a pydantic validation error's first problem."""
     error = exc.errors(include_url=False)[0]
     where = ".".join(str(part) for part in error["loc"]) or "body"
     return f"{where}: {error['msg']}"
@@ -296,6 +301,8 @@ def validation_message(exc: ValidationError) -> str:
 
 def parse_body(request: flask.Request, model: type[M]) -> M:
     """The JSON body (see ``read_json``) as ``model``; 400 names the bad field."""
+    from pydantic import ValidationError
+
     data = read_json(request)
     try:
         return model.model_validate(data)

@@ -41,12 +41,15 @@ _AUTHORIZATION = re.compile(
 # What every pattern above needs: a text without any of these has nothing for them to remove.
 _MAYBE_CREDENTIAL = re.compile(r"[@=]|[Bb]earer|BEARER|Basic")
 _secrets: set[str] = set()
+_escaped_secrets: set[str] = set()
 
 
 def register_secret(value: str | None) -> None:
     """Redact ``value`` wherever it appears from now on (short values are ignored: too common)."""
     if value and len(value) >= 4:
         _secrets.add(value)
+        if json.dumps(value)[1:-1] != value:  # JSON would escape some of it: look for it field by field
+            _escaped_secrets.add(value)
 
 
 def redact(text: str) -> str:
@@ -105,7 +108,23 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.exc_info and record.levelno >= logging.ERROR:
             line["stacktrace"] = self.formatException(record.exc_info)
-        return json.dumps(redact_value(line), separators=(",", ":"))
+        return _plain_line(line) or json.dumps(redact_value(line), separators=(",", ":"))
+
+
+def _plain_line(line: dict[str, Any]) -> str | None:
+    """``line`` as JSON when it holds nothing ``redact`` would change, else ``None`` (the caller
+    redacts field by field). One scan of the serialised line instead of one per field: a
+    credential pattern needs ``@``, ``=``, ``Bearer`` or ``Basic``, which JSON never escapes, and
+    a registered secret is looked for only when JSON writes it as is."""
+    if _escaped_secrets:
+        return None
+    try:
+        text = json.dumps(line, separators=(",", ":"))
+    except (TypeError, ValueError):  # a value JSON cannot write as is (redact_value makes it a string)
+        return None
+    if _MAYBE_CREDENTIAL.search(text) or any(secret in text for secret in _secrets):
+        return None
+    return text
 
 
 class TextFormatter(logging.Formatter):

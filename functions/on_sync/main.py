@@ -47,7 +47,6 @@ from functions.edge import (
     edge,
     kube_from,
     opencost_from,
-    parse_body,
     read_json,
     require_bearer,
     require_event_token,
@@ -115,7 +114,7 @@ def _skip_reason(hook: SyncWebhook, gate: str) -> str | None:
 
 def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
     require_bearer(request, current_secret(s, "WEBHOOK_TOKEN") or "")
-    hook = parse_body(request, SyncWebhook)
+    hook = SyncWebhook.parse(read_json(request))
     run.trigger = "argocd"
     run.counts = {"app": hook.identity, "revision": hook.revision_key}
     notes = _skipped_resources(hook)
@@ -139,7 +138,7 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
         revision=hook.revision_key,
         finished_at=hook.finishedAt,
         resources=[
-            r.model_dump()
+            r.as_dict()
             for r in hook.resources or []
             if r.namespace in ("", hook.destinationNamespace)  # the share is the destination's pods only
         ],

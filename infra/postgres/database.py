@@ -171,9 +171,12 @@ class Database:
                 _used(conn)
 
     def check(self, timeout: float) -> None:
-        """Get a working connection within ``timeout`` seconds, or ``DatabaseUnavailable``."""
+        """Get a working connection within ``timeout`` seconds, or ``DatabaseUnavailable``. The
+        connection counts as just used: the next request takes it without the pool's check (a
+        forked worker's first request, after the background connect, saves that round trip)."""
         with wrap_errors(), _explained(self.pool, timeout), self.pool.connection(timeout=timeout) as conn:
             conn.execute("SELECT 1")
+            _used(conn)
 
     def execute(self, query: str, /, conn: Connection | None = None, **params: Any) -> int:
         with self._cursor(conn) as cur:

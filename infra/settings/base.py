@@ -1,4 +1,6 @@
-"""The settings every function shares, the building blocks of each function's, and how they load.
+"""The settings every function shares, the building blocks of each function's, as pydantic models
+(``on_sync``'s and the serving settings are read without pydantic: ``infra.settings.plain``, which
+also holds ``load``, ``environment`` and ``ConfigError``, re-exported here).
 
 Each class is a pydantic model read from the environment by ``load``, the way pydantic-settings'
 ``BaseSettings`` read it (every field is a scalar: the variable's text is validated as-is), without
@@ -6,28 +8,23 @@ importing pydantic-settings: 13 to 30 ms of every cold start, and scale-to-zero 
 for each one. ``Settings`` carries ``BaseSettings``' defaults (unknown fields refused, defaults
 validated, variable names matched without case unless ``case_sensitive``, empty values kept unless
 ``env_ignore_empty``). A class combining several gets the configuration pydantic merges for it, as
-before: base by base, so the last base's wins (``OnSyncSettings`` matches names without case and
-keeps empty values, although ``CommonSettings`` alone does neither).
+before: base by base, so the last base's wins (``CollectAllocationsSettings`` matches names without
+case and keeps empty values, although ``CommonSettings`` alone does neither).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from finops.errors import InvalidInput, PermanentError
+from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
-from finops.labels import validate_namespace
 from infra.logs import redact
-
-
-class ConfigError(PermanentError):
-    """The function's configuration is invalid."""
+from infra.settings.plain import ConfigError, cluster_name, database_url, environment, load, opencost_url, problems
 
 
 class SettingsConfig(ConfigDict, total=False):
@@ -97,25 +94,7 @@ class CommonSettings(Settings):
     @field_validator("CLUSTER_ID")
     @classmethod
     def _cluster_is_a_name(cls, value: str) -> str:
-        return as_config(validate_namespace, value, "CLUSTER_ID")
-
-
-class ServingSettings(Settings):
-    """How the served function protects its threads (read at import, before the target's settings)."""
-
-    model_config = SettingsConfig(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
-
-    THREADS: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
-    """gunicorn's threads (functions-framework reads the same variable; its default is 4 per CPU)."""
-
-    HEALTH_RESERVED_THREADS: int = Field(default=2, ge=1, le=64)
-    """Threads never spent receiving request bodies (at most half of ``THREADS``): ``/healthz`` and
-    bodiless requests always find one, however many uploads stall; a body arriving while all the
-    others are receiving one gets 503 at once."""
-
-    BODY_READ_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=300)
-    """A request body must arrive within this long of its headers, else 408 and the connection is
-    closed (a stalled upload frees its thread)."""
+        return cluster_name(value)
 
 
 class PingSettings(CommonSettings):
@@ -152,9 +131,7 @@ class OpenCostSettings(Settings):
     @field_validator("OPENCOST_URL")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
-            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://opencost.opencost:9003")
-        return value.rstrip("/")
+        return opencost_url(value)
 
 
 class KubeSettings(Settings):
@@ -220,44 +197,28 @@ def as_config(check: Callable[..., object], value: str, field: str) -> str:
 S = TypeVar("S", bound=Settings)
 
 
-def database_url() -> str:
-    """``DATABASE_URL`` for the ``finops`` commands, or a ``ConfigError`` saying it is unset."""
-    url = os.environ.get("DATABASE_URL")
-    if not url:
-        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
-    return url
-
-
-def environment(settings_class: type[Settings], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables of ``environ`` (the process environment) that are fields of ``settings_class``,
-    found as pydantic-settings found them: by exact name if the class is ``case_sensitive``, else
-    without regard to case; empty ones left out if it is ``env_ignore_empty``."""
-    config = settings_class.model_config
-    sensitive = bool(config.get("case_sensitive", False))
-    ignore_empty = bool(config.get("env_ignore_empty", False))
-    source = os.environ if environ is None else environ
-    found = dict(source) if sensitive else {name.lower(): value for name, value in source.items()}
-    values = {}
-    for field in settings_class.model_fields:
-        value = found.get(field if sensitive else field.lower())
-        if value is not None and not (ignore_empty and value == ""):
-            values[field] = value
-    return values
-
-
-def load(settings_class: type[S], environ: dict[str, str] | None = None) -> S:
-    """Build ``settings_class`` from the environment (or ``environ``), or raise a ``ConfigError``
-    whose message names every bad variable, e.g. ``DATABASE_URL: required``."""
-    if environ is None:
-        values = environment(settings_class)
-    else:  # only the given mapping (tests and the CLI must not pick up the caller's environment)
-        values = {k: v for k, v in environ.items() if k in settings_class.model_fields and v != ""}
+def validate(settings_class: type[S], values: dict[str, str]) -> S:
+    """``settings_class`` of the variables' texts ``values`` (``load`` found them), or a
+    ``ConfigError`` naming every bad variable."""
     try:
         return settings_class.model_validate(values)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            name = ".".join(str(part) for part in error["loc"]) or "settings"
-            message = "required" if error["type"] == "missing" else error["msg"].removeprefix("Value error, ")
-            problems.append(f"{name}: {message}")
-        raise ConfigError(f"invalid configuration of {settings_class.__name__}: " + "; ".join(problems)) from exc
+        raise ConfigError(f"invalid configuration of {settings_class.__name__}: {problems(exc)}") from exc
+
+
+__all__ = [
+    "CommonSettings",
+    "ConfigError",
+    "EventReceiverSettings",
+    "EventSettings",
+    "KubeSettings",
+    "OpenCostSettings",
+    "PingSettings",
+    "RedriveSettings",
+    "Settings",
+    "as_config",
+    "database_url",
+    "environment",
+    "load",
+    "validate",
+]

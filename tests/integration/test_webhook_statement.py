@@ -7,7 +7,9 @@
 - a run recorded early that fails afterwards has its row replaced by the failure;
 - a verb without a connection runs in autocommit and gives the connection back in transaction mode;
 - the pool checks a connection idle longer than ``RECENTLY_USED_SECONDS`` before handing it out
-  (one the server killed is replaced), and not one used a moment ago (its use fails once).
+  (one the server killed is replaced), and not one used a moment ago (its use fails once), nor one
+  ``Database.check`` has just checked (a forked worker's first request after its background
+  connect).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+import psycopg_pool
 import pytest
 
 from finops.errors import DatabaseUnavailable, InvalidInput
@@ -162,5 +165,19 @@ def test_a_connection_used_a_moment_ago_is_not_checked_so_a_dead_one_fails_once(
             db.fetch_one("recent_job_runs", function=None, limit=1)
         with db.connection() as conn:  # the pool dropped the broken connection
             assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    finally:
+        db.close()
+
+
+def test_a_connection_just_checked_is_handed_out_without_another_check(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = connect(database_url, max_size=1)
+    try:
+        db.check(10)
+        checked: list[object] = []
+        monkeypatch.setattr(psycopg_pool.ConnectionPool, "check_connection", staticmethod(checked.append))
+        db.fetch_one("recent_job_runs", function=None, limit=1)
+        assert checked == []
     finally:
         db.close()

@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from finops.applications import parse_application
 from finops.errors import InvalidInput
 from finops.labels import is_object_name, validate_label_key, validate_namespace, validate_object_name
 from functions.edge import json_depth
-from functions.on_sync.webhook import SyncWebhook
+from functions.on_sync.webhook import SyncWebhook, WebhookInvalid
 
 
 def body(**extra: Any) -> dict[str, Any]:
@@ -69,7 +68,7 @@ def test_names_follow_their_kind(kind: str, name: str, valid: bool) -> None:
 
 
 def test_unusable_resources_are_skipped_with_a_note() -> None:
-    hook = SyncWebhook.model_validate(
+    hook = SyncWebhook.parse(
         body(
             resources=[
                 {"group": "rbac.authorization.k8s.io", "kind": "Role", "name": "webhook:dynamic-serving"},
@@ -85,7 +84,7 @@ def test_unusable_resources_are_skipped_with_a_note() -> None:
 
 
 def test_a_body_cannot_fill_the_skipped_notes() -> None:
-    assert SyncWebhook.model_validate(body(skipped=["forged"])).skipped == []
+    assert SyncWebhook.parse(body(skipped=["forged"])).skipped == []
 
 
 @pytest.mark.parametrize(
@@ -106,9 +105,10 @@ def test_a_body_cannot_fill_the_skipped_notes() -> None:
     ],
 )
 def test_unstorable_values_are_refused_naming_the_field(field: str, value: object) -> None:
-    with pytest.raises(ValidationError) as caught:
-        SyncWebhook.model_validate(body(**{field: value}))
-    assert caught.value.errors()[0]["loc"][0] == field
+    with pytest.raises(WebhookInvalid) as caught:
+        SyncWebhook.parse(body(**{field: value}))
+    assert caught.value.loc[0] == field
+    assert caught.value.message.startswith(f"{field}: ")
 
 
 @pytest.mark.parametrize(
@@ -142,3 +142,31 @@ def test_the_backfill_skips_resources_it_cannot_use() -> None:
         }
     )
     assert app.resources == (("Deployment", "web"), ("ClusterRole", "system:web"))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "body: Input should be a valid dictionary or instance of SyncWebhook"),
+        ({"appNamespace": "argocd", "finishedAt": "2026-11-29T10:00:00Z"}, "app: Field required"),
+        (body(app=5), "app: Input should be a valid string"),
+        (body(project=5), "project: Input should be a valid string"),
+        (body(revisions=["a", 5]), "revisions.1: Input should be a valid string"),
+        (body(revisions=[5] * 65), "revisions: List should have at most 64 items after validation, not 65"),
+        (body(resources={}), "resources: Input should be a valid list"),
+        (
+            body(destinationName="x" * 254),
+            "destinationName: Value should have at most 253 items after validation, not 254",
+        ),
+        (body(finishedAt=5), "finishedAt: Value error, must be an RFC 3339 timestamp string"),
+        (
+            body(app="Web", appNamespace="x y"),
+            "app: Value error, 'Web' is not a valid Kubernetes name (DNS-1123 subdomain)",
+        ),
+    ],
+    ids=lambda v: str(v)[:30],
+)
+def test_a_refused_body_names_its_first_problem_as_pydantic_did(data: object, message: str) -> None:
+    with pytest.raises(WebhookInvalid) as caught:
+        SyncWebhook.parse(data)
+    assert caught.value.message == message
