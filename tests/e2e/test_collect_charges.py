@@ -92,13 +92,19 @@ def billing_kube(scenario: sandbox_opencost.Scenario) -> Iterator[sandbox_kube.K
 
 
 @pytest.fixture(scope="module")
-def billing(stack: Stack, billing_kube: sandbox_kube.KubeServer) -> Iterator[tuple[str, str]]:
-    world = replace(stack, kube_url=billing_kube.url)
-    with (
-        serve_function(world, "collect_allocations", HOURS_LOOKBACK="5") as allocations,
-        serve_function(world, "collect_charges") as charges,
-    ):
-        yield allocations, charges
+def billing(
+    stack: Stack, billing_kube: sandbox_kube.KubeServer, scenario: sandbox_opencost.Scenario
+) -> Iterator[tuple[str, str]]:
+    # OpenCost's clock stands at the end of the last hour the test pings: the Subscription is
+    # deleted at the wall clock's time, which is NOW's hour or, when the module ran across an hour,
+    # the next one; either way that hour's data must exist for its charges to become final.
+    with sandbox_opencost.serve(scenario, clock=lambda: NOW + timedelta(hours=3, minutes=59)) as opencost:
+        world = replace(stack, kube_url=billing_kube.url, opencost_url=opencost.url)
+        with (
+            serve_function(world, "collect_allocations", HOURS_LOOKBACK="5") as allocations,
+            serve_function(world, "collect_charges") as charges,
+        ):
+            yield allocations, charges
 
 
 def ping(url: str, scheduled: datetime) -> dict[str, Any]:
