@@ -150,6 +150,8 @@ def test_the_cluster_view_lists_namespaces_chargeback_and_unlabelled(screen: Scr
     ]
     assert screen.text("chargeback-sum") == money(chargeback["total"], currency)
     assert "own line, owned by platform" in screen.text("chargeback-policy")
+    assert page.get_by_test_id("chargeback-basis").get_attribute("data-basis") == chargeback["basis"] == "estimate"
+    assert screen.text("chargeback-basis").startswith("Basis: estimate")
     unlabelled = [n["namespace"] for n in namespaces if not n["owner"]]
     shown = page.get_by_test_id("unlabelled-row")
     assert shown.count() == len(unlabelled) and all(

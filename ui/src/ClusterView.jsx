@@ -76,6 +76,18 @@ function policyText(policy) {
   return `Policy: ${idle}; shared costs (namespaces: ${sharedNs}; fixed costs: ${(shared.fixed || []).length}) are split ${split}.`;
 }
 
+// What the figures stand on: OpenCost's estimate, or the cloud invoice for the days it covers.
+function basisText(data) {
+  const basis = data.basis || "estimate";
+  if (basis === "estimate") return "Basis: estimate (measured at the price book's or list prices).";
+  const clusters = (data.reconciliation && data.reconciliation.clusters) || [];
+  const parts = clusters.map((c) => {
+    const billed = (c.billed_days || []).map((r) => `${r.start} to ${r.end}`).join(", ") || "no day";
+    return `${c.cluster}: billed ${billed} (excluded ends), ${c.estimated_hours} hours still estimated, unreconciled ${formatMoney(c.unreconciled, data.currency)}`;
+  });
+  return `Basis: ${basis} (the cloud invoice). ${parts.join("; ")}`.trim();
+}
+
 function Chargeback({ data }) {
   const currency = data.currency;
   return (
@@ -85,6 +97,9 @@ function Chargeback({ data }) {
           ? `${String(data.period.start).slice(0, 10)} to ${String(data.period.end).slice(0, 10)} (excluded), ${data.currency}. `
           : ""}
         {policyText(data.policy)}
+      </p>
+      <p style={styles.muted} data-testid="chargeback-basis" data-basis={data.basis || "estimate"}>
+        {basisText(data)}
       </p>
       <table style={styles.table}>
         <thead>
