@@ -168,3 +168,53 @@ def test_rounding_happens_once_half_even_and_the_flag_agrees_with_the_figures() 
     assert (third.percent_used, third.percent_forecast) == (Decimal("33.3"), Decimal("33.3"))
     assert forecast(Budget("a", None, 3 * UNIT), at, 2 * UNIT, 0).percent_used == Decimal("66.7")
     assert forecast(Budget("a", None, 2000 * UNIT), at, UNIT, 0).percent_used == Decimal("0.0")
+
+
+def test_the_boundaries_of_the_month_and_the_method_text() -> None:
+    # The month's first instant has started (a forecast is not yet possible, but it is no error).
+    first = horizon(NOVEMBER, nov(1))
+    assert first.month_to_date is None and first.window is None
+    with pytest.raises(ValueError, match=r"^now must be timezone-aware$"):
+        horizon(NOVEMBER, datetime(2026, 11, 12))
+    # The first instant after the month: over, whatever the hours.
+    ended = horizon(NOVEMBER, datetime(2026, 12, 1, tzinfo=UTC))
+    assert ended.over and ended.method() == "the month is over: the forecast is the month's cost (all its days)"
+    at = horizon(NOVEMBER, nov(12, 9))
+    assert at.method().startswith("forecast = month-to-date (full UTC days 2026-11-01..2026-11-11) + run-rate")
+
+
+def test_a_moment_in_another_zone_is_read_in_utc() -> None:
+    from datetime import timedelta, timezone
+
+    # 2026-11-12T01:00+05:00 is 2026-11-11T20:00Z: the cut is the 11th's midnight, not the 12th's.
+    at = horizon(NOVEMBER, datetime(2026, 11, 12, 1, tzinfo=timezone(timedelta(hours=5))))
+    assert at.cut == nov(11) and "(full UTC days 2026-11-01..2026-11-10)" in at.method()
+
+
+def test_a_budget_without_a_forecast_has_no_forecast_percentage() -> None:
+    status = forecast(Budget("a", None, 100 * UNIT), horizon(NOVEMBER, nov(1, 5)), 0, 0)
+    assert status.as_document()["percent_forecast"] is None
+
+
+@pytest.mark.parametrize("value", [5, "search", b"x", {"owner": "a"}])
+def test_budgets_must_be_a_list_naming_what_was_given(value: object) -> None:
+    with pytest.raises(InvalidInput, match=r"^policy\.budgets: must be a list, got "):
+        parse_budgets(value)
+    with pytest.raises(InvalidInput, match=r'^policy\.budgets\[0\]: must be a mapping, got "search"'):
+        parse_budgets(["search"])
+    with pytest.raises(ValueError, match=r"^a budget names exactly one of owner or cost_center$"):
+        Budget(None, None, 1)
+
+
+def test_the_method_names_utc_days_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setenv("TZ", "LOCAL+12")  # POSIX for UTC-12: a UTC midnight is the day before, locally
+    time.tzset()
+    try:
+        at = horizon(NOVEMBER, nov(12, 9))
+        assert "(full UTC days 2026-11-01..2026-11-11)" in at.method()
+        assert at.cut == nov(12)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
