@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from finops.hours import truncate_to_hour
 from functions.localstack import Stack, free_port, serve_function
 from infra.postgres import Database
 from tests.e2e.test_cost_api_apps import PROXY
@@ -64,14 +65,24 @@ def get(url: str, path: str, app: str | None = "shop:web", token: str | None = P
     return httpx.get(url + path, headers=headers, timeout=30)
 
 
-def _hour(hours_ago: int) -> datetime:
-    return datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours_ago)
+def _base() -> datetime:
+    """The hour a test's ledger counts back from, read once per test, so that seeding and asserting
+    agree when the test runs across an hour. In a month's first hour it is the month's start plus
+    an hour: the newest seeded hour (an hour back) is then in the month whose unpriced share
+    data-quality reports, not in the previous one."""
+    now = truncate_to_hour(datetime.now(UTC))
+    return max(now, now.replace(day=1, hour=1))
 
 
-def seed(db: Database, *, priced_newest: bool) -> dict[str, Any]:
-    """A ledger of 6 final hours, 2 open, 3 lost; rollups of today with an unowned namespace and
-    some unpriced cost; a PriceBook that priced everything but (optionally) the newest hour."""
-    today = datetime.now(UTC).date()
+def _hour(base: datetime, hours_ago: int) -> datetime:
+    return base - timedelta(hours=hours_ago)
+
+
+def seed(db: Database, base: datetime, *, priced_newest: bool) -> dict[str, Any]:
+    """A ledger of 6 final hours, 2 open, 3 lost before ``base``; rollups of its day with an unowned
+    namespace and some unpriced cost; a PriceBook that priced everything but (optionally) the
+    newest hour."""
+    today = base.date()
     with db.connection() as conn:
         book = conn.execute(
             "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, cpu_hour,"
@@ -89,7 +100,7 @@ def seed(db: Database, *, priced_newest: bool) -> dict[str, Any]:
                 " reason) VALUES ('test', %s, %s, %s, %s, %s, %s, %s)",
                 (
                     AGG,
-                    _hour(ago),
+                    _hour(base, ago),
                     state,
                     0 if state == "lost" else 4,
                     book["id"] if priced and state != "lost" else None,
@@ -114,14 +125,17 @@ def seed(db: Database, *, priced_newest: bool) -> dict[str, Any]:
 
 
 def test_data_quality_reports_the_ledger_prices_and_owners(api: str, db: Database) -> None:
-    seed(db, priced_newest=True)
+    base = _base()
+    seed(db, base, priced_newest=True)
     answer = get(api, "/api/v1/data-quality")
     assert answer.status_code == 200, answer.text
     body = answer.json()
     ledger = body["ledger"]
-    assert ledger["newestFinalHour"] == _hour(3).strftime("%Y-%m-%dT%H:%MZ")
+    assert ledger["newestFinalHour"] == _hour(base, 3).strftime("%Y-%m-%dT%H:%MZ")
     assert (ledger["final"], ledger["open"], ledger["lost"]) == (6, 2, 3)
-    assert [h["hour"] for h in ledger["recentLost"]] == [_hour(a).strftime("%Y-%m-%dT%H:%MZ") for a in (28, 29, 30)]
+    assert [h["hour"] for h in ledger["recentLost"]] == [
+        _hour(base, a).strftime("%Y-%m-%dT%H:%MZ") for a in (28, 29, 30)
+    ]
     assert "OPENCOST_HISTORY_HOURS" in ledger["recentLost"][0]["reason"]
     assert len(ledger["recentOpen"]) == 2
     by_cost = body["unpriced"]["byCost"]
@@ -134,7 +148,7 @@ def test_data_quality_reports_the_ledger_prices_and_owners(api: str, db: Databas
 
 
 def test_an_unpriced_newest_hour_is_named(api: str, db: Database) -> None:
-    seed(db, priced_newest=False)
+    seed(db, _base(), priced_newest=False)
     body = get(api, "/api/v1/data-quality").json()
     assert "was collected with no active PriceBook" in body["pricing"]["reason"]
     assert body["unpriced"]["byHours"]["unpriced"] >= 1

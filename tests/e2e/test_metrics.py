@@ -25,6 +25,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from finops.hours import truncate_to_hour
 from finops.measurement import PodCost
 from functions.localstack import DEMO, Stack, serve_function
 from infra.postgres import Database, connect
@@ -40,10 +41,23 @@ Labels = tuple[tuple[str, str], ...]
 
 
 @pytest.fixture(scope="module")
-def world(database_url: str) -> Iterator[Stack]:
+def pinned() -> datetime:
+    """The hour the collection pins, read once: every fixture of the module agrees on it."""
+    return truncate_to_hour(datetime.now(UTC))
+
+
+@pytest.fixture(scope="module")
+def world(database_url: str, pinned: datetime) -> Iterator[Stack]:
     scenario = sandbox_opencost.load_scenario(DEMO / "scenario.yaml")
+
+    def clock() -> datetime:
+        """OpenCost's clock stands at least at the end of the pinned hour: run in the first seconds
+        of an hour, the pinned hour would otherwise have no data yet, and the collection would end
+        ``partial`` (the hour "answered empty"), which the health families' test does not expect."""
+        return max(datetime.now(UTC), pinned + timedelta(minutes=59))
+
     with (
-        sandbox_opencost.serve(scenario) as opencost,
+        sandbox_opencost.serve(scenario, clock=clock) as opencost,
         sandbox_kube.serve(seed_dir=DEMO / "kube", objects=cluster_objects(scenario)) as kube,
     ):
         yield Stack(
@@ -63,7 +77,7 @@ def metrics_url(world: Stack) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def collected(world: Stack, metrics_url: str) -> Iterator[Database]:
+def collected(world: Stack, metrics_url: str, pinned: datetime) -> Iterator[Database]:
     """The demo's last hours collected, every Application measured (and one namespace-scoped), a
     sync waiting, a Subscription priced and one not."""
     db = connect(world.database_url, max_size=4)
@@ -73,8 +87,7 @@ def collected(world: Stack, metrics_url: str) -> Iterator[Database]:
         conn.execute(f"TRUNCATE {next(iter(tables.values()))} RESTART IDENTITY CASCADE")
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with serve_function(world, "collect_allocations") as collect, serve_function(world, "backfill") as backfill:
-        now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-        assert httpx.post(collect, json={"scheduledTime": now.isoformat()}, headers=headers, timeout=120).is_success
+        assert httpx.post(collect, json={"scheduledTime": pinned.isoformat()}, headers=headers, timeout=120).is_success
         for _ in range(10):  # the backfill answers "remaining" until every namespace is measured
             answer = httpx.post(backfill, json={}, headers=headers, timeout=300)
             assert answer.status_code == 200, answer.text
@@ -94,7 +107,7 @@ def collected(world: Stack, metrics_url: str) -> Iterator[Database]:
             " now() - interval '20 minutes')",
             (CLUSTER,),
         )
-        _priced_subscription(conn, now - timedelta(hours=3))
+        _priced_subscription(conn, pinned - timedelta(hours=3))
         # An application measured without resources: its scope is its whole destination namespace.
         conn.execute(
             "INSERT INTO cost_actuals (cluster, app_namespace, app_name, destination_namespace, measured_on, scope,"
@@ -168,6 +181,20 @@ def newest_final_hour(db: Database) -> datetime:
     return row["hour"]  # type: ignore[no-any-return]
 
 
+def last_complete_hour(db: Database) -> datetime:
+    """The hour the per-hour families describe, by the rule the module documents: the newest hour
+    that is over, with rows, final or open but fetched after it ended. Usually the newest final
+    hour; the pinned hour itself when the module ran across an hour and its run wrote it after the
+    hour turned (``collected_at`` is the write's time)."""
+    (row,) = rows(
+        db,
+        "SELECT max(hour) AS hour FROM allocation_hours WHERE cluster = %s AND row_count > 0"
+        " AND hour + interval '1 hour' <= now() AND (state = 'final' OR collected_at >= hour + interval '1 hour')",
+        CLUSTER,
+    )
+    return row["hour"]  # type: ignore[no-any-return]
+
+
 def hour_rows(db: Database, hour: datetime) -> list[dict[str, Any]]:
     return rows(db, "SELECT * FROM provider_allocations WHERE cluster = %s AND hour = %s", CLUSTER, hour)
 
@@ -202,7 +229,7 @@ def test_every_family_is_exposed_for_the_demo(collected: Database, metrics_url: 
 
 def test_namespace_owner_and_cluster_figures_equal_the_hours_rows(collected: Database, metrics_url: str) -> None:
     found = samples(metrics_url)
-    hour = newest_final_hour(collected)
+    hour = last_complete_hour(collected)
     assert found["finops_cost_hour_timestamp_seconds"] == {(): hour.timestamp()}
     the_rows = hour_rows(collected, hour)
     cost: dict[Labels, int] = defaultdict(int)
@@ -273,7 +300,7 @@ def test_application_costs_by_resource_equal_their_scopes_rows(collected: Databa
     tested with it); here: each application's figures are exactly its scope's rows of the hour, by
     resource, and a namespace-scoped one is its whole destination namespace, counted from the rows."""
     found = samples(metrics_url)["finops_application_cost_per_hour"]
-    hour = newest_final_hour(collected)
+    hour = last_complete_hour(collected)
     owned = rows(
         collected,
         "SELECT * FROM finops_app_allocations(%s, 'namespace,controllerKind,controller,pod,container', %s, %s)",
@@ -344,7 +371,10 @@ def test_health_families_equal_the_tables(collected: Database, metrics_url: str)
 def test_an_open_hour_fetched_before_its_end_is_not_the_last_complete_hour(
     collected: Database, metrics_url: str
 ) -> None:
-    final = newest_final_hour(collected)
+    final = last_complete_hour(collected)
+    (before,) = rows(
+        collected, "SELECT state, collected_at FROM allocation_hours WHERE cluster = %s AND hour = %s", CLUSTER, final
+    )
     with collected.connection() as conn:  # as if the run pinned it at :05 and nothing fetched it since
         conn.execute(
             "UPDATE allocation_hours SET state = 'open', collected_at = hour + interval '5 minutes'"
@@ -364,5 +394,6 @@ def test_an_open_hour_fetched_before_its_end_is_not_the_last_complete_hour(
     finally:
         with collected.connection() as conn:
             conn.execute(
-                "UPDATE allocation_hours SET state = 'final' WHERE cluster = %s AND hour = %s", (CLUSTER, final)
+                "UPDATE allocation_hours SET state = %s, collected_at = %s WHERE cluster = %s AND hour = %s",
+                (before["state"], before["collected_at"], CLUSTER, final),
             )

@@ -90,18 +90,22 @@ def wait_for(predicate: Any, timeout: float = 20.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def namespace_truth(opencost: sandbox_opencost.OpenCostServer, record: dict[str, Any]) -> tuple[Decimal, Decimal]:
-    """What OpenCost itself says of the record's namespace over the record's window."""
+def namespace_truth(scenario: sandbox_opencost.Scenario, record: dict[str, Any]) -> tuple[Decimal, Decimal]:
+    """What OpenCost itself said of the record's namespace over the record's window, asked of an
+    OpenCost whose clock stands at the window's end: the scenario's relative starts ("-6h") count
+    from the hour of the query, and a test asking after the hour turned would get the next hour's."""
     window = f"{record['window_start']:%Y-%m-%dT%H:%M:%SZ},{record['window_end']:%Y-%m-%dT%H:%M:%SZ}"
     ns = record["destination_namespace"]
-    data = httpx.get(
-        f"{opencost.url}/allocation", params={"window": window, "aggregate": "namespace", "accumulate": "true"}
-    ).json(parse_float=Decimal)["data"][0][ns]
+    with sandbox_opencost.serve(scenario, clock=lambda: record["window_end"]) as at_measurement:
+        data = httpx.get(
+            f"{at_measurement.url}/allocation",
+            params={"window": window, "aggregate": "namespace", "accumulate": "true"},
+        ).json(parse_float=Decimal)["data"][0][ns]
     return Decimal(str(data["totalCost"])), Decimal(str(data["minutes"])) / 60
 
 
 def test_a_sync_is_accepted_fast_then_measured_with_the_right_monthly_figure(
-    on_sync_url: str, db: Database, opencost: sandbox_opencost.OpenCostServer
+    on_sync_url: str, db: Database, scenario: sandbox_opencost.Scenario
 ) -> None:
     response = post(on_sync_url, hook())
     assert response.status_code == 202, response.text
@@ -114,7 +118,7 @@ def test_a_sync_is_accepted_fast_then_measured_with_the_right_monthly_figure(
         "sync",
         "application",
     )
-    cost, hours = namespace_truth(opencost, record)
+    cost, hours = namespace_truth(scenario, record)
     assert record["cost_micros"] == int(cost * 1_000_000)
     assert record["measured_hours"] == hours
     assert record["monthly_micros"] == round(Decimal(record["cost_micros"]) * 720 / hours)
@@ -126,12 +130,12 @@ def test_a_sync_is_accepted_fast_then_measured_with_the_right_monthly_figure(
 
 
 def test_a_young_namespace_projects_from_its_hours_not_a_day(
-    on_sync_url: str, db: Database, opencost: sandbox_opencost.OpenCostServer
+    on_sync_url: str, db: Database, scenario: sandbox_opencost.Scenario
 ) -> None:
     assert post(on_sync_url, hook("fresh", dest="young")).status_code == 202
     wait_for(lambda: len(records(db)) == 1)
     (record,) = records(db)
-    _, hours = namespace_truth(opencost, record)
+    _, hours = namespace_truth(scenario, record)
     assert Decimal(6) <= hours < Decimal(7)  # started 6 h before the current hour
     assert record["monthly_micros"] == round(Decimal(record["cost_micros"]) * 720 / hours)
     assert record["monthly_micros"] > record["cost_micros"] * 100  # not x 30 of a full day
