@@ -208,10 +208,8 @@ def _charge(row: Mapping[str, Any]) -> BillCharge:
 
 
 def _direct(charge: BillCharge, row: Mapping[str, Any], basis: Basis) -> DirectCost:
-    if basis is Basis.ESTIMATE:  # as before bills were reconciled: amortised when the bill says
-        amount = charge.billed_micros if charge.effective_micros is None else charge.effective_micros
-    else:
-        amount = charge.amount(basis)
+    # On the estimate, spend outside the clusters counts as it always did: amortised when the bill says.
+    amount = charge.amount(Basis.AMORTISED if basis is Basis.ESTIMATE else basis)
     return DirectCost(
         owner=row["team"],
         cost_center=row["cost_center"],
