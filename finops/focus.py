@@ -60,60 +60,23 @@ each row is within a cent of exact in each column.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from fractions import Fraction
 
 from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report, allocate, line_of, settle
 from finops.directcosts import DirectCost, direct_line, share_out
+from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
+from finops.focus_rows import Draft, record
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
 from finops.rounding import largest_remainder
 
-COLUMNS = (
-    "BillingAccountId",
-    "BillingAccountName",
-    "BillingPeriodStart",
-    "BillingPeriodEnd",
-    "ChargePeriodStart",
-    "ChargePeriodEnd",
-    "BilledCost",
-    "EffectiveCost",
-    "ListCost",
-    "ContractedCost",
-    "BillingCurrency",
-    "ChargeCategory",
-    "ChargeClass",
-    "ChargeDescription",
-    "PricingQuantity",
-    "PricingUnit",
-    "ConsumedQuantity",
-    "ConsumedUnit",
-    "ProviderName",
-    "PublisherName",
-    "InvoiceIssuerName",
-    "ResourceId",
-    "ResourceName",
-    "SubAccountId",
-    "ServiceCategory",
-    "ServiceName",
-    "Tags",
-    "x_Cluster",
-    "x_Owner",
-    "x_LineKind",
-    "x_AllocatedCost",
-    "x_IdleCost",
-    "x_SharedCost",
-)
 UNMOUNTED = "__unmounted__"
 DEFAULT_ISSUER = "Kubernetes"
-CORE_HOURS = "Core-Hours"  # FOCUS unit format: <singular unit>-<plural time unit>
-CLOUD_ACCOUNT = ("__cloud__", "cloud spend")
-_QUANTITY = Decimal("0.000001")
 _KIND_ORDER = {kind: i for i, kind in enumerate(LineKind)}
 
 
@@ -130,24 +93,6 @@ class DailyCost:
     micros: int
     core_hours: Decimal = Decimal(0)
     is_idle: bool = False
-
-
-@dataclass
-class _Draft:
-    """A row before rounding: its line, exact [allocated, idle, shared] in micros, its fields."""
-
-    line: LineId
-    exact: list[Fraction]
-    start: datetime
-    end: datetime
-    cluster: str
-    resource: str
-    resource_name: str
-    description: str
-    tags: dict[str, str]
-    quantity: Decimal | None = None
-    service: tuple[str, str] = ("Compute", "Kubernetes")
-    cents: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
 @dataclass(frozen=True)
@@ -180,7 +125,7 @@ def build_focus(
     )
     _round(drafts, report)
     drafts.sort(key=lambda d: (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource))
-    return FocusExport(tuple(_record(d, policy, period, issuer) for d in drafts), report)
+    return FocusExport(tuple(record(d, policy, period, issuer) for d in drafts), report)
 
 
 def _day(day: date) -> tuple[datetime, datetime]:
@@ -193,7 +138,7 @@ def _tags(policy: Policy, owner: str | None, cost_center: str | None, namespace:
     return {key: value for key, value in tags.items() if value}
 
 
-def _allocated(daily: list[DailyCost], policy: Policy) -> list[_Draft]:
+def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
     shared = set(policy.shared.namespaces)
     drafts = []
     for d in daily:
@@ -202,7 +147,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[_Draft]:
         start, end = _day(d.day)
         namespace = d.namespace or UNMOUNTED
         drafts.append(
-            _Draft(
+            Draft(
                 line=line_of(CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros), LineKey.TEAM),
                 exact=[Fraction(d.micros), Fraction(0), Fraction(0)],
                 start=start,
@@ -224,7 +169,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[_Draft]:
 
 def _overhead(
     settled: dict[str, dict[LineId, list[Fraction]]], daily: list[DailyCost], policy: Policy, period: Period
-) -> list[_Draft]:
+) -> list[Draft]:
     cost_centers: dict[tuple[str, str | None], set[str]] = defaultdict(set)
     for d in daily:
         if not d.is_idle and d.cost_center:
@@ -238,7 +183,7 @@ def _overhead(
                     if d.is_idle and d.cluster == cluster:
                         start, end = _day(d.day)
                         drafts.append(
-                            _Draft(
+                            Draft(
                                 line=line,
                                 exact=[Fraction(0), Fraction(d.micros), Fraction(0)],
                                 start=start,
@@ -265,7 +210,7 @@ def _overhead(
                 centers = cost_centers.get((cluster, owned), set())
                 tags = _tags(policy, owned, next(iter(centers)) if len(centers) == 1 else None)
             drafts.append(
-                _Draft(
+                Draft(
                     line=line,
                     exact=[Fraction(0), idle, shared],
                     start=period.start,
@@ -286,7 +231,7 @@ def _piles(idle: Fraction, shared: Fraction) -> str:
 
 def _direct(
     direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
-) -> list[_Draft]:
+) -> list[Draft]:
     merged: dict[tuple[LineId, str | None, str], Fraction] = defaultdict(Fraction)
     owners: dict[tuple[LineId, str | None, str], str | None] = {}
     allocated: dict[LineId, Fraction] = defaultdict(Fraction)
@@ -303,7 +248,7 @@ def _direct(
         allocated[key[0]] += cost.within(period)
         owners[key] = cost.owner
     shared = [
-        _Draft(
+        Draft(
             line=line,
             exact=[Fraction(0), Fraction(0), amount],
             start=period.start,
@@ -318,7 +263,7 @@ def _direct(
         for line, amount in share_out(allocated, pool, policy.shared.split).items()
     ]
     return shared + [
-        _Draft(
+        Draft(
             line=line,
             exact=[amount, Fraction(0), Fraction(0)],
             start=period.start,
@@ -334,10 +279,10 @@ def _direct(
     ]
 
 
-def _round(drafts: list[_Draft], report: Report) -> None:
+def _round(drafts: list[Draft], report: Report) -> None:
     """Give each row its cents: per line and column, the report's figure shared out over the
     line's rows by largest remainder."""
-    of_line: dict[LineId, list[_Draft]] = defaultdict(list)
+    of_line: dict[LineId, list[Draft]] = defaultdict(list)
     for draft in drafts:
         of_line[draft.line].append(draft)
     for line in report.lines:
@@ -353,61 +298,3 @@ def _round(drafts: list[_Draft], report: Report) -> None:
                 draft.cents[column] = cents
     if of_line:  # pragma: no cover - every row belongs to a line of the report
         raise RuntimeError(f"rows of lines missing from the report: {sorted(of_line)}")
-
-
-def _money(cents: int) -> str:
-    return str(Decimal(cents).scaleb(-2))
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _quantity(value: Decimal) -> str:
-    return f"{value.quantize(_QUANTITY, rounding=ROUND_HALF_EVEN).normalize():f}"
-
-
-def _record(draft: _Draft, policy: Policy, period: Period, issuer: str) -> dict[str, str]:
-    billed = _money(sum(draft.cents))
-    category, service = draft.service
-    quantity = "" if draft.quantity is None else _quantity(draft.quantity)
-    unit = "" if draft.quantity is None else CORE_HOURS
-    if draft.cluster:
-        account, account_name, provider, publisher = draft.cluster, draft.cluster, issuer, "Kubernetes"
-    else:  # cloud spend
-        (account, account_name), provider, publisher = CLOUD_ACCOUNT, "Cloud", "Cloud"
-    return {
-        "BillingAccountId": account,
-        "BillingAccountName": account_name,
-        "BillingPeriodStart": _iso(period.start),
-        "BillingPeriodEnd": _iso(period.end),
-        "ChargePeriodStart": _iso(draft.start),
-        "ChargePeriodEnd": _iso(draft.end),
-        "BilledCost": billed,
-        "EffectiveCost": billed,
-        "ListCost": billed,
-        "ContractedCost": billed,
-        "BillingCurrency": policy.currency,
-        "ChargeCategory": "Adjustment" if draft.quantity is None else "Usage",
-        "ChargeClass": "",
-        "ChargeDescription": draft.description,
-        "PricingQuantity": quantity,
-        "PricingUnit": unit,
-        "ConsumedQuantity": quantity,
-        "ConsumedUnit": unit,
-        "ProviderName": provider,
-        "PublisherName": publisher,
-        "InvoiceIssuerName": issuer,
-        "ResourceId": draft.resource,
-        "ResourceName": draft.resource_name,
-        "SubAccountId": draft.cluster,
-        "ServiceCategory": category,
-        "ServiceName": service,
-        "Tags": json.dumps(draft.tags, sort_keys=True, separators=(",", ":")),
-        "x_Cluster": draft.cluster,
-        "x_Owner": draft.line[1],
-        "x_LineKind": draft.line[0].value,
-        "x_AllocatedCost": _money(draft.cents[0]),
-        "x_IdleCost": _money(draft.cents[1]),
-        "x_SharedCost": _money(draft.cents[2]),
-    }
