@@ -17,16 +17,21 @@ it in a request of its own; nothing is measured in the re-driving request.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from finops.errors import FinOpsError, TemporaryError
+from finops.errors import DatabaseUnavailable, FinOpsError, TemporaryError
 from finops.ownership import Ref
 from infra import events
 from infra.postgres import Database
+from infra.postgres.group_commit import GroupCommit
 
 if TYPE_CHECKING:  # the webhook path (accept) does not need the measurement's imports
     from functions.appcost.measure import KubeLister
@@ -91,16 +96,82 @@ def accept(db: Database, event: SyncEvent) -> tuple[int, str, bool]:
     return int(existing["id"]), str(existing["status"]), False
 
 
-def accept_recorded(db: Database, event: SyncEvent, run: dict[str, Any]) -> tuple[int, str, bool, bool]:
+Accepted = tuple[int, str, bool, bool]
+"""``(id, status, new, recorded)`` of a webhook's event and whether its run was stored with it."""
+
+MAX_GROUP = 64  # concurrent webhooks whose events and runs are stored by one statement
+
+
+def accept_recorded(db: Database, event: SyncEvent, run: dict[str, Any]) -> Accepted:
     """``accept``, and store ``run`` (a ``job_runs`` row, ``functions.runs.record_of``) in the same
     statement, its counts completed with ``sync_event`` and ``replay``: the webhook's 202 costs one
-    round trip. ``(id, status, new, recorded)``: not recorded only when a concurrent webhook for
-    the same event was committing (then the caller records the run itself)."""
-    recorded = {"run_id": run["run_id"], **{f"run_{k}": v for k, v in run.items() if k != "run_id"}}
-    row = db.fetch_one("accept_sync_webhook", **_row(event), **recorded)
-    if row is None:
-        return (*accept(db, event), False)
-    return int(row["id"]), str(row["status"]), bool(row["new"]), True
+    round trip. Concurrent calls on one pool share that statement and its commit (group commit,
+    ``infra.postgres.group_commit``): a burst of webhooks costs PostgreSQL and this process a
+    statement per group, not per webhook. ``(id, status, new, recorded)``: not recorded only when a
+    concurrent webhook in another process was committing the same event (then the caller records
+    the run itself)."""
+    return _group(db).submit((event, run))
+
+
+_groups: weakref.WeakKeyDictionary[Database, GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]]
+_groups = weakref.WeakKeyDictionary()
+_groups_lock = threading.Lock()
+
+
+def _group(db: Database) -> GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]:
+    with _groups_lock:
+        group = _groups.get(db)
+        if group is None:
+            group = _groups[db] = GroupCommit(functools.partial(_accept_group, db), MAX_GROUP)
+        return group
+
+
+def _accept_group(db: Database, items: Sequence[tuple[SyncEvent, dict[str, Any]]]) -> list[Accepted | BaseException]:
+    """One statement for ``items``: each distinct event once, each run with its event. When it
+    fails on anything but an unavailable database, each webhook is stored alone, so a bad one
+    fails only itself."""
+    events: dict[tuple[Any, ...], int] = {}
+    event_rows: list[dict[str, Any]] = []
+    run_rows: list[dict[str, Any]] = []
+    for event, run in items:
+        key = tuple(_key(event).values())
+        n = events.get(key)
+        first = n is None  # the group's first webhook of its event; the others are replays
+        if n is None:
+            n = events[key] = len(event_rows)
+            event_rows.append({"n": n, **_row(event)})
+        run_rows.append({"event": n, "first": first, **run})
+    try:
+        rows = db.fetch_all("accept_sync_webhooks", events=_json(event_rows), runs=_json(run_rows))
+    except DatabaseUnavailable:
+        raise
+    except Exception as exc:
+        if len(items) == 1:
+            return [exc]
+        return [_one(db, item) for item in items]
+    accepted: list[Accepted | BaseException] = []
+    for (event, _), run_row in zip(items, run_rows, strict=True):
+        row = rows[run_row["event"]]
+        if row["id"] is None:  # committed by another process after the statement's snapshot
+            accepted.append((*accept(db, event), False))
+        else:
+            accepted.append((int(row["id"]), str(row["status"]), bool(row["new"]) and run_row["first"], True))
+    return accepted
+
+
+def _one(db: Database, item: tuple[SyncEvent, dict[str, Any]]) -> Accepted | BaseException:
+    (result,) = _accept_group(db, [item])
+    return result
+
+
+def _json(rows: list[dict[str, Any]]) -> str:
+    return json.dumps(rows, default=_iso, separators=(",", ":"))
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not stored as JSON here")
 
 
 def _resources(stored: dict[str, Any]) -> list[Ref]:

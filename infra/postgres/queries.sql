@@ -153,35 +153,47 @@ SELECT id, status FROM sync_events
 WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
   AND revision = %(revision)s AND finished_at = %(finished_at)s;
 
--- name: accept_sync_webhook
--- The webhook's 202 in one round trip: insert_sync_event (a replay finds the stored event) and
--- its run's job_runs row, whose counts gain the event's id and whether it was a replay. No row:
--- a concurrent webhook for the same event committed after this statement's snapshot was taken;
--- the caller then uses find_sync_event and records the run itself.
-WITH inserted AS (
+-- name: accept_sync_webhooks
+-- The 202 of a group of concurrent webhooks (functions.appcost.syncs, group commit) in one round
+-- trip: each distinct event is inserted (a replay finds the stored one), and each webhook's run
+-- gets its job_runs row, whose counts gain the event's id and whether it was a replay (a run of
+-- an event another webhook of the same group inserted is one). An event without id in the answer
+-- was committed by a concurrent statement after this one's snapshot was taken: its webhooks fall
+-- back to find_sync_event and record their runs themselves.
+WITH event_in AS (
+    SELECT * FROM jsonb_to_recordset(%(events)s::jsonb) AS e(
+        n integer, cluster text, app_namespace text, app_name text, project text, destination_namespace text,
+        revision text, finished_at timestamptz, resources jsonb)
+), inserted AS (
     INSERT INTO sync_events (cluster, app_namespace, app_name, project, destination_namespace, revision,
                              finished_at, resources)
-    VALUES (%(cluster)s, %(app_namespace)s, %(app_name)s, %(project)s, %(destination_namespace)s, %(revision)s,
-            %(finished_at)s, %(resources)s)
+    SELECT cluster, app_namespace, app_name, project, destination_namespace, revision, finished_at, resources
+    FROM event_in ORDER BY n
     ON CONFLICT (cluster, app_namespace, app_name, revision, finished_at) DO NOTHING
-    RETURNING id, status
+    RETURNING id, status, cluster, app_namespace, app_name, revision, finished_at
 ), event AS (
-    SELECT id, status, true AS new FROM inserted
-    UNION ALL
-    SELECT id, status, false FROM sync_events
-    WHERE NOT EXISTS (SELECT FROM inserted)
-      AND cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
-      AND revision = %(revision)s AND finished_at = %(finished_at)s
+    SELECT e.n, coalesce(i.id, s.id) AS id, coalesce(i.status, s.status) AS status, i.id IS NOT NULL AS new
+    FROM event_in e
+    LEFT JOIN inserted i USING (cluster, app_namespace, app_name, revision, finished_at)
+    LEFT JOIN sync_events s
+      ON i.id IS NULL AND (s.cluster, s.app_namespace, s.app_name, s.revision, s.finished_at)
+                        = (e.cluster, e.app_namespace, e.app_name, e.revision, e.finished_at)
+), run_in AS (
+    SELECT * FROM jsonb_to_recordset(%(runs)s::jsonb) AS r(
+        event integer, first boolean, run_id uuid, function text, cluster text, trigger text,
+        started_at timestamptz, finished_at timestamptz, duration_ms integer, outcome text, http_status integer,
+        counts jsonb, error text)
 ), recorded AS (
     INSERT INTO job_runs (run_id, function, cluster, trigger, started_at, finished_at, duration_ms,
                           outcome, http_status, counts, error)
-    SELECT %(run_id)s, %(run_function)s, %(run_cluster)s, %(run_trigger)s, %(run_started_at)s,
-           %(run_finished_at)s, %(run_duration_ms)s, %(run_outcome)s, %(run_http_status)s,
-           %(run_counts)s || jsonb_build_object('sync_event', id, 'replay', NOT new), %(run_error)s
-    FROM event
+    SELECT r.run_id, r.function, r.cluster, r.trigger, r.started_at, r.finished_at, r.duration_ms, r.outcome,
+           r.http_status, r.counts || jsonb_build_object('sync_event', e.id, 'replay', NOT (e.new AND r.first)),
+           r.error
+    FROM run_in r JOIN event e ON e.n = r.event
+    WHERE e.id IS NOT NULL
     ON CONFLICT (run_id) DO NOTHING
 )
-SELECT id, status, new FROM event;
+SELECT n, id, status, new FROM event ORDER BY n;
 
 -- name: claim_sync_event
 -- Take an accepted event for measurement: pending, or claimed by a measurement that died.

@@ -3,6 +3,10 @@
 - a new webhook stores its sync event and its run's ``job_runs`` row in one transaction (one
   statement), the run's counts completed with the event's id and ``replay``;
 - a replay finds the stored event and records its own run;
+- concurrent webhooks stored as a group (group commit): one transaction for all, each distinct
+  event once, the group's second webhook of an event a replay, every run recorded with its event;
+  a webhook the group's statement refuses fails alone, the others are stored;
+- many threads at once, through the group commit: every event once, every run recorded;
 - a webhook racing an uncommitted twin (same event) falls back: the twin's event, run not recorded;
 - a run recorded early that fails afterwards has its row replaced by the failure;
 - a verb without a connection runs in autocommit and gives the connection back in transaction mode;
@@ -24,6 +28,7 @@ import psycopg_pool
 import pytest
 
 from finops.errors import DatabaseUnavailable, InvalidInput
+from functions.appcost import syncs
 from functions.appcost.syncs import SyncEvent, accept, accept_recorded
 from functions.runs import Run, record_of, recorded_run
 from infra.postgres import Database, connect
@@ -74,6 +79,67 @@ def test_a_replay_finds_the_stored_event_and_records_its_own_run(db: Database) -
     assert (event_id, status, new, recorded) == (first_id, "pending", False, True)
     row = job_run(db, again.run_id)
     assert row is not None and row["counts"]["replay"] is True and row["counts"]["sync_event"] == first_id
+
+
+def test_a_group_of_webhooks_is_stored_by_one_statement_each_event_once(db: Database) -> None:
+    runs = [webhook_run() for _ in range(4)]
+    items = [(event("r1"), record_of(runs[0])), (event("r2"), record_of(runs[1]))]
+    items += [(event("r1"), record_of(runs[2])), (event("r3"), record_of(runs[3]))]
+    accepted = syncs._accept_group(db, items)
+    assert all(isinstance(a, tuple) for a in accepted)
+    ids = [a[0] for a in accepted if isinstance(a, tuple)]
+    assert ids[0] == ids[2] and len({ids[0], ids[1], ids[3]}) == 3
+    new = [a[2] for a in accepted if isinstance(a, tuple)]
+    assert new == [True, True, False, True]  # the group's second webhook of r1 is a replay
+    assert {a[1:4:2] for a in accepted if isinstance(a, tuple)} == {("pending", True)}  # status, recorded
+    rows = [job_run(db, run.run_id) for run in runs]
+    assert [(r["counts"]["sync_event"], r["counts"]["replay"]) for r in rows if r] == [
+        (ids[0], False),
+        (ids[1], False),
+        (ids[0], True),
+        (ids[3], False),
+    ]
+    with db.connection() as conn:
+        stored = conn.execute("SELECT revision, xmin::text AS tx FROM sync_events ORDER BY id").fetchall()
+    assert [r["revision"] for r in stored] == ["r1", "r2", "r3"]
+    assert {r["tx"] for r in stored} | {r["tx"] for r in rows if r} == {stored[0]["tx"]}  # one transaction
+
+
+def test_a_webhook_the_groups_statement_refuses_fails_alone(db: Database) -> None:
+    good, bad = webhook_run(), webhook_run()
+    bad_record = {**record_of(bad), "outcome": "not-an-outcome"}  # job_runs' CHECK refuses it
+    accepted = syncs._accept_group(db, [(event("r1"), record_of(good)), (event("r2"), bad_record)])
+    assert isinstance(accepted[0], tuple) and accepted[0][1:] == ("pending", True, True)
+    assert isinstance(accepted[1], psycopg.errors.CheckViolation)
+    assert job_run(db, good.run_id) is not None and job_run(db, bad.run_id) is None
+    with db.connection() as conn:
+        assert [r["revision"] for r in conn.execute("SELECT revision FROM sync_events").fetchall()] == ["r1"]
+
+
+def test_many_concurrent_webhooks_store_every_event_once_and_every_run(db: Database) -> None:
+    runs = [webhook_run() for _ in range(60)]
+    results: dict[int, tuple[int, str, bool, bool]] = {}
+
+    def call(n: int) -> None:
+        results[n] = accept_recorded(db, event(f"r{n % 20}"), record_of(runs[n]))
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in range(60)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(results) == 60
+    by_revision: dict[int, set[int]] = {}
+    for n, (event_id, _, _, recorded) in results.items():
+        assert recorded
+        by_revision.setdefault(n % 20, set()).add(event_id)
+    assert all(len(ids) == 1 for ids in by_revision.values())
+    assert sum(new for _, _, new, _ in results.values()) == 20  # one new webhook per event
+    with db.connection() as conn:
+        row = conn.execute("SELECT count(*) AS n FROM sync_events").fetchone()
+        replays = conn.execute("SELECT count(*) AS n FROM job_runs WHERE (counts->>'replay')::boolean").fetchone()
+    assert row is not None and row["n"] == 20
+    assert replays is not None and replays["n"] == 40
 
 
 def test_a_webhook_racing_an_uncommitted_twin_falls_back_without_recording(db: Database, database_url: str) -> None:
