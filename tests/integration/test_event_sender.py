@@ -4,7 +4,12 @@
 - successive events share one kept-alive connection;
 - a kept-alive connection the sink closed while idle is retried once on a fresh one;
 - 429/503 are ``SinkBusy`` with the sink's ``Retry-After``, other failures ``SinkUnavailable``
-  naming the sink.
+  naming the sink;
+- any framing of the answer's body is read whole (chunked, a length, the end of the connection),
+  and the connection is kept only when the answer allows it; an answer that is not HTTP is
+  ``SinkUnavailable``;
+- a header value or path with a line break is refused before anything is sent (no header
+  injection).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class Sink:
     answer: int = 202
     retry_after: str | None = None
     close_after_answer: bool = False  # close the connection without saying so (an idle timeout)
+    raw_answer: bytes | None = None  # written as the whole answer instead, then the connection closes
     received: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -48,6 +54,10 @@ def sink() -> Iterator[Sink]:
                     "peer": self.client_address,
                 }
             )
+            if state.raw_answer is not None:
+                self.wfile.write(state.raw_answer)
+                self.close_connection = True
+                return
             self.send_response(state.answer)
             if state.retry_after:
                 self.send_header("Retry-After", state.retry_after)
@@ -119,3 +129,36 @@ def test_an_unreachable_sink_is_unavailable_naming_it() -> None:
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"
     with pytest.raises(events.SinkUnavailable, match=f"event sink {url} unreachable: ConnectionRefusedError"):
         send(url)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 202 Accepted\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+        b"HTTP/1.0 202 Accepted\r\n\r\nuntil the end of the connection",
+    ],
+    ids=["chunked", "close", "until-eof"],
+)
+def test_any_framing_of_the_answer_is_read_whole(sink: Sink, answer: bytes) -> None:
+    sink.raw_answer = answer
+    send(sink.url, 1)  # the sink closes the connection after it (kept or not, the next one is new)
+    sink.raw_answer = None
+    send(sink.url, 2)
+    assert [r["body"]["syncEventId"] for r in sink.received] == [1, 2]
+    assert len({r["peer"] for r in sink.received}) == 2
+
+
+def test_an_answer_that_is_not_http_is_unavailable(sink: Sink) -> None:
+    sink.raw_answer = b"SSH-2.0-OpenSSH_9.2\r\n"
+    with pytest.raises(events.SinkUnavailable, match="unreachable: HttpParserError"):
+        send(sink.url)
+
+
+@pytest.mark.parametrize("source", ["/finops/a\r\nX-Injected: 1/on_sync", "/finops/a\n/on_sync", "/finops/é"])
+def test_a_header_with_a_line_break_is_refused_before_sending(sink: Sink, source: str) -> None:
+    with pytest.raises(events.SinkUnavailable, match="control character"):
+        events.send(sink.url, events.SYNC_ACCEPTED, "sync-1", source, {"syncEventId": 1})
+    with pytest.raises(events.SinkUnavailable, match="control character"):
+        send(f"{sink.url}/a b")
+    assert sink.received == []
