@@ -175,9 +175,12 @@ WITH event_in AS (
     SELECT e.n, coalesce(i.id, s.id) AS id, coalesce(i.status, s.status) AS status, i.id IS NOT NULL AS new
     FROM event_in e
     LEFT JOIN inserted i USING (cluster, app_namespace, app_name, revision, finished_at)
-    LEFT JOIN sync_events s
-      ON i.id IS NULL AND (s.cluster, s.app_namespace, s.app_name, s.revision, s.finished_at)
-                        = (e.cluster, e.app_namespace, e.app_name, e.revision, e.finished_at)
+    LEFT JOIN LATERAL (  -- a replay's stored event, found by the unique key's index
+        SELECT s.id, s.status FROM sync_events s
+        WHERE i.id IS NULL AND s.cluster = e.cluster AND s.app_namespace = e.app_namespace
+          AND s.app_name = e.app_name AND s.revision = e.revision AND s.finished_at = e.finished_at
+        LIMIT 1  -- the key is unique; the limit keeps the lookup per row (never a scan of the table)
+    ) s ON true
 ), run_in AS (
     SELECT * FROM jsonb_to_recordset(%(runs)s::jsonb) AS r(
         event integer, first boolean, run_id uuid, function text, cluster text, trigger text,

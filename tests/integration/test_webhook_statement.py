@@ -7,6 +7,8 @@
   event once, the group's second webhook of an event a replay, every run recorded with its event;
   a webhook the group's statement refuses fails alone, the others are stored;
 - many threads at once, through the group commit: every event once, every run recorded;
+- a replay's stored event is found through the unique key's index, never by scanning the table
+  (the statement's cost must not grow with the events stored);
 - a webhook racing an uncommitted twin (same event) falls back: the twin's event, run not recorded;
 - a run recorded early that fails afterwards has its row replaced by the failure;
 - a verb without a connection runs in autocommit and gives the connection back in transaction mode;
@@ -33,6 +35,7 @@ from functions.appcost.syncs import SyncEvent, accept, accept_recorded
 from functions.runs import Run, record_of, recorded_run
 from infra.postgres import Database, connect
 from infra.postgres import database as database_module
+from infra.postgres.database import QUERIES
 
 
 def event(revision: str = "abc123") -> SyncEvent:
@@ -140,6 +143,24 @@ def test_many_concurrent_webhooks_store_every_event_once_and_every_run(db: Datab
         replays = conn.execute("SELECT count(*) AS n FROM job_runs WHERE (counts->>'replay')::boolean").fetchone()
     assert row is not None and row["n"] == 20
     assert replays is not None and replays["n"] == 40
+
+
+def test_a_replays_stored_event_is_found_by_index_not_by_scanning_the_table(db: Database) -> None:
+    with db.connection() as conn:
+        conn.execute(
+            "INSERT INTO sync_events (cluster, app_namespace, app_name, destination_namespace, revision, finished_at)"
+            " SELECT 'test', 'argocd', 'app-' || n, 'shop', 'r', now() FROM generate_series(1, 5000) AS n"
+        )
+        conn.execute("ANALYZE sync_events")
+    items = [(event(f"r{n}"), record_of(webhook_run())) for n in range(3)]
+    events = syncs._json([{"n": n, **syncs._row(e)} for n, (e, _) in enumerate(items)])
+    runs = syncs._json([{"event": n, "first": True, **r} for n, (_, r) in enumerate(items)])
+    with db.connection() as conn:
+        plan = conn.execute(f"EXPLAIN {QUERIES['accept_sync_webhooks']}", {"events": events, "runs": runs}).fetchall()
+        conn.rollback()
+    text = "\n".join(row["QUERY PLAN"] for row in plan)
+    assert "Seq Scan on sync_events" not in text, text
+    assert "Index Scan using sync_events_cluster_app_namespace_app_name_revision" in text, text
 
 
 def test_a_webhook_racing_an_uncommitted_twin_falls_back_without_recording(db: Database, database_url: str) -> None:
