@@ -26,15 +26,14 @@ Result = TypeVar("Result")
 
 
 class _Waiter(Generic[Item, Result]):
-    __slots__ = ("error", "item", "lead", "result", "settled", "wake")
+    __slots__ = ("error", "item", "result", "settled", "wake")
 
     def __init__(self, item: Item) -> None:
         self.item = item
         self.result: Result | BaseException | None = None
         self.error: BaseException | None = None
         self.settled = False
-        self.lead = False
-        self.wake = threading.Event()
+        self.wake: threading.Lock | None = None  # a follower's, held until it is woken
 
 
 class GroupCommit(Generic[Item, Result]):
@@ -54,10 +53,12 @@ class GroupCommit(Generic[Item, Result]):
         me: _Waiter[Item, Result] = _Waiter(item)
         with self._lock:
             self._queue.append(me)
-            me.lead = not self._leading
+            if self._leading:  # a follower
+                me.wake = threading.Lock()
+                me.wake.acquire()
             self._leading = True
-        if not me.lead:
-            me.wake.wait()  # settled by a leader, or told to lead the next batch
+        if me.wake is not None:
+            me.wake.acquire()  # released when settled by a leader, or told to lead the next batch
         if not me.settled:
             self._lead()
         if me.error is not None:
@@ -86,6 +87,7 @@ class GroupCommit(Generic[Item, Result]):
                 self._leading = follower is not None
             for waiter in batch:
                 waiter.settled = True
-                waiter.wake.set()
-            if follower is not None:
-                follower.wake.set()  # not settled: it leads the next batch
+                if waiter.wake is not None:
+                    waiter.wake.release()
+            if follower is not None and follower.wake is not None:
+                follower.wake.release()  # not settled: it leads the next batch

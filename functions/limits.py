@@ -1,0 +1,75 @@
+"""Per-replica limits of the functions that receive events, and how a replica's worker processes
+share them.
+
+A Knative replica serves with ``WORKERS`` gunicorn processes (``on_sync`` runs two: the GIL lets
+one process use one core). The limits an operator sets are per replica (``MAX_IN_FLIGHT``,
+``EVENTS_PER_SECOND``, ``EVENTS_BURST``): each worker holds an equal share of them (at least one),
+since gunicorn hands connections to whichever worker accepts first and the processes share no
+memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from finops.errors import TemporaryError
+from infra.settings import ServingSettings, load
+
+
+@functools.cache
+def workers() -> int:
+    """gunicorn's worker processes in this replica (``WORKERS``, as functions-framework reads it)."""
+    return load(ServingSettings).WORKERS
+
+
+def worker_share(per_replica: float) -> float:
+    """This worker's share of a per-replica amount."""
+    return per_replica / workers()
+
+
+def worker_count_share(per_replica: int) -> int:
+    """This worker's share of a per-replica count, rounded up (at least 1)."""
+    return max(1, math.ceil(per_replica / workers()))
+
+
+class TooManyEvents(TemporaryError):
+    """Event deliveries above this worker's rate; the sender retries after ``retry_after_seconds``."""
+
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_seconds: float) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class RateLimit:
+    """A token bucket: ``burst`` deliveries at once, refilled at ``per_second``."""
+
+    def __init__(self, per_second: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_second, self.burst, self._clock = per_second, burst, clock
+        self._tokens, self._at = float(burst), clock()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def per_replica(cls, per_second: float, burst: int) -> RateLimit:
+        """This worker's bucket of a replica's ``per_second`` and ``burst``."""
+        return cls(worker_share(per_second), worker_count_share(burst))
+
+    def take(self) -> None:
+        """Take one delivery's token, or raise ``TooManyEvents`` saying when one is free."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.per_second)
+            self._at = now
+            if self._tokens < 1:
+                wait = (1 - self._tokens) / self.per_second
+                raise TooManyEvents(
+                    f"more than {self.per_second:g} event deliveries a second on this worker "
+                    f"(EVENTS_PER_SECOND over WORKERS={workers()})",
+                    wait,
+                )
+            self._tokens -= 1
