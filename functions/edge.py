@@ -13,7 +13,6 @@ import math
 import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
@@ -213,36 +212,6 @@ def with_event_token(url: str, token: str | None) -> str:
     if not token:
         return url
     return f"{url}{'&' if '?' in url else '?'}{urlencode({'token': token})}"
-
-
-class TooManyEvents(TemporaryError):
-    """Event deliveries above this replica's rate; the sender retries after ``retry_after_seconds``."""
-
-    http_status = 429
-
-    def __init__(self, message: str, retry_after_seconds: float) -> None:
-        super().__init__(message)
-        self.retry_after_seconds = retry_after_seconds
-
-
-class RateLimit:
-    """A token bucket: ``burst`` deliveries at once, refilled at ``per_second``."""
-
-    def __init__(self, per_second: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.per_second, self.burst, self._clock = per_second, burst, clock
-        self._tokens, self._at = float(burst), clock()
-        self._lock = threading.Lock()
-
-    def take(self) -> None:
-        """Take one delivery's token, or raise ``TooManyEvents`` saying when one is free."""
-        with self._lock:
-            now = self._clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.per_second)
-            self._at = now
-            if self._tokens < 1:
-                wait = (1 - self._tokens) / self.per_second
-                raise TooManyEvents(f"more than {self.per_second:g} event deliveries a second on this replica", wait)
-            self._tokens -= 1
 
 
 MAX_JSON_DEPTH = 64

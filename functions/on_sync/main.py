@@ -22,7 +22,8 @@ the Broker, whose Trigger retries 503 with its backoff (Knative Eventing honours
 itself only with the alpha ``delivery-retryafter`` feature), or, without a sink, by the timer that
 posts it to this function's own URL once it has settled.
 
-At most ``MAX_IN_FLIGHT`` measurements run per replica; beyond that, 429.
+At most ``MAX_IN_FLIGHT`` measurements run per replica (each of its ``WORKERS`` processes holds an
+equal share, ``functions.limits``); beyond that, 429.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from finops.errors import FinOpsError, InvalidInput, TemporaryError
 from finops.hours import parse_timestamp
 from functions.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
 from functions.edge import (
-    RateLimit,
     current_secret,
     database_from,
     edge,
@@ -54,6 +54,7 @@ from functions.edge import (
     settings_for,
     with_event_token,
 )
+from functions.limits import RateLimit, worker_count_share
 from functions.on_sync.webhook import SyncWebhook
 from functions.runs import Run, record_of
 from infra import events
@@ -66,13 +67,13 @@ settings = settings_for(FUNCTION, OnSyncSettings)
 
 
 class TooManyInFlight(TemporaryError):
-    """Too many measurements in flight on this replica; retry later."""
+    """Too many measurements in flight on this worker; retry later."""
 
     http_status = 429
 
 
 class InFlight:
-    """A per-replica count of measurements, checked before accepting more work."""
+    """A worker's count of measurements, checked before accepting more work."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -86,7 +87,7 @@ class InFlight:
     def __enter__(self) -> None:
         with self._lock:
             if self._count >= self.limit:
-                raise TooManyInFlight(f"{self._count} measurements in flight on this replica (limit {self.limit})")
+                raise TooManyInFlight(f"{self._count} measurements in flight on this worker (limit {self.limit})")
             self._count += 1
 
     def __exit__(self, *_: object) -> None:
@@ -96,8 +97,8 @@ class InFlight:
 
 @functools.cache
 def in_flight() -> InFlight:
-    """This replica's count of measurements."""
-    return InFlight(settings().MAX_IN_FLIGHT)
+    """This worker's count of measurements: its share of the replica's ``MAX_IN_FLIGHT``."""
+    return InFlight(worker_count_share(settings().MAX_IN_FLIGHT))
 
 
 def _skip_reason(hook: SyncWebhook, gate: str) -> str | None:
@@ -126,7 +127,7 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
         run.error = reason
         return respond(200, {"outcome": "skipped", "reason": reason, "run_id": run.run_id, **notes})
     if in_flight().full:
-        raise TooManyInFlight(f"{in_flight().limit} measurements already in flight on this replica")
+        raise TooManyInFlight(f"{in_flight().limit} measurements already in flight on this worker")
     assert hook.destinationNamespace is not None
     run.db = database_from(s)
     event = SyncEvent(
@@ -226,7 +227,7 @@ def on_sync(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respon
 @functools.cache
 def event_rate() -> RateLimit:
     """This replica's budget of event deliveries."""
-    return RateLimit(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
+    return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
 
 
 def warm_up() -> None:

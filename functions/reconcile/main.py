@@ -20,7 +20,6 @@ import flask
 import functions_framework
 
 from functions.edge import (
-    RateLimit,
     current_secret,
     database_from,
     edge,
@@ -31,6 +30,7 @@ from functions.edge import (
     respond,
     settings_for,
 )
+from functions.limits import RateLimit
 from functions.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
 from functions.reconcile.targets import mto_target, opencost_target
 from functions.runs import Run
@@ -72,7 +72,7 @@ def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.R
 @functools.cache
 def event_rate() -> RateLimit:
     """This replica's budget of event deliveries."""
-    return RateLimit(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
+    return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
 
 
 def warm_up() -> None:

@@ -263,6 +263,10 @@ class ServingSettings(PlainSettings):
     THREADS: int = setting(int, default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
     """gunicorn's threads (functions-framework reads the same variable; its default is 4 per CPU)."""
 
+    WORKERS: int = setting(int, 1, ge=1, le=64)
+    """gunicorn's worker processes (functions-framework reads the same variable; its default is 1);
+    each holds its share of the per-replica limits (``functions.limits``)."""
+
     HEALTH_RESERVED_THREADS: int = setting(int, 2, ge=1, le=64)
     """Threads never spent receiving request bodies (at most half of ``THREADS``): ``/healthz`` and
     bodiless requests always find one, however many uploads stall; a body arriving while all the

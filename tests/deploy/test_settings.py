@@ -46,9 +46,9 @@ SETTINGS: dict[str, type[Settings | PlainSettings]] = {
     "collect_charges": CollectChargesSettings,
     "reconcile": ReconcileSettings,
 }
-# Read by functions-framework (FUNCTION_TARGET, THREADS, CLOUD_RUN_TIMEOUT_SECONDS) or set by
+# Read by functions-framework (FUNCTION_TARGET, THREADS, WORKERS, CLOUD_RUN_TIMEOUT_SECONDS) or set by
 # Knative (PORT, K_SINK through a SinkBinding), not by our settings classes.
-FRAMEWORK = {"FUNCTION_TARGET", "THREADS", "CLOUD_RUN_TIMEOUT_SECONDS", "PORT", "K_SINK"}
+FRAMEWORK = {"FUNCTION_TARGET", "THREADS", "WORKERS", "CLOUD_RUN_TIMEOUT_SECONDS", "PORT", "K_SINK"}
 PINGED = {"collect_allocations", "collect_charges"}
 DUMMY_SECRETS = {
     "DATABASE_URL": "postgresql://finops:secret@postgres.example:5432/finops",

@@ -6,6 +6,8 @@ sandbox OpenCost and Kubernetes API and a real PostgreSQL:
 - the application's share is its own pods; an app owning every pod of its namespace has the
   namespace's cost; two apps named ``web`` in different app namespaces never mix;
 - replayed and concurrent identical webhooks give one event and one record;
+- served by two worker processes as in the Service (``WORKERS=2``), a burst of distinct and
+  identical webhooks gives each event once, measured once, every run recorded;
 - skips (not Succeeded, remote cluster, gate app) answer 200 and store nothing;
 - a 21st concurrent measurement gets 429;
 - a measurement lost after the 202 (dead sink, killed pod) is re-driven by the hourly run, which
@@ -175,6 +177,32 @@ def test_replayed_and_concurrent_identical_webhooks_give_one_record(on_sync_url:
     assert post(on_sync_url, hook()).status_code == 202  # an Argo CD retry, later
     time.sleep(0.5)
     assert len(events(db)) == 1 and len(records(db)) == 1
+
+
+def test_two_worker_processes_store_and_measure_a_burst_once(stack: Stack, db: Database) -> None:
+    with serve_function(
+        replace(stack),
+        "on_sync",
+        WEBHOOK_TOKEN=HOOK_TOKEN,
+        MEASURE_SETTLE_SECONDS="0",
+        WORKERS="2",
+        THREADS="48",
+        MAX_IN_FLIGHT="48",  # 24 a worker: the burst's measurements never fill it
+    ) as url:
+        statuses: list[int] = []
+        bodies = [hook(revision=f"burst{n % 12}") for n in range(36)]  # each event three times
+        threads = [threading.Thread(target=lambda b=b: statuses.append(post(url, b).status_code)) for b in bodies]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert statuses == [202] * 36
+        wait_for(lambda: len(records(db)) == 12, timeout=60)
+    assert sorted(e["revision"] for e in events(db)) == sorted(f"burst{n}" for n in range(12))
+    assert all(e["status"] == "measured" for e in events(db))
+    with db.connection() as conn:
+        runs = conn.execute("SELECT counts FROM job_runs WHERE function = 'on_sync' AND trigger = 'argocd'").fetchall()
+    assert len(runs) == 36 and sum(not r["counts"]["replay"] for r in runs) == 12
 
 
 @pytest.mark.parametrize(

@@ -25,19 +25,19 @@ import pytest
 from pydantic import SecretStr
 
 from finops.errors import TemporaryError, Unauthorized
+from functions import limits
 from functions.body_guard import BodyGuard
 from functions.edge import (
     MAX_BODY_BYTES,
-    RateLimit,
-    TooManyEvents,
     current_secret,
     edge,
     require_bearer,
     require_event_token,
     with_event_token,
 )
+from functions.limits import RateLimit, TooManyEvents
 from functions.runs import Run
-from infra.settings import CommonSettings, PingSettings, load
+from infra.settings import CommonSettings, ConfigError, PingSettings, load
 
 
 def test_rate_limit_allows_a_burst_then_refills() -> None:
@@ -55,6 +55,33 @@ def test_rate_limit_allows_a_burst_then_refills() -> None:
         limit.take()
     with pytest.raises(TooManyEvents):
         limit.take()
+
+
+@pytest.mark.parametrize(
+    ("workers", "per_second", "burst", "in_flight"),
+    [("1", 20.0, 50, 20), ("2", 10.0, 25, 10), ("3", 20 / 3, 17, 7), ("64", 20 / 64, 1, 1)],
+)
+def test_a_replicas_limits_are_shared_by_its_worker_processes(
+    monkeypatch: pytest.MonkeyPatch, workers: str, per_second: float, burst: int, in_flight: int
+) -> None:
+    monkeypatch.setenv("WORKERS", workers)
+    limits.workers.cache_clear()
+    try:
+        bucket = RateLimit.per_replica(per_second=20, burst=50)
+        assert (bucket.per_second, bucket.burst) == (pytest.approx(per_second), burst)
+        assert limits.worker_count_share(20) == in_flight
+    finally:
+        limits.workers.cache_clear()
+
+
+def test_workers_is_validated_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKERS", "0")
+    limits.workers.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="WORKERS"):
+            limits.workers()
+    finally:
+        limits.workers.cache_clear()
 
 
 def _request(url: str, **headers: str) -> flask.Request:
