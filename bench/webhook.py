@@ -16,7 +16,11 @@ how fast it acknowledges, and how fast it starts. Each against a floor measured 
      function, so it is kept nearly free (a functions-framework sink cost ~0.8 ms of CPU per event,
      counted in our latency). It counts the events, checked against the new sync events.
    - floor: ``bench/trivial/main.py``, a function that only answers 202, served with the same
-     functions-framework command, the same ``THREADS`` and the same client load.
+     functions-framework command, the same ``WORKERS`` and ``THREADS`` and the same client load.
+
+   Both are served with the on-sync Service's ``WORKERS`` and ``THREADS``
+   (``knative/services/on-sync.yaml``: two processes of 32 threads), then again with one worker
+   process each (functions-framework's default), reported on its own lines.
 
    The breakdown is CPU per acknowledged webhook while the clients run (``/proc``): the client
    process, the function (gunicorn's master and worker), the sink, and the PostgreSQL server
@@ -41,10 +45,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
+import yaml
 
 from bench import cold_start
 from functions.localstack import ROOT, Stack, free_port, serve_function, wait_until_serving
@@ -55,7 +61,7 @@ CLIENTS = 100
 REQUESTS = 10  # per client, after WARMUP untimed ones
 WARMUP = 1
 RUNS = 3  # floor and ours alternate; medians of the runs
-THREADS = "32"
+SERVICE = ROOT / "knative" / "services" / "on-sync.yaml"
 TOKEN = "bench-webhook-token"
 LOG_DIR = ROOT / ".local" / "bench-logs"
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -105,6 +111,15 @@ class Runs:
             for name in groups
         ]
         return "      CPU ms per webhook: " + ", ".join(parts) if parts else ""
+
+
+def serving(service: Path = SERVICE) -> dict[str, str]:
+    """``WORKERS`` and ``THREADS`` as the on-sync Service sets them (functions-framework's
+    defaults where it does not)."""
+    manifest = next(d for d in yaml.safe_load_all(service.read_text()) if d and d.get("kind") == "Service")
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    return {"WORKERS": env.get("WORKERS", "1"), "THREADS": env["THREADS"]}
 
 
 def hook(revision: str) -> dict[str, Any]:
@@ -159,10 +174,10 @@ def serve_sink() -> Iterator[tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def serve_trivial(stack: Stack) -> Iterator[tuple[str, int]]:
+def serve_trivial(stack: Stack, serve: dict[str, str]) -> Iterator[tuple[str, int]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = stack.function_env("ack", PORT=str(port), THREADS=THREADS)
+    env = stack.function_env("ack", PORT=str(port), **serve)
     with (
         (LOG_DIR / "trivial.log").open("ab") as log,
         cold_start.started(cold_start.trivial_command(port), env, log) as ff,
@@ -171,8 +186,8 @@ def serve_trivial(stack: Stack) -> Iterator[tuple[str, int]]:
         yield url, ff.pid
 
 
-def ours_env(sink: str) -> dict[str, str]:
-    return {"WEBHOOK_TOKEN": TOKEN, "THREADS": THREADS, "K_SINK": sink}
+def ours_env(sink: str, serve: dict[str, str]) -> dict[str, str]:
+    return {"WEBHOOK_TOKEN": TOKEN, "K_SINK": sink, **serve}
 
 
 def listener_pid(url: str) -> int:
@@ -198,7 +213,8 @@ def _stat(pid: str) -> tuple[int, float, str] | None:
 
 
 def cpu_seconds(groups: dict[str, int]) -> dict[str, float]:
-    """CPU seconds of this process, of each process tree in ``groups`` and of every PostgreSQL process."""
+    """CPU seconds of this process, of each process tree in ``groups`` (a process and its children:
+    gunicorn's master and workers) and of every PostgreSQL process."""
     if not os.path.isdir("/proc"):
         return {}
     procs = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p)) is not None}
@@ -276,43 +292,81 @@ def sent_events(sink: str) -> int:
     return int(httpx.get(f"{sink}/count").text)
 
 
-def main() -> None:
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    with database_url() as dsn, serve_sink() as (sink, sink_pid):
+@dataclass(frozen=True)
+class Comparison:
+    """Floor, new events and replays, each over ``RUNS`` runs, served one way (``serve``)."""
+
+    serve: dict[str, str]
+    floor: Runs
+    ours: Runs
+    replay: Runs
+    stored: int
+    sent: int
+    marked: int
+
+    def print(self) -> None:
+        for label, runs in (
+            ("ours  on_sync, distinct revisions (new event)", self.ours),
+            (f"ours  on_sync, replays ({self.marked:,} events measured)", self.replay),
+            ("floor trivial 202, same command and load", self.floor),
+        ):
+            print(runs.line(label))
+            print(runs.cpu_line())
+        print(f"  sync events stored {self.stored:,}, CloudEvents received by the sink {self.sent:,}")
+        for p in (50, 99):
+            print(
+                f"  p{p} ratio ours/floor: distinct {self.ours.median(p) / self.floor.median(p):.2f}, "
+                f"replay {self.replay.median(p) / self.floor.median(p):.2f}  (target <= 1.5)"
+            )
+
+
+def compare(serve: dict[str, str], sink: str, sink_pid: int) -> Comparison:
+    """Floor and ours (new events, then replays) served with ``serve``, each against a fresh database."""
+    floor: list[Load] = []
+    ours: list[Load] = []
+    replay: list[Load] = []
+    with database_url() as dsn:
         stack = Stack(
             dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR
         )
-        floor: list[Load] = []
-        ours: list[Load] = []
-        replay: list[Load] = []
-        with serve_trivial(stack) as (trivial, trivial_pid), serve_function(stack, "on_sync", **ours_env(sink)) as url:
+        before = sent_events(sink)
+        with (
+            serve_trivial(stack, serve) as (trivial, trivial_pid),
+            serve_function(stack, "on_sync", **ours_env(sink, serve)) as url,
+        ):
             on_sync_pid = listener_pid(url)
             for run in range(RUNS):
                 floor.append(drive(trivial, distinct(run), {"function": trivial_pid, "sink": sink_pid}))
                 ours.append(drive(url, distinct(run), {"function": on_sync_pid, "sink": sink_pid}))
-            stored, sent = count_events(dsn), sent_events(sink)
+            stored, sent = count_events(dsn), sent_events(sink) - before
             marked = mark_measured(dsn)
             for run in range(RUNS):
                 replay.append(drive(url, distinct(run), {"function": on_sync_pid, "sink": sink_pid}))
-        cold_ours, cold_floor = cold_start.measure(stack, ours_env(sink), hook, TOKEN)
+    return Comparison(serve, Runs(floor), Runs(ours), Runs(replay), stored, sent, marked)
+
+
+def main() -> None:
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    service = serving()
+    single = {**service, "WORKERS": "1"}
+    with serve_sink() as (sink, sink_pid):
+        as_served = compare(service, sink, sink_pid)
+        one_worker = compare(single, sink, sink_pid) if service != single else None
+        with database_url() as dsn:
+            stack = Stack(
+                dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR
+            )
+            cold_ours, cold_floor = cold_start.measure(stack, ours_env(sink, service), hook, TOKEN)
 
     print(
         f"webhook: acknowledgement latency, {CLIENTS} concurrent clients x {REQUESTS} requests "
-        f"(after {WARMUP} untimed each), THREADS={THREADS}, {os.cpu_count()} cores, medians of {RUNS} runs"
+        f"(after {WARMUP} untimed each), as the on-sync Service serves it: WORKERS={service['WORKERS']} "
+        f"THREADS={service['THREADS']} (floor and ours alike), {os.cpu_count()} cores, medians of {RUNS} runs"
     )
-    for label, runs in (
-        ("ours  on_sync, distinct revisions (new event)", Runs(ours)),
-        (f"ours  on_sync, replays ({marked:,} events measured)", Runs(replay)),
-        ("floor trivial 202, same command and load", Runs(floor)),
-    ):
-        print(runs.line(label))
-        print(runs.cpu_line())
-    print(f"  sync events stored {stored:,}, CloudEvents received by the sink {sent:,}")
-    for p in (50, 99):
-        print(
-            f"  p{p} ratio ours/floor: distinct {Runs(ours).median(p) / Runs(floor).median(p):.2f}, "
-            f"replay {Runs(replay).median(p) / Runs(floor).median(p):.2f}  (target <= 1.5)"
-        )
+    as_served.print()
+    if one_worker is not None:
+        print(f"  one worker process each (WORKERS=1 THREADS={single['THREADS']}), for comparison:")
+        one_worker.print()
     cold_start.report(cold_ours, cold_floor)
 
 
