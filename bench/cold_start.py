@@ -36,7 +36,7 @@ import httpx
 
 from functions.localstack import ROOT, Stack, free_port, functions_framework_command
 
-COLD_STARTS = 5
+COLD_STARTS = 9
 POLL_SECONDS = 0.010
 TRIVIAL = ROOT / "bench" / "trivial" / "main.py"
 PHASES = ("import functions-framework", "create_app (target, settings, warm-up)", "first request, in process")

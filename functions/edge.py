@@ -22,8 +22,6 @@ import flask
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
 from functions.runs import Run, recorded_run
 from infra import logs
-from infra.postgres import Database, apply_migrations, check_schema, connect
-from infra.postgres.database import Timeouts
 from infra.settings import load
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
@@ -31,6 +29,8 @@ if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs non
 
     from infra.kube import KubeClient
     from infra.opencost import OpenCostClient
+    from infra.postgres import Database
+    from infra.postgres.database import Timeouts
     from infra.prometheus import PrometheusClient
     from infra.settings import CommonSettings, KubeSettings, OnSyncSettings, OpenCostSettings
 
@@ -66,7 +66,10 @@ def database(
     """One pool per process (per DSN). On first use the schema is checked: a schema newer than
     this code is refused (``SchemaTooNew``, the cold start stops), an older one answers 503 until
     ``finops migrate`` has run (``SchemaBehind``). With ``migrate`` (``MIGRATE_ON_START``), pending
-    migrations are applied first instead, under the migrations' lock."""
+    migrations are applied first instead, under the migrations' lock. psycopg is imported here,
+    when first needed: gunicorn's master imports it only to migrate (``functions.warmup``)."""
+    from infra.postgres import apply_migrations, check_schema, connect
+
     db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)
     if dsn not in _migrated:
         try:
@@ -136,6 +139,8 @@ _database_lock = threading.Lock()
 def database_from(settings: Common) -> Database:
     """The process's pool; one, however many threads ask first (the worker's background connect
     and its first requests: ``functools.cache`` alone would let each build a pool)."""
+    from infra.postgres.database import Timeouts
+
     with _database_lock:
         return database(
             settings.DATABASE_URL.get_secret_value(),

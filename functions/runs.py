@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.errors import FinOpsError
 from infra.logs import current_run_id, one_line
-from infra.postgres import Database
+
+if TYPE_CHECKING:
+    from infra.postgres import Database
 
 log = logging.getLogger("finops.runs")
 

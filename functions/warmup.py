@@ -1,15 +1,24 @@
-"""Cold start of one target: validate its settings (fail fast, naming the variable) and open
-its database pool, checking the schema (or migrating, ``MIGRATE_ON_START``). A database that is
-down does not stop the start: the first request answers 503 and the caller retries.
+"""Cold start of one target, in two places.
 
-This runs in gunicorn's master; the worker it forks opens its own pool (a pool's threads do not
-survive a fork) and connects at once, in a thread, while gunicorn starts the worker and the first
-request travels: that request finds a connection instead of opening one (the schema was checked
-before the fork)."""
+1. gunicorn's master (``functions/main.py``, while functions-framework builds the app): the
+   target's settings are validated, so a missing or malformed variable stops the start naming it
+   (exit 3). Nothing touches the database here unless ``MIGRATE_ON_START`` is set (the local
+   stack's way: the migration runs before anything serves). Without it (the install Job
+   migrates), the master does not even import psycopg: its import, the connection and the schema
+   check would delay the fork, and so the first answer, by about 60 ms.
+2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
+   and the first request travels, the worker imports psycopg, opens its pool and one connection
+   and checks the schema. A schema newer than this code (or edited migrations) stops the
+   start: the worker exits with gunicorn's boot-error status (3), on which gunicorn's master
+   halts, so the revision never becomes ready. A database that is down, or a schema still
+   behind, does not: requests answer 503 until it is reachable and migrated.
+
+A pool's threads do not survive a fork, so each worker opens its own pool in any case.
+"""
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import json
 import os
 import sys
@@ -21,6 +30,8 @@ from finops.errors import FinOpsError, PermanentError, TemporaryError
 from functions.edge import database_from
 from infra.logs import redact
 
+BOOT_ERROR = 3  # gunicorn's WORKER_BOOT_ERROR: a worker exiting with it halts the master
+
 
 def warm_up(target: str, functions: ModuleType) -> None:
     handler = getattr(functions, target, None)
@@ -28,22 +39,31 @@ def warm_up(target: str, functions: ModuleType) -> None:
         return  # functions-framework reports the unknown target itself
     module = sys.modules[handler.__module__]
     try:
-        module.warm_up()
+        settings = module.settings()
+        if settings.MIGRATE_ON_START:
+            database_from(settings)
+        else:  # imported once, before the fork: the workers share it instead of each importing it
+            importlib.import_module("infra.postgres")
     except PermanentError as exc:
         _print("CRITICAL", f"{target} cannot start: {exc.message}", target)
-        raise SystemExit(3) from exc
+        raise SystemExit(BOOT_ERROR) from exc
     except TemporaryError as exc:
         _print("WARNING", f"{target} started without its database: {exc.message}", target)
-    os.register_at_fork(after_in_child=lambda: _connect_soon(module))
+    os.register_at_fork(after_in_child=lambda: _connect_soon(module, target))
 
 
-def _connect_soon(module: ModuleType) -> None:
-    """In the forked worker: open the pool and one connection in the background."""
+def _connect_soon(module: ModuleType, target: str) -> None:
+    """In a forked worker: open the pool, one connection and check the schema, in the background."""
 
     def connect() -> None:
         settings = module.settings()
-        with contextlib.suppress(FinOpsError):  # a request reports it, with its 503
+        try:
             database_from(settings).check(settings.DATABASE_CONNECT_TIMEOUT_SECONDS)
+        except PermanentError as exc:
+            _print("CRITICAL", f"{target} cannot start: {exc.message}", target)
+            os._exit(BOOT_ERROR)  # the whole process: gunicorn's master then halts
+        except FinOpsError as exc:  # a request reports it, with its 503
+            _print("WARNING", f"{target} started without its database: {exc.message}", target)
 
     threading.Thread(target=connect, name="connect-database", daemon=True).start()
 

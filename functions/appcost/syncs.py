@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 from finops.errors import DatabaseUnavailable, FinOpsError, TemporaryError
 from finops.ownership import Ref
 from infra import events
-from infra.postgres import Database
-from infra.postgres.group_commit import GroupCommit
+from infra.group_commit import GroupCommit
 
-if TYPE_CHECKING:  # the webhook path (accept) does not need the measurement's imports
+if TYPE_CHECKING:
+    # the webhook path (accept) does not need the measurement's imports
     from functions.appcost.measure import KubeLister
     from infra.opencost import OpenCostClient
+    from infra.postgres import Database
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def accept_recorded(db: Database, event: SyncEvent, run: dict[str, Any]) -> Acce
     """``accept``, and store ``run`` (a ``job_runs`` row, ``functions.runs.record_of``) in the same
     statement, its counts completed with ``sync_event`` and ``replay``: the webhook's 202 costs one
     round trip. Concurrent calls on one pool share that statement and its commit (group commit,
-    ``infra.postgres.group_commit``): a burst of webhooks costs PostgreSQL and this process a
+    ``infra.group_commit``): a burst of webhooks costs PostgreSQL and this process a
     statement per group, not per webhook. ``(id, status, new, recorded)``: not recorded only when a
     concurrent webhook in another process was committing the same event (then the caller records
     the run itself)."""

@@ -73,8 +73,3 @@ def backfill(request: flask.Request, s: BackfillSettings, run: Run) -> flask.Res
 def _identity(app: str) -> tuple[str, str] | None:
     namespace, _, name = app.partition(":")
     return (namespace, name) if app != "off" and name else None
-
-
-def warm_up() -> None:
-    """Cold start: validate settings, open the pool and migrate."""
-    database_from(settings())

@@ -123,8 +123,3 @@ def _options(s: CollectAllocationsSettings) -> CollectOptions:
             cost_actuals_days=s.COST_ACTUALS_RETENTION_DAYS,
         ),
     )
-
-
-def warm_up() -> None:
-    """Cold start: validate settings, open the pool and migrate."""
-    database_from(settings())

@@ -48,8 +48,3 @@ def collect_charges(request: flask.Request, s: CollectChargesSettings, run: Run)
     run.outcome = result.outcome
     run.error = "; ".join(result.problems()) or None
     return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts, "errors": result.errors})
-
-
-def warm_up() -> None:
-    """Cold start: validate settings, open the pool and migrate."""
-    database_from(settings())

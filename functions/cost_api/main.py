@@ -135,8 +135,3 @@ def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Res
     if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
         raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
     return respond(200, CLUSTER_VIEWS[route.view](database_from(s), s, request.args, **params))
-
-
-def warm_up() -> None:
-    """Cold start: validate settings, open the pool and migrate."""
-    database_from(settings())

@@ -228,8 +228,3 @@ def on_sync(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respon
 def event_rate() -> RateLimit:
     """This replica's budget of event deliveries."""
     return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
-
-
-def warm_up() -> None:
-    """Cold start: validate settings, open the pool and migrate."""
-    database_from(settings())

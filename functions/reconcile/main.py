@@ -73,8 +73,3 @@ def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.R
 def event_rate() -> RateLimit:
     """This replica's budget of event deliveries."""
     return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
-
-
-def warm_up() -> None:
-    """Cold start: validate settings, open the pool and migrate."""
-    database_from(settings())

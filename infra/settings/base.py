@@ -69,7 +69,7 @@ class CommonSettings(Settings):
     """``pool`` keeps connections per replica; ``null`` opens one per use (behind PgBouncer)."""
 
     DATABASE_POOL_MAX: int = Field(default=8, ge=1, le=64)
-    """Most connections one replica holds."""
+    """Most connections one worker process holds (a replica with ``WORKERS`` processes: that many times)."""
 
     DATABASE_CONNECT_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
     """How long to wait for a connection before answering 503."""

@@ -6,10 +6,11 @@ call whose group or plural is a variable is declared by the caller (``dynamic``)
 not is an error naming the line. A method that needs no Role rule (``METHOD_VERBS`` maps it to
 ``None``: discovery, ``api_resources``) is not a call here.
 
-Reachability is by reference, and conservative: starting from the target's handler and its
-``warm_up``, a top-level function or class of the ``functions`` package is reached when a reached
-definition (or the module-level code of any module the target imports) names it, directly or
-through an imported name or a module alias; a reached class brings all its methods. A definition
+Reachability is by reference, and conservative: starting from the target's handler (its cold
+start, ``functions.warmup``, reads its settings and database only), a top-level function or
+class of the ``functions`` package is reached when a reached definition (or the module-level
+code of any module the target imports) names it, directly or through an imported name or a
+module alias; a reached class brings all its methods. A definition
 never named from the target's code is not reached, so importing a model from a module that also
 calls the API does not grant that module's calls.
 """
@@ -143,7 +144,7 @@ def _module_level(module: str) -> list[ast.AST]:
 @cache
 def reached(target: str) -> frozenset[Definition]:
     entry = f"functions.{target}.main"
-    todo = [(entry, target), (entry, "warm_up")]
+    todo = [(entry, target)]
     for module in imported_modules(entry):
         todo.extend(references(module, _module_level(module)))
     seen: set[Definition] = set()

@@ -5,7 +5,9 @@
 - a target imports its own function only, and never the heavy kubernetes client (cold start cost);
 - the webhook's target imports no HTTP client library (httpx brings rich and pygments) and no
   pydantic (its body and settings are read without it), and a settings class is built only when
-  it is loaded.
+  it is loaded;
+- gunicorn's master imports no psycopg (the forked worker connects and checks the schema) unless
+  it migrates (``MIGRATE_ON_START``).
 """
 
 from __future__ import annotations
@@ -69,3 +71,23 @@ def test_the_webhook_target_imports_no_http_client_library_nor_pydantic() -> Non
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == ["[]", "[]", "[]"]
+
+
+@pytest.mark.parametrize(("migrate", "imported"), [("false", "False"), ("true", "True")])
+def test_the_master_imports_psycopg_only_to_migrate(stack: Stack, migrate: str, imported: str) -> None:
+    code = (
+        "import sys, functions_framework;"
+        "functions_framework.create_app('on_sync', sys.argv[1]);"
+        "print('psycopg' in sys.modules)"
+    )
+    env = stack.function_env("on_sync", WEBHOOK_TOKEN="token-for-the-test", MIGRATE_ON_START=migrate)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "functions" / "main.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-1] == imported

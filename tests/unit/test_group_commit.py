@@ -1,4 +1,4 @@
-"""We test the group commit (``infra.postgres.group_commit``) with real threads:
+"""We test the group commit (``infra.group_commit``) with real threads:
 
 - a caller alone runs its own item at once, in a batch of one, in its own thread;
 - callers arriving while a batch runs wait and are run together in the next batch, in arrival
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from infra.postgres.group_commit import GroupCommit
+from infra.group_commit import GroupCommit
 
 
 class Recorder:
