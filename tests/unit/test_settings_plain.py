@@ -52,6 +52,7 @@ class PydanticServing(Settings):
     model_config = SettingsConfig(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
 
     THREADS: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
+    WORKERS: int = Field(default=1, ge=1, le=64)
     HEALTH_RESERVED_THREADS: int = Field(default=2, ge=1, le=64)
     BODY_READ_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=300)
 
