@@ -67,7 +67,8 @@ def database(
     this code is refused (``SchemaTooNew``, the cold start stops), an older one answers 503 until
     ``finops migrate`` has run (``SchemaBehind``). With ``migrate`` (``MIGRATE_ON_START``), pending
     migrations are applied first instead, under the migrations' lock. psycopg is imported here,
-    when first needed: gunicorn's master imports it only to migrate (``functions.warmup``)."""
+    when first needed (the webhook's modules do not import it: ``functions.warmup`` decides
+    where, once in gunicorn's master)."""
     from infra.postgres import apply_migrations, check_schema, connect
 
     db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)

@@ -4,11 +4,11 @@
    target's settings are validated, so a missing or malformed variable stops the start naming it
    (exit 3). Nothing touches the database here unless ``MIGRATE_ON_START`` is set (the local
    stack's way: the migration runs before anything serves). Without it (the install Job
-   migrates), the master does not even import psycopg: its import, the connection and the schema
-   check would delay the fork, and so the first answer, by about 60 ms.
+   migrates), the master imports psycopg, once for all its workers, and opens no connection: the
+   connection and the schema check would delay the fork, and so the first answer.
 2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
-   and the first request travels, the worker imports psycopg, opens its pool and one connection
-   and checks the schema. A schema newer than this code (or edited migrations) stops the
+   and the first request travels, the worker opens its pool and one connection and checks the
+   schema. A schema newer than this code (or edited migrations) stops the
    start: the worker exits with gunicorn's boot-error status (3), on which gunicorn's master
    halts, so the revision never becomes ready. A database that is down, or a schema still
    behind, does not: requests answer 503 until it is reachable and migrated.

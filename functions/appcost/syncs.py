@@ -32,8 +32,7 @@ from finops.ownership import Ref
 from infra import events
 from infra.group_commit import GroupCommit
 
-if TYPE_CHECKING:
-    # the webhook path (accept) does not need the measurement's imports
+if TYPE_CHECKING:  # the webhook path (accept) needs neither the measurement's imports nor psycopg's
     from functions.appcost.measure import KubeLister
     from infra.opencost import OpenCostClient
     from infra.postgres import Database

@@ -226,5 +226,5 @@ def on_sync(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respon
 
 @functools.cache
 def event_rate() -> RateLimit:
-    """This replica's budget of event deliveries."""
+    """This worker's share of the replica's budget of event deliveries."""
     return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)

@@ -71,5 +71,5 @@ def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.R
 
 @functools.cache
 def event_rate() -> RateLimit:
-    """This replica's budget of event deliveries."""
+    """This worker's share of the replica's budget of event deliveries."""
     return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
