@@ -41,9 +41,12 @@ class Recorder:
         return [ValueError(f"{item} refused") if item.startswith("bad") else item.upper() for item in items]
 
 
-def submit_all(group: GroupCommit[str, str], items: list[str]) -> tuple[dict[str, object], list[threading.Thread]]:
-    """Start one thread per item, each submitting it, one after the other in list order (each
-    queued before the next starts). Their outcomes: a result or the exception raised."""
+def behind_a_held_batch(max_batch: int, items: list[str]) -> tuple[Recorder, dict[str, object]]:
+    """``"a"`` submitted alone and held in its batch while ``items`` are submitted, one thread each,
+    one after the other (each queued before the next starts); then released. The recorder and
+    every caller's outcome: its result or the exception it raised."""
+    run = Recorder(hold_first=True)
+    group: GroupCommit[str, str] = GroupCommit(run, max_batch)
     outcomes: dict[str, object] = {}
 
     def call(item: str) -> None:
@@ -52,7 +55,9 @@ def submit_all(group: GroupCommit[str, str], items: list[str]) -> tuple[dict[str
         except Exception as exc:
             outcomes[item] = exc
 
-    threads = []
+    threads = [threading.Thread(target=call, args=("a",), name="caller-a")]
+    threads[0].start()
+    assert run.running.wait(30)
     for item in items:
         before = len(group._queue)
         thread = threading.Thread(target=call, args=(item,), name=f"caller-{item}")
@@ -62,7 +67,10 @@ def submit_all(group: GroupCommit[str, str], items: list[str]) -> tuple[dict[str
         while len(group._queue) == before:  # queued behind the running batch
             assert time.monotonic() < deadline
             time.sleep(0.001)
-    return outcomes, threads
+    run.release.set()
+    for thread in threads:
+        thread.join(30)
+    return run, outcomes
 
 
 def test_a_caller_alone_runs_its_own_item_at_once() -> None:
@@ -75,51 +83,26 @@ def test_a_caller_alone_runs_its_own_item_at_once() -> None:
 
 
 def test_callers_arriving_during_a_batch_run_together_in_the_next_led_by_the_first_of_them() -> None:
-    run = Recorder(hold_first=True)
-    group = GroupCommit(run, max_batch=8)
-    first: dict[str, object] = {}
-    leader = threading.Thread(target=lambda: first.update(a=group.submit("a")), name="caller-a")
-    leader.start()
-    assert run.running.wait(30)
-    outcomes, threads = submit_all(group, ["b", "c", "d"])
-    run.release.set()
-    for thread in [leader, *threads]:
-        thread.join(30)
+    run, outcomes = behind_a_held_batch(8, ["b", "c", "d"])
     assert run.batches == [["a"], ["b", "c", "d"]]
     assert run.threads == ["caller-a", "caller-b"]
-    assert {**first, **outcomes} == {"a": "A", "b": "B", "c": "C", "d": "D"}
+    assert outcomes == {"a": "A", "b": "B", "c": "C", "d": "D"}
 
 
 def test_a_batch_holds_at_most_max_batch_items() -> None:
-    run = Recorder(hold_first=True)
-    group = GroupCommit(run, max_batch=2)
-    leader = threading.Thread(target=group.submit, args=("a",), name="caller-a")
-    leader.start()
-    assert run.running.wait(30)
-    outcomes, threads = submit_all(group, ["b", "c", "d", "e", "f"])
-    run.release.set()
-    for thread in [leader, *threads]:
-        thread.join(30)
+    run, outcomes = behind_a_held_batch(2, ["b", "c", "d", "e", "f"])
     assert run.batches == [["a"], ["b", "c"], ["d", "e"], ["f"]]
     assert run.threads == ["caller-a", "caller-b", "caller-d", "caller-f"]
-    assert outcomes == {"b": "B", "c": "C", "d": "D", "e": "E", "f": "F"}
+    assert outcomes == {"a": "A", "b": "B", "c": "C", "d": "D", "e": "E", "f": "F"}
 
 
 def test_a_failed_batch_fails_its_callers_only_and_a_refused_item_its_own() -> None:
-    run = Recorder(hold_first=True)
-    group = GroupCommit(run, max_batch=3)
-    leader = threading.Thread(target=group.submit, args=("a",))
-    leader.start()
-    assert run.running.wait(30)
-    outcomes, threads = submit_all(group, ["boom", "b", "c", "bad-d", "e"])
-    run.release.set()
-    for thread in [leader, *threads]:
-        thread.join(30)
+    run, outcomes = behind_a_held_batch(3, ["boom", "b", "c", "bad-d", "e"])
     assert run.batches == [["a"], ["boom", "b", "c"], ["bad-d", "e"]]
     for item in ("boom", "b", "c"):
         assert isinstance(outcomes[item], RuntimeError)
     assert isinstance(outcomes["bad-d"], ValueError) and str(outcomes["bad-d"]) == "bad-d refused"
-    assert outcomes["e"] == "E"
+    assert outcomes["a"] == "A" and outcomes["e"] == "E"
 
 
 def test_a_batch_must_give_one_result_per_item() -> None:
