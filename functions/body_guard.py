@@ -22,7 +22,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +79,8 @@ class BodyGuard:
       is shut down, which wakes a blocked read) and answered 408; a client gone mid-body, or a
       malformed chunked body, is answered 400.
 
-    Every refusal closes the connection. The function then reads the buffered body from memory.
+    Every refusal closes the connection once its answer is sent (``_Closing``: gunicorn drops the
+    answer's own ``Connection: close``). The function then reads the buffered body from memory.
     """
 
     def __init__(self, app: Any, *, limit: int, timeout: float, readers: int, large: Sequence[LargeBody] = ()) -> None:
@@ -91,12 +92,15 @@ class BodyGuard:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         try:
-            return self._guarded(environ, start_response)
+            answer = self._guarded(environ, start_response)
         finally:
             sock = environ.get("gunicorn.socket")
             if environ.get("finops.refused") and sock is not None:  # no keep-alive drain of the rest
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RD)
+        if environ.get("finops.refused") and sock is not None:
+            return _Closing(answer, sock)
+        return answer
 
     def _guarded(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
@@ -170,6 +174,24 @@ class BodyGuard:
         if declared.isdigit() and len(body) < int(declared):
             raise InvalidInput("body shorter than its Content-Length")  # the client went away
         return body
+
+
+class _Closing:
+    """A refusal's answer, after which the connection is closed: once gunicorn has sent it, WSGI's
+    ``close`` shuts the socket down. gunicorn drops an application's ``Connection: close`` (a
+    hop-by-hop header) and would keep the connection alive, its read side already shut: the
+    client's next request on it (a keep-alive client's next webhook) would find no answer, or a
+    0-byte body and a 400. Closed, the client opens a new connection."""
+
+    def __init__(self, body: list[bytes], sock: socket.socket) -> None:
+        self.body, self.sock = body, sock
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.body)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
 
 
 class _BodyTimeout(Exception):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,30 @@ def test_body_guard() -> None:
     assert _call(guard, b"x" * (MAX_BODY_BYTES + 1))[0].startswith("413")
     status, _, payload = _call(guard, b"{", CONTENT_LENGTH="100")  # the client went away mid-body
     assert status.startswith("400") and "body could not be read" in json.loads(payload)["error"]
+
+
+def test_a_refusal_closes_the_connection_once_its_answer_is_sent() -> None:
+    """gunicorn drops the answer's ``Connection: close`` (hop-by-hop) and keeps the connection;
+    the refusal's iterable shuts the socket down when the server closes it after sending."""
+    guard = BodyGuard(_echo, limit=MAX_BODY_BYTES, timeout=5, readers=2)
+    server, client = socket.socketpair()
+    try:
+        client.settimeout(5)
+        env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "wsgi.input": io.BytesIO(b"{")}
+        env.update({"CONTENT_LENGTH": str(10 * 1024**3), "gunicorn.socket": server})
+        answer = guard(env, lambda status, headers: None)
+        server.sendall(b"".join(answer))  # as the server writes it, then calls close()
+        answer.close()
+        received = b""
+        while chunk := client.recv(4096):
+            received += chunk
+        assert b"larger than" in received  # the whole answer, then the end of the connection
+        kept = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "gunicorn.socket": server}
+        kept.update({"CONTENT_LENGTH": "8", "wsgi.input": io.BytesIO(b'{"a": 1}')})
+        assert guard(kept, lambda *a: None) == [b'echo:{"a": 1}']  # an accepted body: the function's own answer
+    finally:
+        server.close()
+        client.close()
 
 
 class _Settings(CommonSettings):
