@@ -153,7 +153,10 @@ def _accept_group(db: Database, items: Sequence[tuple[SyncEvent, dict[str, Any]]
     for (event, _), run_row in zip(items, run_rows, strict=True):
         row = rows[run_row["event"]]
         if row["id"] is None:  # committed by another process after the statement's snapshot
-            accepted.append((*accept(db, event), False))
+            try:
+                accepted.append((*accept(db, event), False))
+            except Exception as exc:  # its caller's alone: the others' rows are committed
+                accepted.append(exc)
         else:
             accepted.append((int(row["id"]), str(row["status"]), bool(row["new"]) and run_row["first"], True))
     return accepted

@@ -119,6 +119,26 @@ def test_a_webhook_the_groups_statement_refuses_fails_alone(db: Database) -> Non
         assert [r["revision"] for r in conn.execute("SELECT revision FROM sync_events").fetchall()] == ["r1"]
 
 
+def test_a_webhook_whose_fallback_fails_fails_alone(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group's event committed by another process after the statement's snapshot is read back
+    alone (``accept``); if that read fails, only its webhook fails: the others are committed."""
+    real = db.fetch_all
+
+    def twin_committed_r2(query: str, /, conn: Any = None, **params: Any) -> list[dict[str, Any]]:
+        rows = real(query, conn, **params)
+        return [{**r, "id": None} if r["n"] == 1 else r for r in rows]  # as if r2's twin had won
+
+    def unavailable(db: Database, event: SyncEvent) -> tuple[int, str, bool]:
+        raise DatabaseUnavailable("PostgreSQL is unavailable: gone")
+
+    monkeypatch.setattr(db, "fetch_all", twin_committed_r2)
+    monkeypatch.setattr(syncs, "accept", unavailable)
+    good, other = webhook_run(), webhook_run()
+    accepted = syncs._accept_group(db, [(event("r1"), record_of(good)), (event("r2"), record_of(other))])
+    assert isinstance(accepted[0], tuple) and accepted[0][1:] == ("pending", True, True)
+    assert isinstance(accepted[1], DatabaseUnavailable)
+
+
 def test_many_concurrent_webhooks_store_every_event_once_and_every_run(db: Database) -> None:
     runs = [webhook_run() for _ in range(60)]
     results: dict[int, tuple[int, str, bool, bool]] = {}
