@@ -7,8 +7,8 @@ subset of the API the product uses (CRUD, merge and JSON patch, the status subre
 label and field selectors, optimistic concurrency, finalizers) from an in-memory store that
 can be seeded from a folder of YAML manifests. Objects of a kind whose CRD (with a schema) was
 created in the sandbox are pruned, defaulted and validated against it on every write like on a
-real server (``sandbox.kube.schema``; CEL rules excepted), and what was pruned or refused is
-recorded in ``KubeStore.schemas``; other kinds are stored as sent. There is no watch, admission
+real server (``sandbox.kube.schema``, ``sandbox.kube.validation``; CEL rules excepted), and what
+was pruned or refused is recorded in ``KubeStore.schemas``; other kinds are stored as sent. There is no watch, admission
 webhook, garbage collection or authentication; ``KubeServer.attach_events`` does send change
 events the way a Knative ``ApiServerSource`` does (``sandbox.kube.events``).
 
@@ -25,10 +25,11 @@ from sandbox.kube.app import make_app
 from sandbox.kube.errors import ApiError
 from sandbox.kube.events import CloudEvent, Delivery, EventSource
 from sandbox.kube.resources import ResourceType
-from sandbox.kube.schema import CrdSchemas, FieldError, Pruned, Rejected
+from sandbox.kube.schema import CrdSchemas, Pruned, Rejected
 from sandbox.kube.seed import ManifestError, load_manifests
 from sandbox.kube.server import KubeServer, serve
 from sandbox.kube.store import KubeStore
+from sandbox.kube.validation import FieldError
 
 __all__ = [
     "ApiError",

@@ -27,35 +27,18 @@ callers that swallow errors).
 from __future__ import annotations
 
 import copy
-import json
-import re
 import threading
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
 from typing import Any
 
 from sandbox.kube.errors import ApiError
 from sandbox.kube.resources import ResourceType, guess_plural, split_api_version
-
-Schema = Mapping[str, Any]
+from sandbox.kube.validation import FieldError, Schema, join, validate
 
 # Root fields every object keeps whatever its schema says; ``metadata`` is validated by the server.
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
 _EMBEDDED_KEPT = ("apiVersion", "kind", "metadata")  # inside x-kubernetes-embedded-resource nodes
-
-
-@dataclass(frozen=True)
-class FieldError:
-    """One field error of a 422 answer: ``field`` is a path like ``status.costs[0].current``."""
-
-    field: str
-    reason: str  # the Status cause reason: FieldValueInvalid, FieldValueRequired, ...
-    message: str  # the whole text, field path included
-
-    def cause(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message, "field": self.field}
 
 
 @dataclass(frozen=True)
@@ -83,10 +66,6 @@ class Rejected:
 # ----------------------------------------------------------------------------- pure functions
 
 
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
 def prune(schema: Schema, value: Any, path: str = "", *, root: bool = True) -> tuple[Any, list[tuple[str, Any]]]:
     """``value`` without the fields ``schema`` does not declare, and ``(path, value)`` of each dropped.
 
@@ -105,7 +84,7 @@ def _prune(schema: Schema, value: Any, path: str, dropped: list[tuple[str, Any]]
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or extra is True
         kept_anyway = _ROOT_KEPT if root else _EMBEDDED_KEPT if embedded else ()
         for name in list(value):
-            child = _join(path, name)
+            child = join(path, name)
             item = value[name]
             if name in kept_anyway and name not in properties:
                 continue
@@ -154,196 +133,6 @@ def apply_defaults(schema: Schema, value: Any, *, root: bool = True) -> Any:
         for item in value:
             apply_defaults(schema["items"], item, root=False)
     return value
-
-
-def _quote(value: Any) -> str:
-    """A value as the server prints it in a field error: strings quoted, numbers bare."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _has_type(value: Any, wanted: str) -> bool:
-    actual = _json_type(value)
-    if wanted == "number":
-        return actual in ("integer", "number")
-    if wanted == "integer" and isinstance(value, float):
-        return value.is_integer()  # JSON has one number type: 3.0 is an integer
-    return actual == wanted
-
-
-def _format_ok(fmt: str, value: str) -> bool:
-    """The string formats the server checks, loosely (the rest are accepted)."""
-    if fmt == "date-time":
-        text = value.strip()
-        if not re.match(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}", text):
-            return False
-        try:
-            datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.replace("t", "T")))
-        except ValueError:
-            return False
-        return True
-    if fmt == "date":
-        try:
-            date.fromisoformat(value)
-        except ValueError:
-            return False
-        return True
-    if fmt == "uuid":
-        try:
-            uuid.UUID(value)
-        except ValueError:
-            return False
-        return True
-    return True
-
-
-def validate(schema: Schema, value: Any, path: str = "", *, root: bool = True) -> list[FieldError]:
-    """Every structural error of ``value`` against ``schema``, in document order (``[]`` if valid)."""
-    found: list[FieldError] = []
-    _validate(schema, value, path, found, root=root)
-    return found
-
-
-def _invalid(found: list[FieldError], path: str, value: Any, detail: str) -> None:
-    found.append(FieldError(path, "FieldValueInvalid", f"{path}: Invalid value: {_quote(value)}: {detail}"))
-
-
-def _validate(schema: Schema, value: Any, path: str, found: list[FieldError], *, root: bool) -> None:
-    where = path or "<root>"
-    if value is None:
-        if schema.get("nullable") or not (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
-            return
-        wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
-        _invalid(found, where, "null", f'{where} in body must be of type {wanted}: "null"')
-        return
-    if schema.get("x-kubernetes-int-or-string"):
-        if not (_has_type(value, "integer") or isinstance(value, str)):
-            actual = _json_type(value)
-            _invalid(found, where, actual, f'{where} in body must be of type integer,string: "{actual}"')
-            return
-    elif isinstance(schema.get("type"), str) and not _has_type(value, schema["type"]):
-        actual = _json_type(value)
-        _invalid(found, where, actual, f'{where} in body must be of type {schema["type"]}: "{actual}"')
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        supported = ", ".join(_quote(option) for option in schema["enum"])
-        message = f"{where}: Unsupported value: {_quote(value)}: supported values: {supported}"
-        found.append(FieldError(where, "FieldValueNotSupported", message))
-    if isinstance(value, str):
-        _validate_string(schema, value, where, found)
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        _validate_number(schema, value, where, found)
-    elif isinstance(value, list):
-        _validate_array(schema, value, path, found)
-    elif isinstance(value, dict):
-        _validate_object(schema, value, path, found, root=root)
-
-
-def _validate_string(schema: Schema, value: str, where: str, found: list[FieldError]) -> None:
-    if "minLength" in schema and len(value) < schema["minLength"]:
-        _invalid(found, where, value, f"{where} in body should be at least {schema['minLength']} chars long")
-    if "maxLength" in schema and len(value) > schema["maxLength"]:
-        message = f"{where}: Too long: may not be more than {schema['maxLength']} bytes"
-        found.append(FieldError(where, "FieldValueTooLong", message))
-    if "pattern" in schema and not re.search(schema["pattern"], value):
-        _invalid(found, where, value, f"{where} in body should match '{schema['pattern']}'")
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and not _format_ok(fmt, value):
-        _invalid(found, where, value, f"{where} in body must be of type {fmt}: {_quote(value)}")
-
-
-def _validate_number(schema: Schema, value: float, where: str, found: list[FieldError]) -> None:
-    if "minimum" in schema:
-        low = schema["minimum"]
-        if value < low or (schema.get("exclusiveMinimum") and value == low):
-            strictly = "" if schema.get("exclusiveMinimum") else " or equal to"
-            _invalid(found, where, value, f"{where} in body should be greater than{strictly} {low}")
-    if "maximum" in schema:
-        high = schema["maximum"]
-        if value > high or (schema.get("exclusiveMaximum") and value == high):
-            strictly = "" if schema.get("exclusiveMaximum") else " or equal to"
-            _invalid(found, where, value, f"{where} in body should be less than{strictly} {high}")
-    step = schema.get("multipleOf")
-    if step and (value / step) != int(value / step):
-        _invalid(found, where, value, f"{where} in body should be a multiple of {step}")
-
-
-def _validate_array(schema: Schema, value: list[Any], path: str, found: list[FieldError]) -> None:
-    where = path or "<root>"
-    if "minItems" in schema and len(value) < schema["minItems"]:
-        _invalid(found, where, len(value), f"{where} in body should have at least {schema['minItems']} items")
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        message = f"{where}: Too many: {len(value)}: must have at most {schema['maxItems']} items"
-        found.append(FieldError(where, "FieldValueTooMany", message))
-    items = schema.get("items")
-    if isinstance(items, Mapping):
-        for index, item in enumerate(value):
-            _validate(items, item, f"{path}[{index}]", found, root=False)
-    list_type = schema.get("x-kubernetes-list-type")
-    if list_type == "map":
-        keys = list(schema.get("x-kubernetes-list-map-keys") or [])
-        seen: set[str] = set()
-        for index, item in enumerate(value):
-            if not isinstance(item, dict):
-                continue
-            key = json.dumps({k: item.get(k) for k in keys}, sort_keys=True)
-            if key in seen:
-                child = f"{path}[{index}]"
-                message = f"{child}: Duplicate value: {key}"
-                found.append(FieldError(child, "FieldValueDuplicate", message))
-            seen.add(key)
-    elif list_type == "set" or schema.get("uniqueItems"):
-        seen_items: set[str] = set()
-        for index, item in enumerate(value):
-            key = json.dumps(item, sort_keys=True)
-            if key in seen_items:
-                child = f"{path}[{index}]"
-                found.append(FieldError(child, "FieldValueDuplicate", f"{child}: Duplicate value: {key}"))
-            seen_items.add(key)
-
-
-def _validate_object(schema: Schema, value: dict[str, Any], path: str, found: list[FieldError], *, root: bool) -> None:
-    properties: Mapping[str, Any] = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        if name not in value and not (root and name == "metadata"):
-            child = _join(path, name)
-            found.append(FieldError(child, "FieldValueRequired", f"{child}: Required value"))
-    extra = schema.get("additionalProperties")
-    for name, item in value.items():
-        if root and name == "metadata":
-            continue
-        sub = properties.get(name)
-        if sub is None and isinstance(extra, Mapping):
-            sub = extra
-        if sub is not None:
-            _validate(sub, item, _join(path, name), found, root=False)
-    if "minProperties" in schema and len(value) < schema["minProperties"]:
-        where = path or "<root>"
-        _invalid(found, where, len(value), f"{where} in body should have at least {schema['minProperties']} properties")
-    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-        where = path or "<root>"
-        _invalid(found, where, len(value), f"{where} in body should have at most {schema['maxProperties']} properties")
 
 
 # ----------------------------------------------------------------------------- CRD schemas

@@ -24,7 +24,8 @@ import yaml
 
 from sandbox.kube import ApiError, KubeStore
 from sandbox.kube.resources import ResourceType
-from sandbox.kube.schema import CrdSchemas, Pruned, apply_defaults, prune, validate
+from sandbox.kube.schema import CrdSchemas, Pruned, apply_defaults, prune
+from sandbox.kube.validation import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "example.com"
