@@ -18,7 +18,6 @@ A pool's threads do not survive a fork, so each worker opens its own pool in any
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ import threading
 from datetime import UTC, datetime
 from types import ModuleType
 
+import infra.postgres  # noqa: F401  # psycopg imported once, before the fork: the workers share it
 from finops.errors import FinOpsError, PermanentError, TemporaryError
 from functions.edge import database_from
 from infra.logs import redact
@@ -42,8 +42,6 @@ def warm_up(target: str, functions: ModuleType) -> None:
         settings = module.settings()
         if settings.MIGRATE_ON_START:
             database_from(settings)
-        else:  # imported once, before the fork: the workers share it instead of each importing it
-            importlib.import_module("infra.postgres")
     except PermanentError as exc:
         _print("CRITICAL", f"{target} cannot start: {exc.message}", target)
         raise SystemExit(BOOT_ERROR) from exc
