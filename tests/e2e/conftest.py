@@ -14,6 +14,7 @@ from functions.localstack import Stack, serve_function
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from tests.logs import LOG_DIR as TEST_LOGS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TOKEN = "test-ping-token"
@@ -46,7 +47,7 @@ def stack(database_url: str, opencost: sandbox_opencost.OpenCostServer, kube: sa
         kube_url=kube.url,
         ping_token=TOKEN,
         cluster="test",
-        log_dir=Path(__file__).resolve().parents[2] / ".local" / "test-logs",
+        log_dir=TEST_LOGS,
     )
 
 

@@ -26,6 +26,7 @@ from sandbox.kube import KubeStore, make_app
 from sandbox.kube.server import KubeServer
 from sandbox.opencost import load_scenario
 from tests.conftest import TABLES
+from tests.logs import LOG_DIR as TEST_LOGS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -50,7 +51,7 @@ def demo_stack(database_url: str, demo: ClusterSandbox) -> Stack:
         kube_url=demo.kube.url,
         ping_token=PING,
         cluster="demo",
-        log_dir=Path(__file__).resolve().parents[2] / ".local" / "test-logs",
+        log_dir=TEST_LOGS,
     )
 
 

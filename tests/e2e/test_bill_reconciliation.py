@@ -68,6 +68,7 @@ from tests.e2e.bill_world import (
     row_costs,
 )
 from tests.e2e.cli_runner import run_finops
+from tests.logs import LOG_DIR as TEST_LOGS
 
 TOKEN = "test-bill-token"
 PROXY = "test-bill-proxy"
@@ -145,7 +146,7 @@ def world(pg_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             kube_url=kube.url,
             ping_token=TOKEN,
             cluster=CLUSTER,
-            log_dir=Path(__file__).resolve().parents[2] / ".local" / "test-logs",
+            log_dir=TEST_LOGS,
         )
         with serve_function(stack, "collect_allocations") as url:
             load_month(url)

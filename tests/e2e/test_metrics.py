@@ -18,7 +18,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -34,6 +33,7 @@ from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
 from tests.conftest import TABLES
 from tests.e2e.conftest import TOKEN
+from tests.logs import LOG_DIR as TEST_LOGS
 
 METRICS = "test-metrics-token"
 CLUSTER = "demo"
@@ -66,7 +66,7 @@ def world(database_url: str, pinned: datetime) -> Iterator[Stack]:
             kube_url=kube.url,
             ping_token=TOKEN,
             cluster=CLUSTER,
-            log_dir=Path(__file__).resolve().parents[2] / ".local" / "test-logs",
+            log_dir=TEST_LOGS,
         )
 
 

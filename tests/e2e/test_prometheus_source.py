@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,6 +35,7 @@ from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox.prometheus import GIB, MIB, demo_world
 from tests.e2e.conftest import Pinger
+from tests.logs import LOG_DIR as TEST_LOGS
 from tests.prometheus import real_prometheus
 
 CLUSTER = "prom"
@@ -116,7 +116,7 @@ def prom_stack(database_url: str) -> Iterator[Stack]:
             kube_url=kube.url,
             ping_token=TOKEN,
             cluster=CLUSTER,
-            log_dir=Path(__file__).resolve().parents[2] / ".local" / "test-logs",
+            log_dir=TEST_LOGS,
         )
 
 

@@ -31,6 +31,7 @@ from functions.localstack import Stack, free_port, serve_function
 from infra.postgres import Database
 from sandbox import opencost as sandbox_opencost
 from tests.e2e.cli_runner import one_line_error, run_finops
+from tests.logs import LOG_DIR as TEST_LOGS
 
 DB_PASSWORD = "dbpw-Zx81q-secret"
 OC_USER, OC_PASSWORD = "ocuser", "ocpw-Qv27k-secret"
@@ -46,7 +47,7 @@ SECRETS = (
     base64.b64encode(f"{OC_USER}:{OC_PASSWORD}".encode()).decode(),
 )
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "sandbox" / "demo" / "policy.yaml"
-LOG_DIR = Path(__file__).resolve().parents[2] / ".local" / "test-logs" / "secrets"
+LOG_DIR = TEST_LOGS / "secrets"
 
 
 class Captured:
