@@ -8,7 +8,7 @@ finops migrate                       apply pending migrations to DATABASE_URL
 finops install / finops ping         what the install Job and the hourly CronJobs run (cli_ops)
 finops runs [--function F] [--limit N]   recent run outcomes, newest first
 finops collect --from D --to D       load allocation history hour by hour (resumable)
-finops verify [--cluster C]          check that the hour ledger, rows and rollups agree
+finops verify [--cluster C]          check that the hour ledger, rows, rollups and app days agree
 finops report ... / finops export ...   exit 1 when the period is refused (unpriced hours, or
                                      incomplete under --require-complete), 2 for bad input or policy
 finops policy check FILE             validate a chargeback policy (no database needed)

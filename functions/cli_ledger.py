@@ -7,7 +7,8 @@ finops collect --from 2026-10-01 --to 2026-11-01 [--url URL]
     COLLECT_BUDGET_SECONDS and the command calls again until nothing remains, so it is resumable:
     run it again after any failure and it continues. Exit 0 when every hour is final, 1 otherwise.
 finops verify [--cluster C]
-    Compares ledger and rows, rollups and rows; exit 0 when they agree, 1 listing every difference.
+    Compares ledger and rows, rollups and rows, applications' recorded days and their rows; exit 0
+    when they agree, 1 listing every difference.
 """
 
 from __future__ import annotations
@@ -126,7 +127,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         db.close()
     for problem in problems:
         print(problem)
-    print(f"{len(problems)} problem(s)" if problems else "ledger, rows and rollups agree", file=sys.stderr)
+    print(
+        f"{len(problems)} problem(s)" if problems else "ledger, rows, rollups and applications' days agree",
+        file=sys.stderr,
+    )
     return 1 if problems else 0
 
 
@@ -136,6 +140,6 @@ def add_commands(sub: Any) -> None:
     collect.add_argument("--to", required=True, help=f"{DATE_HELP} (exclusive)")
     collect.add_argument("--url", help="a deployed collect_allocations to ping instead of loading in this process")
     collect.set_defaults(func=cmd_collect)
-    check = sub.add_parser("verify", help="check that ledger, rows and rollups agree")
+    check = sub.add_parser("verify", help="check that ledger, rows, rollups and applications' days agree")
     check.add_argument("--cluster", help="only this cluster")
     check.set_defaults(func=cmd_verify)

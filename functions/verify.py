@@ -3,7 +3,9 @@
 For every cluster and aggregation: the hour ledger against the rows (every stored hour has a
 ledger state, its row count is the rows' count, final hours hold only final rows and no other hour
 holds any), the daily rollups against the rollup of the hourly rows (both ways, every figure),
-and days still marked for a rebuild. An empty list means rows, ledger and rollups agree.
+days still marked for a rebuild, and each application's recorded days (``app_daily_costs``)
+against its own rows summed again (hours, every cost, currency; and the scope they were recorded
+in). An empty list means rows, ledger, rollups and the applications' days agree.
 """
 
 from __future__ import annotations
@@ -35,5 +37,11 @@ def verify(db: Database, cluster: str | None = None) -> list[str]:
             problems.append(
                 f"{where} {row['day']}: {row['problem']}: namespace {row['namespace']!r} "
                 f"({row['entry_kind']}, {owner}) total {row['total_cost_micros']} micros"
+            )
+        for row in db.fetch_all("verify_app_days", **key):
+            problems.append(
+                f"{where} {row['day']}: application {row['app_namespace']}/{row['app_name']}: {row['problem']}: "
+                f"recorded {row['hours']} hour(s), {row['total_cost_micros']} micros; "
+                f"its rows now {row['hours_now']} hour(s), {row['total_now']} micros"
             )
     return problems

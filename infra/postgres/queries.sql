@@ -707,6 +707,45 @@ SELECT problem, day, namespace, entry_kind, team, total_cost_micros FROM (
 ) found
 ORDER BY day, namespace, problem;
 
+-- name: verify_app_days
+-- Each application's recorded days against its own rows summed again now: a day recorded in a
+-- scope that is no longer the application's (the recorder rebuilds the series on its next run),
+-- or whose hours, any cost or currency differ from its rows (rows changed after it was recorded).
+-- Workload idle is not summed again (it needs the rows' requests and usage).
+WITH recorded AS (
+    SELECT d.* FROM app_daily_costs d WHERE d.cluster = %(cluster)s AND d.aggregation = %(aggregation)s
+),
+span AS (
+    SELECT min(day)::timestamp AT TIME ZONE 'UTC' AS start, (max(day) + 1)::timestamp AT TIME ZONE 'UTC' AS "end"
+    FROM recorded
+),
+summed AS (
+    SELECT a.app_namespace, a.app_name, (a.hour AT TIME ZONE 'UTC')::date AS day, count(DISTINCT a.hour) AS hours,
+           coalesce(sum(a.cpu_cost_micros), 0) AS cpu, coalesce(sum(a.gpu_cost_micros), 0) AS gpu,
+           coalesce(sum(a.ram_cost_micros), 0) AS ram, coalesce(sum(a.pv_cost_micros), 0) AS pv,
+           coalesce(sum(a.network_cost_micros), 0) AS network, coalesce(sum(a.lb_cost_micros), 0) AS lb,
+           coalesce(sum(a.shared_cost_micros), 0) AS shared, coalesce(sum(a.external_cost_micros), 0) AS external,
+           coalesce(sum(a.total_cost_micros), 0) AS total, max(a.currency) AS currency
+    FROM span, finops_app_allocations(%(cluster)s, %(aggregation)s, span.start, span."end") a
+    GROUP BY 1, 2, 3
+)
+SELECT r.day, r.app_namespace, r.app_name,
+       CASE WHEN s.fingerprint IS DISTINCT FROM r.scope_fingerprint
+            THEN 'recorded in a scope that is no longer the application''s (the next collect_allocations run rebuilds it)'
+            ELSE 'differs from its rows summed again' END AS problem,
+       r.hours, coalesce(n.hours, 0) AS hours_now, r.total_cost_micros, coalesce(n.total, 0) AS total_now
+FROM recorded r
+LEFT JOIN finops_app_scopes(%(cluster)s) s ON s.app_namespace = r.app_namespace AND s.app_name = r.app_name
+LEFT JOIN summed n ON n.app_namespace = r.app_namespace AND n.app_name = r.app_name AND n.day = r.day
+WHERE s.fingerprint IS DISTINCT FROM r.scope_fingerprint
+   OR (r.hours, r.cpu_cost_micros, r.gpu_cost_micros, r.ram_cost_micros, r.pv_cost_micros, r.network_cost_micros,
+       r.lb_cost_micros, r.shared_cost_micros, r.external_cost_micros, r.total_cost_micros, r.currency)
+      IS DISTINCT FROM
+      (coalesce(n.hours, 0), coalesce(n.cpu, 0), coalesce(n.gpu, 0), coalesce(n.ram, 0), coalesce(n.pv, 0),
+       coalesce(n.network, 0), coalesce(n.lb, 0), coalesce(n.shared, 0), coalesce(n.external, 0), coalesce(n.total, 0),
+       n.currency)
+ORDER BY r.day, r.app_namespace, r.app_name;
+
 -- ==== Leases and retention (locks that survive PgBouncer's transaction pooling; bounded deletes) ====
 
 -- name: claim_lease

@@ -13,6 +13,8 @@ serves it) against the sandbox OpenCost and Kubernetes API and a real PostgreSQL
 - a replay leaves the table unchanged, and two recorders at once (two pings, two threads) end
   with the same table as one;
 - a scope change (the latest record loses its share) rebuilds the series in the new scope;
+- ``finops verify`` finds nothing in a recorded history, names each day whose stored hours or costs
+  differ from its rows, and a series still in an application's previous scope until it is rebuilt;
 - days older than ``DAILY_HISTORY_DAYS`` are deleted, and a backfill goes no further back;
   history loaded later (further back than the series' first day) is recorded too.
 """
@@ -32,6 +34,7 @@ import pytest
 from functions.app_history.recorder import RecorderOptions, record_daily
 from functions.app_history.scope import app_hourly_costs
 from functions.localstack import Stack, serve_function
+from functions.verify import verify
 from infra.postgres import Database
 from tests.e2e.conftest import TOKEN, Pinger
 
@@ -202,6 +205,7 @@ def test_recorded_days_equal_the_hourly_rows_of_the_applications_own_scope(world
         assert web_day["total_cost_micros"] + cart_day["total_cost_micros"] == shop[day]
         assert series(db, "team-apps", "web")[day]["total_cost_micros"] == search[day]
         assert 0 < web_day["idle_micros"] < web_day["total_cost_micros"]
+    assert verify(db) == []
 
 
 def test_a_day_with_an_hour_not_final_is_not_recorded_until_it_is(world: Pinger, db: Database) -> None:
@@ -300,6 +304,54 @@ def test_replays_and_concurrent_recorders_end_with_the_same_table(world: Pinger,
         assert stored(db, with_recorded_at=False) == [{k: v for k, v in r.items() if k != "recorded_at"} for r in once]
 
 
+def test_verify_names_a_recorded_day_that_differs_from_its_rows(world: Pinger, db: Database) -> None:
+    record(world)
+    assert verify(db) == []
+    days = sorted(series(db, "argocd", "web"))
+    changes = {  # a day and what differs in it: every compared figure is caught alone
+        days[0]: "total_cost_micros = total_cost_micros + 1",
+        days[1]: "ram_cost_micros = ram_cost_micros - 1, cpu_cost_micros = cpu_cost_micros + 1",
+    }
+    for day, change in changes.items():
+        with db.connection() as conn:
+            conn.execute(
+                f"UPDATE app_daily_costs SET {change} WHERE app_name = 'web' AND app_namespace = 'argocd' AND day = %s",
+                (day,),
+            )
+        found = verify(db)
+        assert len(found) == 1 and f"{day}: application argocd/web: differs from its rows summed again" in found[0], (
+            found
+        )
+        with db.connection() as conn:  # put it back
+            conn.execute(
+                "DELETE FROM app_daily_costs WHERE day = %s AND app_name = 'web' AND app_namespace = 'argocd'", (day,)
+            )
+        record(world)
+        assert verify(db) == []
+    for column, value in (("hours", "23"), ("currency", "'EUR'"), ("gpu_cost_micros", "1")):
+        with db.connection() as conn:
+            conn.execute(
+                f"UPDATE app_daily_costs SET {column} = {value} WHERE app_name = 'cart' AND day = %s", (days[0],)
+            )
+        found = verify(db)
+        assert len(found) == 1 and "application argocd/cart: differs" in found[0], (column, found)
+        with db.connection() as conn:
+            conn.execute("DELETE FROM app_daily_costs WHERE app_name = 'cart' AND day = %s", (days[0],))
+        record(world)
+    # A row of the application's scope changed after its day was recorded.
+    with db.connection() as conn:
+        conn.execute(
+            "UPDATE provider_allocations SET total_cost_micros = total_cost_micros + 5"
+            " WHERE namespace = 'search' AND hour >= %(start)s AND hour < %(end)s AND ctid = ("
+            " SELECT ctid FROM provider_allocations WHERE namespace = 'search' AND entry_kind = 'workload'"
+            " AND hour >= %(start)s AND hour < %(end)s LIMIT 1)",
+            {"start": midnight(days[1]), "end": midnight(days[1]) + timedelta(days=1)},
+        )
+    found = [line for line in verify(db) if "application" in line]
+    assert len(found) == 1 and f"{days[1]}: application team-apps/web: differs" in found[0], found
+    assert "recorded 24 hour(s)" in found[0] and "its rows now 24 hour(s)" in found[0]
+
+
 def test_a_scope_change_rebuilds_the_series_in_the_new_scope(world: Pinger, db: Database, daily_api_url: str) -> None:
     record(world)
     before = series(db, "argocd", "web")
@@ -311,6 +363,10 @@ def test_a_scope_change_rebuilds_the_series_in_the_new_scope(world: Pinger, db: 
             " VALUES ('test', 'argocd', 'web', 'shop', 'install', 'namespace', %s, %s, %s, 24, 1, 30, %s, NULL)",
             (web["measured_at"] + timedelta(seconds=1), web["window_start"], web["window_end"], json.dumps({"cpu": 1})),
         )
+    stale = verify(db)
+    assert len(stale) == len(before) and all(
+        "application argocd/web: recorded in a scope that is no longer" in p for p in stale
+    )
     served_between = get(daily_api_url, "/api/v1/apps/argocd/web/daily", "argocd:web", days="3").json()
     assert served_between["scope"] == "namespace"  # never the old scope's days
     assert all(d["final"] is False for d in served_between["days"])
@@ -325,6 +381,7 @@ def test_a_scope_change_rebuilds_the_series_in_the_new_scope(world: Pinger, db: 
         assert row["scope_fingerprint"] != before[day]["scope_fingerprint"]
     cart = series(db, "argocd", "cart")
     assert {r["scope"] for r in cart.values()} == {"application"}  # another application keeps its series
+    assert verify(db) == []
 
 
 def test_days_older_than_the_history_are_deleted_and_never_backfilled(world: Pinger, db: Database) -> None:
