@@ -226,7 +226,8 @@ def _show(stack: Stack) -> list[str]:
         trend = _read(stack, f"/apps/{namespace}/{name}/trend", f"{namespace}:{name}")
         change = str((trend.get("change") or {}).get("amount"))
         signed = change if change.startswith("-") else f"+{change}"
-        lines.append(f"  trend of {namespace}/{name}: {signed} {trend.get('currency')} a month since demo-sync-1")
+        currency = trend.get("currency") or "(currency unknown: no stored rows of its namespace)"
+        lines.append(f"  trend of {namespace}/{name}: {signed} {currency} a month since demo-sync-1")
     ranking = _read(stack, "/anomalies?limit=5", GATE)
     lines.append(
         f"  anomaly scores (today against the recorded days; anomalous from {ranking['threshold']}): "

@@ -13,14 +13,22 @@ PriceBook, and a real PostgreSQL:
 - a replay writes identical rows;
 - no namespace carrying the owner label (kube-state-metrics without
   ``--metric-labels-allowlist``) fails the run with that hint and stores nothing;
-- the chargeback report of a Prometheus-sourced period has the same shape as an OpenCost-sourced one.
+- the chargeback report of a Prometheus-sourced period has the same shape as an OpenCost-sourced one;
+- ``finops run --once --source prometheus`` (``make run`` without OpenCost) builds and serves its own
+  Prometheus over the same generated world, stores Prometheus-sourced rows, prints the per-team
+  table of the hand computation to the cent, and stops its Prometheus when it exits.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -318,3 +326,40 @@ def test_both_sources_give_the_same_report_shape(prom_ping: Pinger, ping: Pinger
     )
     assert prometheus.to_document()["lines"] and opencost.to_document()["lines"]
     assert shape(prometheus.to_document()) == shape(opencost.to_document())
+
+
+TABLE_LINE = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+
+
+def test_finops_run_with_the_prometheus_source_prints_the_hand_computation(database_url: str, db: Database) -> None:
+    """The demo's PriceBook has the rates above, and its world is ``demo_world`` from the first of
+    the four pinged hours: the hand computation holds for the table ``finops run`` prints."""
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("finops")), "run", "--once", "--hours", "4", "--source", "prometheus"],
+        env={**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert len(re.findall(r"^  \S+Z  HTTP 200  success  rows=\d+$", out, re.MULTILINE)) == 4, out
+    table = {m[2]: (m[1], int(m[3]), Decimal(m[7])) for m in map(TABLE_LINE.match, out.splitlines()) if m}
+    expected, idle = hand_computed()
+    assert set(table) == {*expected, "__idle__"}, out
+    for namespace, exact in expected.items():
+        team, _, total = table[namespace]
+        assert total == cents(exact) and team == (TEAMS[namespace] or "__unallocated__"), namespace
+    assert table["__idle__"][2] == cents(idle)
+    assert table["batch"][1] == 1 and table["shop"][1] == 4  # the Job's one billed hour
+    grand = re.search(r"^TOTAL\s+([\d.]+)$", out, re.MULTILINE)
+    assert grand is not None and Decimal(grand[1]) == sum(line[2] for line in table.values())
+    with db.connection() as conn:
+        sources = conn.execute("SELECT DISTINCT source FROM provider_allocations").fetchall()
+        hours = conn.execute("SELECT count(*) AS n FROM allocation_hours WHERE source = 'prometheus'").fetchone()
+    assert sources == [{"source": "prometheus"}] and hours == {"n": 4}
+    served = re.search(r"Prometheus \(Debian\)\s+(http://\S+)", out)
+    assert served is not None, out
+    with pytest.raises(httpx.TransportError):  # stopped with the command
+        httpx.get(f"{served[1]}/-/ready", timeout=2)
