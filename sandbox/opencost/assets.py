@@ -33,8 +33,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sandbox.opencost.allocation import GIB, Alloc, num
+from sandbox.opencost.allocation import GIB, Alloc
 from sandbox.opencost.model import Cluster
+from sandbox.opencost.rendering import num
 from sandbox.opencost.windows import HOUR, QueryError, floor, parse_window, rfc3339
 
 ASSET_PATHS = ("/assets", "/model/assets")

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.opencost.aggregation import aggregate, parse_aggregate
-from sandbox.opencost.allocation import IDLE, Alloc, Properties, Renderer, quote
+from sandbox.opencost.allocation import IDLE, Alloc, Properties
 from sandbox.opencost.filters import Filter, parse_filter
 from sandbox.opencost.model import Cluster
+from sandbox.opencost.rendering import Renderer, quote
 from sandbox.opencost.windows import (
     HOUR,
     accumulate_bucket,

@@ -30,7 +30,8 @@ with the strings ``"null"`` rather than JSON nulls.
 
 from __future__ import annotations
 
-from sandbox.opencost.allocation import Alloc, Renderer, efficiency, quote
+from sandbox.opencost.allocation import Alloc
+from sandbox.opencost.rendering import Renderer, efficiency, quote
 
 NANOS = 1_000_000_000
 Sets = list[tuple[tuple[int, int], dict[str, Alloc]]]

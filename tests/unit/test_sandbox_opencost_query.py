@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sandbox.opencost.aggregation import key_function, parse_aggregate
-from sandbox.opencost.allocation import Properties, num
+from sandbox.opencost.allocation import Properties
 from sandbox.opencost.filters import parse_filter
+from sandbox.opencost.rendering import num
 from sandbox.opencost.windows import QueryError, parse_accumulate, parse_bool, parse_step, parse_window, step_windows
 
 NOW = int(datetime(2026, 3, 10, 14, 25, 30, tzinfo=UTC).timestamp())  # a Tuesday
