@@ -8,7 +8,9 @@
 - edge cases: no allocated cost (``__shared__``), a single line, zero and negative idle, the idle
   owner who also owns namespaces, fixed costs of clusters without data;
 - fixed costs prorated by the part of each calendar month the period covers;
-- line order, shares and the report's document.
+- line order, shares and the report's document;
+- the exact lines before rounding (``settle``, which the FOCUS export itemises), to the fraction of
+  a micro.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from fractions import Fraction
 
 import pytest
 
-from finops.chargeback import CostRow, IdleRow, LineKey, LineKind, Period, Report, allocate, parse_line_key
+from finops.chargeback import CostRow, IdleRow, LineKey, LineKind, Period, Report, allocate, parse_line_key, settle
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
 
@@ -83,6 +85,23 @@ def test_the_methods_example_option_b(shared: dict[str, object], rows: list[Cost
     ]
     assert report.lines[-1].kind is LineKind.IDLE
     assert report.total == Decimal("10000.00")
+
+
+@pytest.mark.parametrize("idle", ["distribute", "separate"])
+def test_the_exact_lines_before_rounding(idle: str) -> None:
+    settled = settle(TEAMS, IDLE, policy(idle=idle, shared=FIXED_2000), period=NOVEMBER)
+    weights = {"payments": 4, "catalog": 2, "analytics": 1}
+    expected = {
+        (LineKind.OWNER, team): [
+            Fraction(weight * 1000 * M),
+            Fraction(weight * 1000 * M, 7) if idle == "distribute" else Fraction(0),
+            Fraction(weight * 2000 * M, 7),
+        ]
+        for team, weight in weights.items()
+    }
+    if idle == "separate":
+        expected[(LineKind.IDLE, "platform")] = [Fraction(0), Fraction(1000 * M), Fraction(0)]  # the default idle_owner
+    assert settled == {"prod": expected}
 
 
 def test_the_document_shape() -> None:
