@@ -207,6 +207,14 @@ def test_a_credit_stays_on_its_line_which_receives_nothing() -> None:
     ]
 
 
+def test_a_line_of_one_micro_receives_its_share() -> None:
+    rows = [CostRow("prod", "tiny", "tiny", None, 1), CostRow("prod", "shop", "shop", None, 3)]
+    shared = {"fixed": [{"name": "shared services", "amount": "0.000004"}]}
+    settled = settle(rows, [IdleRow("prod", 8)], policy(idle="distribute", shared=shared), period=NOVEMBER)
+    assert settled["prod"][(LineKind.OWNER, "tiny")] == [1, 2, 1]
+    assert settled["prod"][(LineKind.OWNER, "shop")] == [3, 6, 3]
+
+
 @pytest.mark.parametrize("idle", ["distribute", "separate"])
 def test_negative_idle_is_carried_not_clamped(idle: str) -> None:
     report = allocate(TEAMS, [IdleRow("prod", -700 * M)], policy(idle=idle), period=NOVEMBER)
