@@ -6,13 +6,16 @@ functions-framework in its own process, exactly as a Knative revision runs it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -95,6 +98,27 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout: floa
     raise RuntimeError(f"{url}: not serving after {timeout:.0f} s")
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def dies_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` under which the child is sent SIGTERM when the thread that started it ends
+    (Linux's ``PR_SET_PDEATHSIG``), so a ``finops run`` or a test session stopped with SIGKILL leaves
+    no function serving (gunicorn's master stops its workers on SIGTERM). None on another system,
+    or off the main thread, whose end would stop the child early."""
+    if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the call: nothing would signal us
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
 @contextlib.contextmanager
 def serve_function(stack: Stack, target: str, **extra_env: str) -> Iterator[str]:
     """Serve one target under functions-framework on a free port; yield its URL."""
@@ -107,6 +131,7 @@ def serve_function(stack: Stack, target: str, **extra_env: str) -> Iterator[str]
             env=stack.function_env(target, PORT=str(port), **extra_env),
             stdout=log_file,
             stderr=subprocess.STDOUT,
+            preexec_fn=dies_with_parent(),  # prctl only, resolved before the fork
         )
         try:
             wait_until_serving(url, process)
