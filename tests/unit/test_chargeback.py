@@ -318,10 +318,17 @@ def test_an_empty_report() -> None:
 def test_rows_take_sql_sums_and_refuse_floats() -> None:
     assert CostRow("prod", "shop", "payments", None, Decimal(1500)).allocated_micros == 1500  # type: ignore[arg-type]
     assert IdleRow("prod", Decimal(-3)).idle_micros == -3  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="whole micros"):
+    with pytest.raises(ValueError, match=r"^allocated_micros must be whole micros, got 1\.5$"):
         CostRow("prod", "shop", "payments", None, 1.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="whole micros"):
+    with pytest.raises(ValueError, match=r"^idle_micros must be whole micros, got Decimal\('0.5'\)$"):
         IdleRow("prod", Decimal("0.5"))  # type: ignore[arg-type]
+
+
+def test_a_tie_for_the_last_cent_goes_to_the_owner_line_before_the_idle_line() -> None:
+    # Half a cent each, one cent in all: the largest remainders tie, and the lines' order decides.
+    report = allocate([row("a", 0.005)], [IdleRow("prod", 5_000)], policy(idle="separate"), period=NOVEMBER)
+    assert figures(report) == [("a", "0.01", "0.00", "0.00", "0.01"), ("platform", "0.00", "0.00", "0.00", "0.00")]
+    assert report.total == Decimal("0.01")
 
 
 def test_by_must_be_known() -> None:
