@@ -207,6 +207,13 @@ def test_a_credit_stays_on_its_line_which_receives_nothing() -> None:
     ]
 
 
+def test_settle_takes_the_line_key_by_name() -> None:
+    rows = [row("payments", 4000, namespace="pay"), row("catalog", 2000, namespace="cat")]
+    named = settle(rows, IDLE, policy(idle="distribute"), period=NOVEMBER, by="namespace")
+    assert named == settle(rows, IDLE, policy(idle="distribute"), period=NOVEMBER, by=LineKey.NAMESPACE)
+    assert set(named["prod"]) == {(LineKind.OWNER, "pay"), (LineKind.OWNER, "cat")}
+
+
 def test_a_line_of_one_micro_receives_its_share() -> None:
     rows = [CostRow("prod", "tiny", "tiny", None, 1), CostRow("prod", "shop", "shop", None, 3)]
     shared = {"fixed": [{"name": "shared services", "amount": "0.000004"}]}
