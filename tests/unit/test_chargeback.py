@@ -22,7 +22,18 @@ from fractions import Fraction
 
 import pytest
 
-from finops.chargeback import CostRow, IdleRow, LineKey, LineKind, Period, Report, allocate, parse_line_key, settle
+from finops.chargeback import (
+    BillExtras,
+    CostRow,
+    IdleRow,
+    LineKey,
+    LineKind,
+    Period,
+    Report,
+    allocate,
+    parse_line_key,
+    settle,
+)
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
 
@@ -205,6 +216,12 @@ def test_a_credit_stays_on_its_line_which_receives_nothing() -> None:
         ("payments", "100.00", "10.00", "2000.00", "2110.00"),
         ("catalog", "-10.00", "0.00", "0.00", "-10.00"),
     ]
+
+
+def test_a_bills_unmatched_usage_is_its_own_line_exactly() -> None:
+    bills = {"prod": BillExtras(unreconciled_micros=1_234_567)}
+    settled = settle(TEAMS, IDLE, policy(idle="distribute"), period=NOVEMBER, bills=bills)
+    assert settled["prod"][(LineKind.UNRECONCILED, "__unreconciled__")] == [1_234_567, 0, 0]
 
 
 def test_settle_takes_the_line_key_by_name() -> None:
