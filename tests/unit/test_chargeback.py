@@ -34,6 +34,7 @@ from finops.chargeback import (
     parse_line_key,
     settle,
 )
+from finops.directcosts import DirectCost
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
 
@@ -222,6 +223,15 @@ def test_a_bills_unmatched_usage_is_its_own_line_exactly() -> None:
     bills = {"prod": BillExtras(unreconciled_micros=1_234_567)}
     settled = settle(TEAMS, IDLE, policy(idle="distribute"), period=NOVEMBER, bills=bills)
     assert settled["prod"][(LineKind.UNRECONCILED, "__unreconciled__")] == [1_234_567, 0, 0]
+
+
+@pytest.mark.parametrize(("split", "shares"), [("even", ("30.00", "30.00")), ("proportional", ("45.00", "15.00"))])
+def test_shared_direct_costs_follow_the_policys_split(split: str, shares: tuple[str, str]) -> None:
+    rows = [row("payments", 3000), row("catalog", 1000)]
+    tax = DirectCost(None, None, 60 * M, "tax", shared=True)
+    report = allocate(rows, [], policy(shared={"split": split}), period=NOVEMBER, direct=[tax])
+    owners = [(line.owner, str(line.shared)) for line in report.lines if line.kind is LineKind.OWNER]
+    assert owners == [("payments", shares[0]), ("catalog", shares[1])]
 
 
 def test_settle_takes_the_line_key_by_name() -> None:
