@@ -17,7 +17,12 @@ from psycopg import sql
 
 from infra.postgres.database import Connection, wrap_errors
 
-BATCH = 1 << 20  # characters written to the COPY stream at a time
+# Characters written to the COPY stream at a time. A write returns once libpq has handed it to
+# the socket, so a batch larger than the socket's buffer (about 200 KiB) waits for PostgreSQL to
+# parse most of it, and the two alternate instead of working at once. At 64 KiB this process
+# builds the next batch while the server parses the last: at 100,000 containers the COPY's wall
+# time fell from 1.4x this process's CPU time to 1.1x (1 MiB batches before; 16-256 KiB measured).
+BATCH = 1 << 16
 
 
 def copy_lines(conn: Connection, table: str, columns: Sequence[str], lines: Iterable[str]) -> int:
