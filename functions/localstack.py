@@ -6,16 +6,13 @@ functions-framework in its own process, exactly as a Knative revision runs it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,6 +37,7 @@ from sandbox import opencost as sandbox_opencost  # noqa: E402
 from sandbox import prometheus as sandbox_prometheus  # noqa: E402
 from sandbox.cluster import cluster_objects  # noqa: E402
 from sandbox.postgres import embedded_postgres  # noqa: E402
+from sandbox.processes import dies_with_parent  # noqa: E402
 
 
 def free_port() -> int:
@@ -96,27 +94,6 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout: floa
         except httpx.TransportError:
             time.sleep(0.1)
     raise RuntimeError(f"{url}: not serving after {timeout:.0f} s")
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def dies_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` under which the child is sent SIGTERM when the thread that started it ends
-    (Linux's ``PR_SET_PDEATHSIG``), so a ``finops run`` or a test session stopped with SIGKILL leaves
-    no function serving (gunicorn's master stops its workers on SIGTERM). None on another system,
-    or off the main thread, whose end would stop the child early."""
-    if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # the parent died before the call: nothing would signal us
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
 
 
 @contextlib.contextmanager

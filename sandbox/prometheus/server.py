@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from sandbox.processes import dies_with_parent
 from sandbox.prometheus.openmetrics import render
 from sandbox.prometheus.world import World
 
@@ -99,6 +100,7 @@ def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                preexec_fn=dies_with_parent(),  # a killed finops run or test session leaves none serving
             )
         try:
             _wait_ready(url, process, root / "prometheus.log", ready_timeout)
