@@ -175,6 +175,7 @@ class Report:
             "period": self.period.as_document(),
             "currency": self.currency,
             "policy": self.policy.as_document(),
+            "by": self.by.value,  # what each line's "owner" names: a team, a cost centre or a namespace
             "lines": [line.as_document() for line in self.lines],
             "total": str(self.total),
             "coverage": self.coverage.as_document() if self.coverage else None,

@@ -122,6 +122,7 @@ def test_the_document_shape() -> None:
     assert document["period"] == {"start": "2026-11-01T00:00:00Z", "end": "2026-12-01T00:00:00Z"}
     assert document["currency"] == "EUR"
     assert document["policy"] == policy(shared=FIXED_2000).as_document()
+    assert document["by"] == "team"
     assert document["total"] == "10000.00"
     assert document["lines"][0] == {
         "owner": "payments",
@@ -146,7 +147,9 @@ def test_lines_by_cost_center_and_by_namespace() -> None:
         ("__unallocated__", LineKind.UNALLOCATED, "100.00"),
         ("platform", LineKind.IDLE, "0.00"),
     ]
+    assert by_cc.to_document()["by"] == "cost-center"  # what the lines' "owner" names
     by_ns = allocate(rows, [], policy(idle="distribute"), period=NOVEMBER, by=LineKey.NAMESPACE)
+    assert by_ns.to_document()["by"] == "namespace"
     assert [(line.owner, str(line.total)) for line in by_ns.lines] == [
         ("pay-api", "300.00"),
         ("catalog", "100.00"),
