@@ -2,6 +2,7 @@
 
 - binary mode: the ``ce-*`` headers and the JSON data as the body, to the URL's path and query;
 - successive events share one kept-alive connection;
+- concurrent senders (request threads) each get their own event's answer;
 - a kept-alive connection the sink closed while idle is retried once on a fresh one;
 - 429/503 are ``SinkBusy`` with the sink's ``Retry-After``, other failures ``SinkUnavailable``
   naming the sink;
@@ -34,6 +35,7 @@ class Sink:
     retry_after: str | None = None
     close_after_answer: bool = False  # close the connection without saying so (an idle timeout)
     raw_answer: bytes | None = None  # written as the whole answer instead, then the connection closes
+    answers: dict[int, int] = field(default_factory=dict)  # syncEventId: status, instead of ``answer``
     received: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -58,7 +60,7 @@ def sink() -> Iterator[Sink]:
                 self.wfile.write(state.raw_answer)
                 self.close_connection = True
                 return
-            self.send_response(state.answer)
+            self.send_response(state.answers.get(json.loads(body).get("syncEventId"), state.answer))
             if state.retry_after:
                 self.send_header("Retry-After", state.retry_after)
             self.send_header("Content-Length", "0")
@@ -103,6 +105,29 @@ def test_successive_events_share_one_kept_alive_connection(sink: Sink) -> None:
         send(sink.url, n)
     assert [r["body"]["syncEventId"] for r in sink.received] == [0, 1, 2]
     assert len({r["peer"] for r in sink.received}) == 1
+
+
+def test_concurrent_senders_each_get_their_own_events_answer(sink: Sink) -> None:
+    sink.answers = {n: 503 for n in range(0, 160, 7)}
+    outcomes: dict[int, str] = {}
+
+    def sender(first: int) -> None:
+        for n in range(first, first + 10):
+            try:
+                send(sink.url, n)
+                outcomes[n] = "accepted"
+            except events.SinkBusy as exc:
+                outcomes[n] = f"busy: {exc}"
+
+    threads = [threading.Thread(target=sender, args=(first,)) for first in range(0, 160, 10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == {
+        n: "accepted" if n % 7 else f"busy: event sink {sink.url} answered 503 (retry after 5 s)" for n in range(160)
+    }
+    assert sorted(r["body"]["syncEventId"] for r in sink.received) == list(range(160))
 
 
 def test_a_connection_the_sink_closed_while_idle_is_retried_on_a_fresh_one(sink: Sink) -> None:
