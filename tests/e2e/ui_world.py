@@ -113,6 +113,23 @@ def empty_tables(database_url: str) -> None:
     db.close()
 
 
+def final_hours_today(database_url: str, cluster: str = "demo") -> int:
+    """The hours of today (UTC) the cluster's ledger holds as final: none when the demo ran in a
+    day's first hour, whose only hour of today was still open. The anomaly score needs one."""
+    db = connect(database_url)
+    try:
+        with db.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n FROM allocation_hours WHERE cluster = %s AND state = 'final'"
+                " AND hour >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+                (cluster,),
+            ).fetchone()
+    finally:
+        db.close()
+    assert row is not None
+    return int(row["n"])
+
+
 def build_world(stack: Stack, database_url: str, collect_url: str, on_sync_url: str) -> None:
     """The test cluster's world (cluster ``test``), into tables emptied by ``demo_run``."""
     first = truncate_to_hour(datetime.now(UTC)) - timedelta(hours=HOURS - 1)

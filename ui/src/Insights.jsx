@@ -16,9 +16,15 @@ export function Anomaly({ anomaly, currency }) {
     base.days > 0 ? (
       <p style={styles.muted} data-testid="anomaly-baseline">
         Baseline: <span data-testid="anomaly-days">{base.days}</span> recorded days,{" "}
-        <span data-testid="anomaly-from">{base.from}</span> to <span data-testid="anomaly-to">{base.to}</span>; median{" "}
-        <span data-testid="anomaly-median">{money(base.median)}</span> a day, MAD{" "}
-        <span data-testid="anomaly-mad">{money(base.mad)}</span> (spread {money(base.spread)}).
+        <span data-testid="anomaly-from">{base.from}</span> to <span data-testid="anomaly-to">{base.to}</span>
+        {base.median ? (
+          <>
+            ; median <span data-testid="anomaly-median">{money(base.median)}</span> a day, MAD{" "}
+            <span data-testid="anomaly-mad">{money(base.mad)}</span> (spread {money(base.spread)}).
+          </>
+        ) : (
+          " (too few for a median)."
+        )}
       </p>
     ) : null;
   if (anomaly.score === null || anomaly.score === undefined) {
