@@ -35,7 +35,8 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
 - COPY written 64 KiB at a time instead of 1 MiB (``infra.postgres.copy_text.BATCH``: a write
   larger than the socket's buffer waited while PostgreSQL parsed it), on a slower day (the floor
   took 5.01 s at 100,000): 20,000: 0.99, CPU 0.88; 100,000: 4.76 / 5.01 s (0.95), CPU 0.84;
-  200,000: 0.79, CPU 0.69; 124-137 MiB.
+  200,000: 0.79, CPU 0.69; 124-137 MiB. Inside ``make bench`` the same day: 0.85 / 0.99 / 0.78,
+  CPU 0.73 / 0.88 / 0.67, 123-134 MiB.
 """
 
 from __future__ import annotations
