@@ -33,88 +33,29 @@ reports), container resource requests, ``status.startTime`` and container states
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from sandbox.kube import KubeServer
 from sandbox.kube import serve as serve_kube
+from sandbox.kube_fields import (
+    Obj,
+    container_resources,
+    cpu_quantity,
+    cron_expression,
+    memory_quantity,
+    object_uid,
+    owner_reference,
+)
 from sandbox.opencost.model import Cluster, CronRun, PodSpec, WorkloadSpec
 from sandbox.opencost.naming import REPLICASET_OWNERS, replicaset_name, template_hash
-from sandbox.opencost.scenario import API_VERSIONS, Container, Scenario
+from sandbox.opencost.scenario import API_VERSIONS, Scenario
 from sandbox.opencost.server import OpenCostServer
 from sandbox.opencost.server import serve as serve_opencost
 from sandbox.opencost.windows import DAY, HOUR, floor, rfc3339
-
-Obj = dict[str, Any]
-_UIDS = uuid.UUID("6f0c3f4e-8d2a-5b1e-9c47-0e5a2d7b9f13")  # namespace of the uuid5 object uids
-_GIB = 1024**3
-
-
-def cpu_quantity(cores: float) -> str:
-    """Cores as a Kubernetes quantity: ``2``, ``500m``."""
-    milli = round(cores * 1000)
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
-
-
-def memory_quantity(gib: float) -> str:
-    """GiB as a Kubernetes quantity in the largest exact binary unit: ``4Gi``, ``512Mi``, bytes."""
-    size = round(gib * _GIB)
-    for unit, factor in (("Gi", _GIB), ("Mi", 1024**2), ("Ki", 1024)):
-        if size % factor == 0 and size:
-            return f"{size // factor}{unit}"
-    return str(size)
-
-
-def object_uid(cluster: str, kind: str, namespace: str | None, name: str) -> str:
-    """The deterministic ``metadata.uid`` of an object of the scenario's cluster."""
-    return str(uuid.uuid5(_UIDS, f"{cluster}/{kind}/{namespace or ''}/{name}"))
-
-
-def owner_reference(owner: Obj) -> Obj:
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _resources(container: Container) -> Obj:
-    requests: dict[str, str] = {}
-    if container.request.cpu:
-        requests["cpu"] = cpu_quantity(container.request.cpu)
-    if container.request.ram_gib:
-        requests["memory"] = memory_quantity(container.request.ram_gib)
-    if container.request.gpu:
-        requests["nvidia.com/gpu"] = cpu_quantity(container.request.gpu)
-    limits: dict[str, str] = {}
-    if container.limit.cpu:
-        limits["cpu"] = cpu_quantity(container.limit.cpu)
-    if container.limit.ram_gib:
-        limits["memory"] = memory_quantity(container.limit.ram_gib)
-    resources: Obj = {"requests": requests} if requests else {}
-    return {**resources, "limits": limits} if limits else resources
-
-
-def _cron_expression(every: int, offset: int) -> str:
-    """A crontab line for runs at ``k * every + offset`` epoch seconds (``@every`` if none fits)."""
-    off = offset % every
-    if every % 60 or off % 60 or 86400 % every:
-        return f"@every {every}s"
-    minute, hour = (off // 60) % 60, off // 3600
-    if every < 3600:
-        return f"{minute}-59/{every // 60} * * * *"
-    if every == 3600:
-        return f"{minute} * * * *"
-    return f"{minute} {hour}-23/{every // 3600} * * *" if every < 86400 else f"{minute} {hour} * * *"
 
 
 class _Builder:
@@ -301,7 +242,11 @@ class _Builder:
     def _template(self, spec: WorkloadSpec, labels: dict[str, str], restart: str) -> Obj:
         w = spec.source
         containers = [
-            {"name": c.name, "image": f"registry.example/{w.namespace}/{w.name}:1.0", "resources": _resources(c)}
+            {
+                "name": c.name,
+                "image": f"registry.example/{w.namespace}/{w.name}:1.0",
+                "resources": container_resources(c),
+            }
             for c in w.containers
         ]
         return {"metadata": {"labels": dict(labels)}, "spec": {"containers": containers, "restartPolicy": restart}}
@@ -338,7 +283,7 @@ class _Builder:
         hi = self.now if ended is None else min(ended, self.now)
         runs: list[CronRun] = list(self.cluster.cron_runs(spec, lo, hi)) if lo < hi else []
         cron_spec = {
-            "schedule": _cron_expression(every, offset),
+            "schedule": cron_expression(every, offset),
             "concurrencyPolicy": "Allow",
             "jobTemplate": {
                 "spec": {

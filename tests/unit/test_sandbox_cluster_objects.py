@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from sandbox.cluster import _cron_expression, cluster_objects, cpu_quantity, memory_quantity, object_uid
+from sandbox.cluster import cluster_objects
 from sandbox.kube import KubeStore
+from sandbox.kube_fields import cpu_quantity, cron_expression, memory_quantity, object_uid
 from sandbox.opencost import ScenarioError, make_app, parse_scenario
 from sandbox.opencost.scenario import Scenario
 
@@ -217,11 +218,11 @@ def test_relative_times_and_naive_now(scenario: Scenario) -> None:
 def test_quantities_and_schedules() -> None:
     assert [cpu_quantity(c) for c in (2, 0.5, 0.05, 1.25)] == ["2", "500m", "50m", "1250m"]
     assert [memory_quantity(g) for g in (4, 0.5, 0.0625, 0.07)] == ["4Gi", "512Mi", "64Mi", "75161928"]
-    assert _cron_expression(3600, 300) == "5 * * * *"
-    assert _cron_expression(900, 60) == "1-59/15 * * * *"
-    assert _cron_expression(6 * 3600, 3600 + 1800) == "30 1-23/6 * * *"
-    assert _cron_expression(86400, 2 * 3600) == "0 2 * * *"
-    assert _cron_expression(7 * 60, 0) == "@every 420s"
+    assert cron_expression(3600, 300) == "5 * * * *"
+    assert cron_expression(900, 60) == "1-59/15 * * * *"
+    assert cron_expression(6 * 3600, 3600 + 1800) == "30 1-23/6 * * *"
+    assert cron_expression(86400, 2 * 3600) == "0 2 * * *"
+    assert cron_expression(7 * 60, 0) == "@every 420s"
 
 
 def test_rollouts_must_name_their_api_version() -> None:
