@@ -69,18 +69,24 @@ def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"{what}: not reached in {timeout:.0f} s")
 
 
-def _records(database_url: str, app_ns: str, app: str, on: str, cluster: str = "test") -> int:
+def _count(database_url: str, query: str, params: tuple[Any, ...]) -> int:
+    """The ``n`` of a ``SELECT count(*) AS n`` on a connection of its own."""
     db = connect(database_url)
     try:
         with db.connection() as conn:
-            row = conn.execute(
-                "SELECT count(*) AS n FROM cost_actuals"
-                " WHERE cluster = %s AND app_namespace = %s AND app_name = %s AND measured_on = %s",
-                (cluster, app_ns, app, on),
-            ).fetchone()
+            row = conn.execute(query, params).fetchone()
     finally:
         db.close()
     return int(row["n"]) if row else 0
+
+
+def _records(database_url: str, app_ns: str, app: str, on: str, cluster: str = "test") -> int:
+    return _count(
+        database_url,
+        "SELECT count(*) AS n FROM cost_actuals"
+        " WHERE cluster = %s AND app_namespace = %s AND app_name = %s AND measured_on = %s",
+        (cluster, app_ns, app, on),
+    )
 
 
 def _sync(on_sync_url: str, stack: Stack, app_ns: str, app: str, revision: str, *, resources: bool = True) -> None:
@@ -116,18 +122,12 @@ def empty_tables(database_url: str) -> None:
 def final_hours_today(database_url: str, cluster: str = "demo") -> int:
     """The hours of today (UTC) the cluster's ledger holds as final: none when the demo ran in a
     day's first hour, whose only hour of today was still open. The anomaly score needs one."""
-    db = connect(database_url)
-    try:
-        with db.connection() as conn:
-            row = conn.execute(
-                "SELECT count(*) AS n FROM allocation_hours WHERE cluster = %s AND state = 'final'"
-                " AND hour >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
-                (cluster,),
-            ).fetchone()
-    finally:
-        db.close()
-    assert row is not None
-    return int(row["n"])
+    return _count(
+        database_url,
+        "SELECT count(*) AS n FROM allocation_hours WHERE cluster = %s AND state = 'final'"
+        " AND hour >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+        (cluster,),
+    )
 
 
 def build_world(stack: Stack, database_url: str, collect_url: str, on_sync_url: str) -> None:
