@@ -119,6 +119,9 @@ def test_the_exact_lines_before_rounding(idle: str) -> None:
 def test_the_document_shape() -> None:
     report = allocate(TEAMS, IDLE, policy(shared=FIXED_2000), period=NOVEMBER)
     document = json.loads(json.dumps(report.to_document()))
+    assert list(document) == [
+        *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation")
+    ]  # the stable shape the README documents, in its order
     assert document["period"] == {"start": "2026-11-01T00:00:00Z", "end": "2026-12-01T00:00:00Z"}
     assert document["currency"] == "EUR"
     assert document["policy"] == policy(shared=FIXED_2000).as_document()
