@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -34,6 +35,7 @@ from finops.chargeback import (
     parse_line_key,
     settle,
 )
+from finops.coverage import Coverage
 from finops.directcosts import DirectCost
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
@@ -122,6 +124,9 @@ def test_the_document_shape() -> None:
     assert list(document) == [
         *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation")
     ]  # the stable shape the README documents, in its order
+    assert document["coverage"] is None  # a report built from rows alone; the reports that read data set it
+    covered = dataclasses.replace(report, coverage=Coverage(NOVEMBER, datetime(2026, 12, 2, tzinfo=UTC), ()))
+    assert covered.to_document()["coverage"] == Coverage(NOVEMBER, datetime(2026, 12, 2, tzinfo=UTC), ()).as_document()
     assert document["period"] == {"start": "2026-11-01T00:00:00Z", "end": "2026-12-01T00:00:00Z"}
     assert document["currency"] == "EUR"
     assert document["policy"] == policy(shared=FIXED_2000).as_document()
