@@ -66,6 +66,7 @@ print(f"finops-bench: took {time.perf_counter() - t}", file=sys.stderr, flush=Tr
 """
 LIBRARIES = {  # top-level modules of each library that create_app imports
     "psycopg": ("psycopg", "psycopg_binary", "psycopg_pool", "typing_extensions"),  # psycopg._compat's
+    "psycopg2": ("psycopg2",),  # the webhook's connection (infra/postgres/lean.py)
     "asyncio": ("asyncio",),
     "pydantic": ("pydantic", "pydantic_core", "annotated_types", "typing_inspection"),
     "pydantic-settings": ("pydantic_settings", "dotenv"),

@@ -22,7 +22,7 @@ from finops.errors import FinOpsError
 from infra.logs import current_run_id, one_line
 
 if TYPE_CHECKING:
-    from infra.postgres import Database
+    from infra.postgres.common import Statements
 
 log = logging.getLogger("finops.runs")
 
@@ -41,7 +41,7 @@ class Run:
     counts: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     duration_ms: int = 0
-    db: Database | None = None
+    db: Statements | None = None
     """Where the run is recorded; left None until the caller is authenticated and the database
     is reachable, so unauthenticated noise never fills ``job_runs``."""
     afterwards: list[Callable[[Run], None]] = field(default_factory=list)

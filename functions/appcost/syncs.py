@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the webhook path (accept) needs neither the measurement's i
     from functions.appcost.measure import KubeLister
     from infra.opencost import OpenCostClient
     from infra.postgres import Database
+    from infra.postgres.common import Statements
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def _row(event: SyncEvent) -> dict[str, Any]:
     }
 
 
-def accept(db: Database, event: SyncEvent) -> tuple[int, str, bool]:
+def accept(db: Statements, event: SyncEvent) -> tuple[int, str, bool]:
     """Persist ``event`` idempotently: ``(id, status, new)``; a replay returns the first one."""
     row = db.fetch_one("insert_sync_event", **_row(event))
     if row is not None:
@@ -102,7 +103,7 @@ Accepted = tuple[int, str, bool, bool]
 MAX_GROUP = 64  # concurrent webhooks whose events and runs are stored by one statement
 
 
-def accept_recorded(db: Database, event: SyncEvent, run: dict[str, Any]) -> Accepted:
+def accept_recorded(db: Statements, event: SyncEvent, run: dict[str, Any]) -> Accepted:
     """``accept``, and store ``run`` (a ``job_runs`` row, ``functions.runs.record_of``) in the same
     statement, its counts completed with ``sync_event`` and ``replay``: the webhook's 202 costs one
     round trip. Concurrent calls on one pool share that statement and its commit (group commit,
@@ -113,12 +114,12 @@ def accept_recorded(db: Database, event: SyncEvent, run: dict[str, Any]) -> Acce
     return _group(db).submit((event, run))
 
 
-_groups: weakref.WeakKeyDictionary[Database, GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]]
+_groups: weakref.WeakKeyDictionary[Statements, GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]]
 _groups = weakref.WeakKeyDictionary()
 _groups_lock = threading.Lock()
 
 
-def _group(db: Database) -> GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]:
+def _group(db: Statements) -> GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]:
     with _groups_lock:
         group = _groups.get(db)
         if group is None:
@@ -126,7 +127,7 @@ def _group(db: Database) -> GroupCommit[tuple[SyncEvent, dict[str, Any]], Accept
         return group
 
 
-def _accept_group(db: Database, items: Sequence[tuple[SyncEvent, dict[str, Any]]]) -> list[Accepted | BaseException]:
+def _accept_group(db: Statements, items: Sequence[tuple[SyncEvent, dict[str, Any]]]) -> list[Accepted | BaseException]:
     """One statement for ``items``: each distinct event once, each run with its event. When it
     fails on anything but an unavailable database, each webhook is stored alone, so a bad one
     fails only itself."""
@@ -162,7 +163,7 @@ def _accept_group(db: Database, items: Sequence[tuple[SyncEvent, dict[str, Any]]
     return accepted
 
 
-def _one(db: Database, item: tuple[SyncEvent, dict[str, Any]]) -> Accepted | BaseException:
+def _one(db: Statements, item: tuple[SyncEvent, dict[str, Any]]) -> Accepted | BaseException:
     (result,) = _accept_group(db, [item])
     return result
 

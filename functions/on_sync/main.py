@@ -46,6 +46,7 @@ from functions.edge import (
     database_from,
     edge,
     kube_from,
+    lean_database_from,
     opencost_from,
     read_json,
     require_bearer,
@@ -64,6 +65,7 @@ FUNCTION = "on_sync"
 MAX_NOTES = 10  # reasons for dropped resources echoed in a response
 log = logging.getLogger(__name__)
 settings = settings_for(FUNCTION, OnSyncSettings)
+database_at_start = lean_database_from  # what a worker connects at once (functions.warmup)
 
 
 class TooManyInFlight(TemporaryError):
@@ -129,7 +131,7 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
     if in_flight().full:
         raise TooManyInFlight(f"{in_flight().limit} measurements already in flight on this worker")
     assert hook.destinationNamespace is not None
-    run.db = database_from(s)
+    run.db = lean_database_from(s)  # psycopg2: the measurement's psycopg is not imported for a 202
     event = SyncEvent(
         cluster=s.CLUSTER_ID,
         app_namespace=hook.appNamespace,

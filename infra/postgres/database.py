@@ -18,13 +18,10 @@ last failed connection attempt, which ``_Connection`` remembers per DSN. A malfo
 from __future__ import annotations
 
 import contextlib
-import importlib.resources
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, LiteralString, Self, cast
+from typing import Any, Self
 
 import psycopg
 import psycopg_pool
@@ -33,50 +30,17 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from finops.errors import DatabaseUnavailable
-from infra.logs import one_line, register_secret
+from infra.logs import register_secret
+from infra.postgres import common
+from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of
 from infra.settings import ConfigError
 
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-
-
-def _load_queries() -> dict[str, LiteralString]:
-    text = importlib.resources.files("infra.postgres").joinpath("queries.sql").read_text()
-    parts = _HEADER.split(text)
-    return {name: cast(LiteralString, body.strip()) for name, body in zip(parts[1::2], parts[2::2], strict=True)}
-
-
-QUERIES = _load_queries()
+__all__ = ["QUERIES", "Connection", "Database", "Timeouts", "cause_of", "connect"]
 
 Connection = psycopg.Connection[dict[str, Any]]
 
-
-# libpq's "where" parts: the cause is kept, the address dropped (error bodies must not map the network).
-_WHERE = re.compile(
-    r"connection failed: |connection to server (?:at \"[^\"]*\"(?: \([^)]*\))?, port \d+|on socket \"[^\"]*\") "
-    r"failed: |- host: '[^']*', port: '[^']*', hostaddr: '[^']*': |(?:FATAL|ERROR): +"
-)
-_HOST_NAME = re.compile(r"could not translate host name \"[^\"]*\" to address|failed to resolve host '[^']*'")
-_HINTS = ("Is the server running", "Multiple connection attempts failed", "All failures were")
-
-
-def cause_of(exc: BaseException) -> str:
-    """psycopg's message as one redacted line without host, address or port."""
-    causes: list[str] = []
-    for line in str(exc).splitlines():
-        line = _HOST_NAME.sub("could not resolve the host name", _WHERE.sub("", line)).strip()
-        if line and not line.startswith(_HINTS) and line not in causes:
-            causes.append(line)
-    return one_line("; ".join(causes)) or type(exc).__name__
-
-
 _failures: dict[str, str] = {}
 """The cause of each DSN's last failed connection attempt, cleared by its next success."""
-
-
-RECENTLY_USED_SECONDS = 5.0
-"""A pooled connection given back less than this long ago is handed out again without the
-pool's check (a round trip): a server restart in that window fails one use with a 503, after which
-the pool drops the broken connection."""
 
 
 class _Connection(psycopg.Connection[dict[str, Any]]):
@@ -218,35 +182,6 @@ class Database:
         self.pool.close()
 
 
-DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
-DEFAULT_STATEMENT_TIMEOUT_SECONDS = 300.0
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """PostgreSQL's ``lock_timeout`` and ``statement_timeout`` in seconds; 0 is no limit."""
-
-    lock_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
-    statement_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS
-
-    @staticmethod
-    def _ms(seconds: float) -> str:
-        return f"{round(seconds * 1000)}ms"
-
-    def set_session(self, conn: Connection) -> None:
-        conn.execute(
-            "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
-            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
-        )
-
-    def set_local(self, conn: Connection) -> None:
-        """For the current transaction only (it begins one): what holds behind PgBouncer."""
-        conn.execute(
-            "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
-            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
-        )
-
-
 def _used(conn: Connection) -> None:
     if isinstance(conn, _Connection):
         conn.last_used = time.monotonic()
@@ -254,18 +189,19 @@ def _used(conn: Connection) -> None:
 
 def _check_unless_recent(conn: Connection) -> None:
     """The pool's check (a round trip), unless the connection was given back a moment ago."""
-    if isinstance(conn, _Connection) and time.monotonic() - conn.last_used < RECENTLY_USED_SECONDS and not conn.broken:
+    if (
+        isinstance(conn, _Connection)
+        and time.monotonic() - conn.last_used < common.RECENTLY_USED_SECONDS
+        and not conn.broken
+    ):
         return
     psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 def _utc_session(conn: Connection) -> None:
-    """Every session in UTC, whatever the server's or role's default: timestamps come back in UTC
-    (so hour arithmetic never crosses a DST change) and advisory-lock keys built from their text
-    are the same for every client. Set per connection; PgBouncer tracks ``TimeZone`` and
-    ``DateStyle`` per client, so they also hold behind its transaction pooling."""
-    conn.execute("SET TIME ZONE 'UTC'")
-    conn.execute("SET DateStyle = 'ISO, YMD'")
+    """``SESSION``'s settings (UTC), on every new connection."""
+    for statement in SESSION:
+        conn.execute(statement)
     conn.commit()
 
 

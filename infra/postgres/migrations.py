@@ -19,13 +19,16 @@ import hashlib
 import importlib.resources
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.errors import PermanentError, TemporaryError
-from infra.postgres.database import Connection, Database
+from infra.postgres.common import QUERIES, Statements
+
+if TYPE_CHECKING:  # not imported at run time: the webhook checks the schema without psycopg
+    from infra.postgres.database import Connection, Database
 
 log = logging.getLogger(__name__)
 
@@ -87,15 +90,20 @@ def available(folder: Traversable | None = None) -> list[Migration]:
     return found
 
 
-def _applied(conn: Connection) -> dict[int, str] | None:
-    """Applied versions and their checksums; None when ``schema_migrations`` does not exist."""
-    # Never prepared (psycopg prepares a query run 5 times on one connection): a DATABASE_URL
-    # through PgBouncer's transaction pooling cannot keep a prepared statement.
-    row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present", prepare=False).fetchone()
-    if row is None or not row["present"]:
+def _applied(fetch_all: Callable[[str], list[dict[str, Any]]]) -> dict[int, str] | None:
+    """Applied versions and their checksums; None when ``schema_migrations`` does not exist.
+    ``fetch_all`` runs a named query: a gateway's verb, or ``_unprepared`` on a connection."""
+    (row,) = fetch_all("schema_migrations_present")
+    if not row["present"]:
         return None
-    rows = conn.execute("SELECT version, checksum FROM schema_migrations", prepare=False)
-    return {r["version"]: r["checksum"] for r in rows}
+    return {r["version"]: r["checksum"] for r in fetch_all("schema_migrations_applied")}
+
+
+def _unprepared(conn: Connection) -> Callable[[str], list[dict[str, Any]]]:
+    """A named query on ``conn``, never prepared (psycopg prepares a query run 5 times on one
+    connection): a DATABASE_URL through PgBouncer's transaction pooling cannot keep a prepared
+    statement."""
+    return lambda query: conn.execute(QUERIES[query], prepare=False).fetchall()
 
 
 def _refuse_unknown(applied: dict[int, str], known: list[Migration]) -> None:
@@ -121,12 +129,12 @@ def _refuse_edited(applied: dict[int, str], known: Iterable[Migration]) -> None:
             raise MigrationError(f"migration {migration.file} was edited after it was applied")
 
 
-def check_schema(db: Database) -> None:
+def check_schema(db: Statements) -> None:
     """Is the schema exactly the one this code ships? ``SchemaTooNew`` (refuse to serve),
-    ``SchemaBehind`` (run ``finops migrate``), ``MigrationError`` (edited or unknown migrations)."""
+    ``SchemaBehind`` (run ``finops migrate``), ``MigrationError`` (edited or unknown migrations).
+    Either gateway checks it (``infra.postgres.database`` or ``infra.postgres.lean``)."""
     known = available()
-    with db.connection() as conn:
-        applied = _applied(conn)
+    applied = _applied(db.fetch_all)
     if not applied:
         raise SchemaBehind(
             "the database has no schema yet: run `finops migrate` (the install Job) with the same DATABASE_URL"
@@ -163,7 +171,7 @@ def apply_migrations(db: Database) -> list[int]:
             " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        applied: dict[int, Any] = _applied(conn) or {}
+        applied: dict[int, Any] = _applied(_unprepared(conn)) or {}
     _refuse_unknown(applied, known)
     _refuse_edited(applied, known)
     applied_now: list[int] = []
@@ -172,7 +180,7 @@ def apply_migrations(db: Database) -> list[int]:
             continue
         with db.connection() as conn:
             _lock(conn, db)
-            now_applied = _applied(conn) or {}
+            now_applied = _applied(_unprepared(conn)) or {}
             _refuse_unknown(now_applied, known)
             if migration.version in now_applied:  # another replica applied it while we waited
                 _refuse_edited(now_applied, [migration])

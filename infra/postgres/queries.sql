@@ -1,5 +1,11 @@
 -- Named queries, each under a "-- name: <name>" header. Parameters are %(name)s.
 
+-- name: schema_migrations_present
+SELECT to_regclass('schema_migrations') IS NOT NULL AS present;
+
+-- name: schema_migrations_applied
+SELECT version, checksum FROM schema_migrations;
+
 -- name: insert_job_run
 -- A run recorded early (the webhook's, with its event) that failed afterwards is replaced.
 INSERT INTO job_runs (run_id, function, cluster, trigger, started_at, finished_at, duration_ms,

@@ -73,13 +73,18 @@ def test_the_webhook_target_imports_no_http_client_library_nor_pydantic() -> Non
     assert result.stdout.splitlines() == ["[]", "[]", "[]"]
 
 
-@pytest.mark.parametrize(("migrate", "pools"), [("false", "0"), ("true", "1")])
-def test_the_master_connects_only_to_migrate(stack: Stack, migrate: str, pools: str) -> None:
+@pytest.mark.parametrize(("migrate", "pools", "psycopg"), [("false", "0", "False"), ("true", "1", "True")])
+def test_the_master_connects_only_to_migrate_and_imports_psycopg_only_then(
+    stack: Stack, migrate: str, pools: str, psycopg: str
+) -> None:
+    """The webhook's cold start imports psycopg2 (its one connection), never psycopg and its pool,
+    unless the master migrates (``MIGRATE_ON_START``, the local stack's way)."""
     code = (
         "import sys, functions_framework;"
         "functions_framework.create_app('on_sync', sys.argv[1]);"
         "from functions import edge;"
-        "print(edge.database.cache_info().currsize)"
+        "print(edge.database.cache_info().currsize, edge.lean_database.cache_info().currsize);"
+        "print('psycopg' in sys.modules, 'psycopg_pool' in sys.modules, 'psycopg2' in sys.modules)"
     )
     env = stack.function_env("on_sync", WEBHOOK_TOKEN="token-for-the-test", MIGRATE_ON_START=migrate)
     result = subprocess.run(
@@ -91,4 +96,4 @@ def test_the_master_connects_only_to_migrate(stack: Stack, migrate: str, pools: 
         timeout=60,
         check=True,
     )
-    assert result.stdout.splitlines()[-1] == pools
+    assert result.stdout.splitlines()[-2:] == [f"{pools} 0", f"{psycopg} {psycopg} True"]

@@ -10,7 +10,8 @@
 - a lease is held by one holder at a time across PgBouncer's server connections;
 - ``collect_allocations``, served as Knative runs it, writes an hour's rows and ledger;
 - two backfills at once: one measures, the other measures nothing (or is told to call again);
-- ``collect_charges`` prices Subscriptions (COPY into a temporary staging table, merge).
+- ``collect_charges`` prices Subscriptions (COPY into a temporary staging table, merge);
+- a burst of webhooks, served, stores every event once and every run (the webhook's own connection).
 
 Never skipped: without the ``pgbouncer`` binary the module fails with how to install it.
 """
@@ -43,8 +44,9 @@ from infra.postgres.migrations import SchemaTooNew, available
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.postgres import scratch_database
-from tests.e2e.conftest import TOKEN
+from tests.e2e.conftest import HOOK_TOKEN, TOKEN
 from tests.e2e.test_billing_scale import AGG, OFFERING, PINNED, PRICEBOOK, subscription, usage
+from tests.e2e.test_on_sync import hook, post
 from tests.pgbouncer import pgbouncer
 
 SCHEDULED = "2026-11-20T10:07:00Z"
@@ -203,3 +205,20 @@ def test_collect_charges_through_pgbouncer(pooled: Database, db: Database) -> No
     with db.connection() as conn:
         charges: Any = conn.execute("SELECT count(*) AS n FROM subscription_charges").fetchone()
     assert charges["n"] > 0
+
+
+def test_a_burst_of_webhooks_through_pgbouncer(stack: Stack, through: str, db: Database) -> None:
+    """The webhook's own connection (``infra.postgres.lean``) with ``DATABASE_POOL=null``: each
+    group of webhooks one transaction with ``SET LOCAL`` timeouts, every event once, every run."""
+    with serve_function(
+        stack, "on_sync", DATABASE_URL=through, DATABASE_POOL="null", WEBHOOK_TOKEN=HOOK_TOKEN, WORKERS="2"
+    ) as url:
+        bodies = [hook(revision=f"bounced{n % 10}") for n in range(30)]  # each event three times
+        with ThreadPoolExecutor(30) as pool:
+            statuses = list(pool.map(lambda body: post(url, body).status_code, bodies))
+    assert statuses == [202] * 30
+    with db.connection() as conn:
+        stored = conn.execute("SELECT revision FROM sync_events ORDER BY revision").fetchall()
+        runs = conn.execute("SELECT counts FROM job_runs WHERE function = 'on_sync' AND trigger = 'argocd'").fetchall()
+    assert [r["revision"] for r in stored] == sorted(f"bounced{n}" for n in range(10))
+    assert len(runs) == 30 and sum(not r["counts"]["replay"] for r in runs) == 10

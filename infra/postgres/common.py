@@ -1,0 +1,102 @@
+"""What both PostgreSQL gateways share, without importing a driver: the named queries, the verbs'
+contract, the session's settings and the redacted cause of a failure.
+
+``infra.postgres.database`` (psycopg and its pool) serves every function. ``infra.postgres.lean``
+(psycopg2, one connection) serves only the webhook's acknowledgement, whose cold start cannot
+afford psycopg's import (``docs/architecture.md``, "Cold start and webhook latency").
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+from dataclasses import dataclass
+from typing import Any, LiteralString, Protocol, cast
+
+from infra.logs import one_line
+
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+def _load_queries() -> dict[str, LiteralString]:
+    text = importlib.resources.files("infra.postgres").joinpath("queries.sql").read_text()
+    parts = _HEADER.split(text)
+    return {name: cast(LiteralString, body.strip()) for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+QUERIES = _load_queries()
+
+
+class Statements(Protocol):
+    """The verbs of a gateway: one named query each, run in autocommit when no connection is given
+    (atomic on its own); a ``dict`` parameter is stored as ``jsonb``; rows come back as dicts."""
+
+    def execute(self, query: str, /, **params: Any) -> int: ...
+
+    def fetch_one(self, query: str, /, **params: Any) -> dict[str, Any] | None: ...
+
+    def fetch_all(self, query: str, /, **params: Any) -> list[dict[str, Any]]: ...
+
+
+class _Executes(Protocol):
+    def execute(self, query: LiteralString, params: tuple[str, str], /) -> object: ...
+
+
+SESSION = ("SET TIME ZONE 'UTC'", "SET DateStyle = 'ISO, YMD'")
+"""Every session in UTC, whatever the server's or role's default: timestamps come back in UTC
+(so hour arithmetic never crosses a DST change) and advisory-lock keys built from their text
+are the same for every client. Set per connection; PgBouncer tracks ``TimeZone`` and
+``DateStyle`` per client, so they also hold behind its transaction pooling."""
+
+RECENTLY_USED_SECONDS = 5.0
+"""A connection used less than this long ago is used again without a check (a round trip): a
+server restart in that window fails one use with a 503, after which the broken connection is
+dropped. Older ones are checked first, and replaced when dead."""
+
+DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
+DEFAULT_STATEMENT_TIMEOUT_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """PostgreSQL's ``lock_timeout`` and ``statement_timeout`` in seconds; 0 is no limit."""
+
+    lock_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
+    statement_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS
+
+    @staticmethod
+    def _ms(seconds: float) -> str:
+        return f"{round(seconds * 1000)}ms"
+
+    def set_session(self, conn: _Executes) -> None:
+        """For the session (a psycopg connection or a psycopg2 cursor runs it)."""
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
+            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
+        )
+
+    def set_local(self, conn: _Executes) -> None:
+        """For the current transaction only (it begins one): what holds behind PgBouncer."""
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
+            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
+        )
+
+
+# libpq's "where" parts: the cause is kept, the address dropped (error bodies must not map the network).
+_WHERE = re.compile(
+    r"connection failed: |connection to server (?:at \"[^\"]*\"(?: \([^)]*\))?, port \d+|on socket \"[^\"]*\") "
+    r"failed: |- host: '[^']*', port: '[^']*', hostaddr: '[^']*': |(?:FATAL|ERROR): +"
+)
+_HOST_NAME = re.compile(r"could not translate host name \"[^\"]*\" to address|failed to resolve host '[^']*'")
+_HINTS = ("Is the server running", "Multiple connection attempts failed", "All failures were")
+
+
+def cause_of(exc: BaseException) -> str:
+    """The driver's message as one redacted line without host, address or port."""
+    causes: list[str] = []
+    for line in str(exc).splitlines():
+        line = _HOST_NAME.sub("could not resolve the host name", _WHERE.sub("", line)).strip()
+        if line and not line.startswith(_HINTS) and line not in causes:
+            causes.append(line)
+    return one_line("; ".join(causes)) or type(exc).__name__
