@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, LiteralString, Protocol, cast
 
 from infra.logs import one_line
+from infra.settings import ConfigError
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -90,6 +91,12 @@ _WHERE = re.compile(
 )
 _HOST_NAME = re.compile(r"could not translate host name \"[^\"]*\" to address|failed to resolve host '[^']*'")
 _HINTS = ("Is the server running", "Multiple connection attempts failed", "All failures were")
+
+
+def malformed_dsn(exc: BaseException) -> ConfigError:
+    """The error for a ``DATABASE_URL`` the driver cannot parse, redacted (libpq quotes the whole
+    string, password included)."""
+    return ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}")
 
 
 def cause_of(exc: BaseException) -> str:

@@ -32,8 +32,7 @@ from psycopg.types.json import Jsonb
 from finops.errors import DatabaseUnavailable
 from infra.logs import register_secret
 from infra.postgres import common
-from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of
-from infra.settings import ConfigError
+from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of, malformed_dsn
 
 __all__ = ["QUERIES", "Connection", "Database", "Timeouts", "cause_of", "connect"]
 
@@ -225,7 +224,7 @@ def connect(
     try:
         password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.Error as exc:
-        raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
+        raise malformed_dsn(exc) from None
     register_secret(str(password) if password is not None else None)
     limits = timeouts or Timeouts()
     connection_kwargs: dict[str, Any] = {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))}

@@ -37,8 +37,7 @@ import psycopg2.extensions
 from finops.errors import DatabaseUnavailable
 from infra.logs import register_secret
 from infra.postgres import common
-from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of
-from infra.settings import ConfigError
+from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of, malformed_dsn
 
 T = TypeVar("T")
 Cursor = psycopg2.extensions.cursor
@@ -55,7 +54,7 @@ class LeanDatabase:
         try:
             password = psycopg2.extensions.parse_dsn(dsn).get("password")
         except psycopg2.Error as exc:
-            raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
+            raise malformed_dsn(exc) from None
         register_secret(password)
         self._dsn = dsn
         self.timeout = timeout
