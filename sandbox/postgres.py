@@ -6,6 +6,7 @@ get a real ``DATABASE_URL``.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 import uuid
 import warnings
@@ -31,6 +32,8 @@ def embedded_postgres(data_dir: Path | None = None) -> Iterator[str]:
         yield server.get_uri()
     finally:
         server.cleanup()
+        if data_dir is None:  # the folder made for it, emptied by the cleanup
+            shutil.rmtree(parent, ignore_errors=True)
 
 
 def with_database(dsn: str, database: str) -> str:
