@@ -11,8 +11,9 @@ pool. The measurement the webhook triggers, and every other function, keep psyco
 The contract is ``Database``'s (``infra.postgres.common.Statements``), checked against it by
 ``tests/integration/test_lean_database.py``: named queries, dict rows, a ``dict`` parameter
 stored as ``jsonb``, each verb one statement in autocommit, or behind PgBouncer
-(``per_transaction``) in a transaction that sets the timeouts with ``SET LOCAL``. Sessions are in
-UTC with the configured timeouts. A connection unused for ``RECENTLY_USED_SECONDS`` is checked
+(``per_transaction``) in a transaction that sets the timeouts with ``SET LOCAL``; outside
+PgBouncer each query is prepared once per session (``_execute_prepared``). Sessions are in UTC
+with the configured timeouts. A connection unused for ``RECENTLY_USED_SECONDS`` is checked
 (a round trip) and replaced when dead, one idle for ``MAX_IDLE_SECONDS`` is replaced.
 Connection-level failures become ``DatabaseUnavailable`` (503) naming the cause without the
 address or the credentials; any other error is a bug and stays a 500. A caller waits at most
