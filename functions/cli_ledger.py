@@ -94,9 +94,9 @@ def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar:
 
 
 def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str, Any]:
+    from functions.clients import database_from, kube_from
     from functions.collect_allocations.main import _options, allocation_source
     from functions.collect_allocations.service import collect_range
-    from functions.edge import database_from, kube_from
     from infra.settings import CollectAllocationsSettings, load
 
     # The CLI is not pinged: the ping token the settings require is not used here.

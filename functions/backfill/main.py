@@ -14,18 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.appcost.syncs import redrive
 from functions.backfill.service import BackfillOptions
 from functions.backfill.service import backfill as run_backfill
-from functions.edge import (
-    current_secret,
-    database_from,
-    edge,
-    kube_from,
-    opencost_from,
-    parse_body,
-    require_bearer,
-    respond,
-    settings_for,
-    with_event_token,
-)
+from functions.clients import database_from, kube_from, opencost_from
+from functions.edge import current_secret, edge, parse_body, require_bearer, respond, settings_for, with_event_token
 from functions.runs import Run
 from infra.settings import BackfillSettings
 

@@ -11,10 +11,11 @@ from datetime import UTC, datetime
 import flask
 import functions_framework
 
+from functions.clients import database_from, kube_from
 from functions.collect_charges.service import Limits
 from functions.collect_charges.service import collect_charges as run_charges
 from functions.costjob_status import record_execution, require_costjob
-from functions.edge import database_from, edge, kube_from, respond, settings_for
+from functions.edge import edge, respond, settings_for
 from functions.pings import Ping, accept_ping
 from functions.reconcile.targets import mto_target, opencost_target
 from functions.runs import Run

@@ -25,6 +25,7 @@ import flask
 import functions_framework
 
 from finops.errors import NotFound, PermanentError
+from functions.clients import database_from
 from functions.cost_api import (
     anomalies,
     budget_views,
@@ -36,7 +37,7 @@ from functions.cost_api import (
     status_views,
     views,
 )
-from functions.edge import current_secret, database_from, edge, respond, settings_for
+from functions.edge import current_secret, edge, respond, settings_for
 from functions.insights import views as insights
 from functions.runs import Run
 from infra.postgres import Database

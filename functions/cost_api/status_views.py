@@ -27,8 +27,9 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.cloud_estimates import SOURCES
 from finops.errors import PermanentError
 from finops.money import format_amount
+from functions.clients import database_from
 from functions.cost_api.estimates import MAX_ESTIMATE_BYTES, STALE_AFTER_SECONDS
-from functions.edge import current_secret, database_from
+from functions.edge import current_secret
 from functions.reports.formats import load_policy
 from infra.settings import CostApiSettings
 

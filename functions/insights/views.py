@@ -14,7 +14,7 @@ from typing import Any
 
 from finops.errors import InvalidInput
 from finops.labels import validate_namespace
-from functions.edge import kube_from
+from functions.clients import kube_from
 from functions.insights import workloads
 from functions.insights.orphans import orphaned_pods
 from functions.insights.rightsizing import rightsizing

@@ -41,13 +41,10 @@ import functions_framework
 from finops.errors import FinOpsError, InvalidInput, TemporaryError
 from finops.hours import parse_timestamp
 from functions.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
+from functions.clients import database_from, kube_from, lean_database_from, opencost_from
 from functions.edge import (
     current_secret,
-    database_from,
     edge,
-    kube_from,
-    lean_database_from,
-    opencost_from,
     read_json,
     require_bearer,
     require_event_token,

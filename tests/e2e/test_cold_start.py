@@ -82,8 +82,8 @@ def test_the_master_connects_only_to_migrate_and_imports_psycopg_only_then(
     code = (
         "import sys, functions_framework;"
         "functions_framework.create_app('on_sync', sys.argv[1]);"
-        "from functions import edge;"
-        "print(edge.database.cache_info().currsize, edge.lean_database.cache_info().currsize);"
+        "from functions import clients;"
+        "print(clients.database.cache_info().currsize, clients.lean_database.cache_info().currsize);"
         "print('psycopg' in sys.modules, 'psycopg_pool' in sys.modules, 'psycopg2' in sys.modules)"
     )
     env = stack.function_env("on_sync", WEBHOOK_TOKEN="token-for-the-test", MIGRATE_ON_START=migrate)

@@ -1,0 +1,170 @@
+"""The process's adapters, one of each per process: the database (psycopg's pool, and the
+webhook's own connection), the OpenCost, Prometheus and Kubernetes clients. Built when first
+asked for, and forgotten in a forked worker (gunicorn's master builds the app).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from finops.errors import FinOpsError
+from infra.postgres.common import Statements, Timeouts
+
+if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
+    from pydantic import SecretStr
+
+    from infra.kube import KubeClient
+    from infra.opencost import OpenCostClient
+    from infra.postgres import Database
+    from infra.postgres.lean import LeanDatabase
+    from infra.prometheus import PrometheusClient
+    from infra.settings import CommonSettings, KubeSettings, OnSyncSettings, OpenCostSettings
+
+    # on_sync's settings are read without pydantic (infra.settings.plain), the others' with it
+    Common = CommonSettings | OnSyncSettings
+
+
+class _Gateway(Statements, Protocol):
+    def close(self) -> None: ...
+
+
+G = TypeVar("G", bound=_Gateway)
+
+
+_migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the master it was forked from
+
+
+@functools.cache
+def database(
+    dsn: str, pool: str, max_size: int, timeout: float, migrate: bool, timeouts: Timeouts | None = None
+) -> Database:
+    """One pool per process (per DSN), its schema checked on first use (``_checked``). With
+    ``migrate`` (``MIGRATE_ON_START``), pending migrations are applied first instead, under the
+    migrations' lock. psycopg is imported here, when first needed (the webhook's modules do not
+    import it: ``functions.warmup`` decides where, once in gunicorn's master)."""
+    from infra.postgres import apply_migrations, connect
+
+    db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)
+    try:
+        if migrate and dsn not in _migrated:
+            apply_migrations(db)
+    except FinOpsError:
+        database.cache_clear()
+        db.close()
+        raise
+    return _checked(dsn, db, database.cache_clear)
+
+
+@functools.cache
+def lean_database(dsn: str, pool: str, timeout: float, timeouts: Timeouts) -> LeanDatabase:
+    """The webhook's one connection per process (``infra.postgres.lean``: psycopg2, not psycopg),
+    its schema checked on first use like ``database``'s. It cannot migrate: with
+    ``MIGRATE_ON_START``, gunicorn's master has migrated through ``database`` before the fork."""
+    from infra.postgres.lean import LeanDatabase
+
+    db = LeanDatabase(dsn, timeout=timeout, timeouts=timeouts, per_transaction=pool == "null")
+    return _checked(dsn, db, lean_database.cache_clear)
+
+
+def _checked(dsn: str, db: G, forget: Callable[[], None]) -> G:
+    """``db``, its schema checked on the DSN's first use in this process (or the master it was
+    forked from): a schema newer than this code is refused (``SchemaTooNew``, the cold start
+    stops), an older one answers 503 until ``finops migrate`` has run (``SchemaBehind``). On
+    either, ``db`` is closed and its cache forgotten (``forget``): the next request tries again
+    rather than run on a wrong schema."""
+    from infra.postgres.migrations import check_schema
+
+    if dsn not in _migrated:
+        try:
+            check_schema(db)
+        except FinOpsError:
+            forget()
+            db.close()
+            raise
+        _migrated.add(dsn)
+    return db
+
+
+@functools.cache
+def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
+    from infra.opencost import OpenCostClient
+
+    return OpenCostClient(url, timeout=timeout, retries=retries)
+
+
+def opencost_from(settings: OpenCostSettings | OnSyncSettings, timeout: float | None = None) -> OpenCostClient:
+    """The process's OpenCost client (one per distinct timeout, e.g. a CostJob's)."""
+    return _opencost(settings.OPENCOST_URL, timeout or settings.OPENCOST_TIMEOUT_SECONDS, settings.OPENCOST_RETRIES)
+
+
+@functools.cache
+def _prometheus(url: str, timeout: float, token: SecretStr | None) -> PrometheusClient:
+    from infra.prometheus import PrometheusClient
+
+    return PrometheusClient(url, timeout=timeout, bearer_token=token)
+
+
+def prometheus_from(url: str, timeout: float, token: SecretStr | None = None) -> PrometheusClient:
+    """The process's Prometheus client (``ALLOCATION_SOURCE=prometheus``), one per URL and timeout."""
+    return _prometheus(url, timeout, token)
+
+
+@functools.cache
+def _kube(url: str | None, timeout: float) -> KubeClient:
+    from infra.kube import KubeClient
+
+    if url:
+        return KubeClient.from_url(url, timeout_seconds=timeout)
+    return KubeClient.from_environment(timeout_seconds=timeout)
+
+
+def kube_from(settings: KubeSettings | OnSyncSettings, timeout: float | None = None) -> KubeClient:
+    """The process's Kubernetes client: ``KUBE_API_URL``, else in-cluster, else ``KUBECONFIG``."""
+    return _kube(settings.KUBE_API_URL, timeout or settings.KUBE_TIMEOUT_SECONDS)
+
+
+def _forget_clients() -> None:
+    """functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
+    forks the worker. A pool's connector threads do not survive a fork, so the worker forgets
+    whatever was made before it and opens its own on first use (migrations: a no-op check)."""
+    for cached in (database, lean_database, _opencost, _prometheus, _kube):
+        cached.cache_clear()
+
+
+os.register_at_fork(after_in_child=_forget_clients)
+
+
+_database_lock = threading.Lock()
+
+
+def database_from(settings: Common) -> Database:
+    """The process's pool; one, however many threads ask first (the worker's background connect
+    and its first requests: ``functools.cache`` alone would let each build a pool)."""
+    with _database_lock:
+        return database(
+            settings.DATABASE_URL.get_secret_value(),
+            settings.DATABASE_POOL,
+            settings.DATABASE_POOL_MAX,
+            settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
+            settings.MIGRATE_ON_START,
+            _timeouts(settings),
+        )
+
+
+def lean_database_from(settings: OnSyncSettings) -> LeanDatabase:
+    """The process's connection for the webhook's acknowledgement (``lean_database``)."""
+    with _database_lock:
+        return lean_database(
+            settings.DATABASE_URL.get_secret_value(),
+            settings.DATABASE_POOL,
+            settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
+            _timeouts(settings),
+        )
+
+
+def _timeouts(settings: Common) -> Timeouts:
+    return Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS)
