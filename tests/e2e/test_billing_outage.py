@@ -41,8 +41,19 @@ def outage_kube(scenario: sandbox_opencost.Scenario) -> Iterator[sandbox_kube.Ku
 
 
 @pytest.fixture(scope="module")
-def functions(stack: Stack, outage_kube: sandbox_kube.KubeServer) -> Iterator[tuple[str, str]]:
-    world = replace(stack, kube_url=outage_kube.url)
+def outage_opencost(scenario: sandbox_opencost.Scenario) -> Iterator[sandbox_opencost.OpenCostServer]:
+    """The test cluster's OpenCost, holding data past the wall clock: the Subscription is deleted
+    at the wall clock's instant, and its hour must have samples even in the first minute of an
+    hour (the shared OpenCost's data ends at the current minute, so that hour would be empty)."""
+    with sandbox_opencost.serve(scenario.model_copy(update={"data_until_now": False})) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def functions(
+    stack: Stack, outage_kube: sandbox_kube.KubeServer, outage_opencost: sandbox_opencost.OpenCostServer
+) -> Iterator[tuple[str, str]]:
+    world = replace(stack, kube_url=outage_kube.url, opencost_url=outage_opencost.url)
     with (
         serve_function(world, "collect_allocations", HOURS_LOOKBACK="5") as allocations,
         serve_function(world, "collect_charges") as charge,
