@@ -134,10 +134,14 @@ def test_cli_with_secrets_in_its_environment(captured: Captured, database_url: s
     finops("report", "chargeback", "--month", "2026-10", "--policy", str(DEMO_POLICY), expect=2, DATABASE_URL=typo)
 
     refused = f"postgresql://finops:{DB_PASSWORD}@127.0.0.1:{free_port()}/finops"
-    assert finops("runs", expect=1, DATABASE_URL=refused) == "finops: PostgreSQL is unavailable: Connection refused"
+    fast = {"DATABASE_CONNECT_TIMEOUT_SECONDS": "1"}  # a refused database is retried for this long
+    assert (
+        finops("runs", expect=1, DATABASE_URL=refused, **fast)
+        == "finops: PostgreSQL is unavailable: Connection refused"
+    )
 
     missing = with_password(database_url, dbname="no_such_database")
-    line = finops("verify", expect=1, DATABASE_URL=missing)
+    line = finops("verify", expect=1, DATABASE_URL=missing, **fast)
     assert line == 'finops: PostgreSQL is unavailable: database "no_such_database" does not exist'
 
     finops("runs", expect=0, DATABASE_URL=with_password(database_url))  # the server ignores it (trust)
