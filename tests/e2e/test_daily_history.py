@@ -254,10 +254,10 @@ def test_the_route_serves_stored_days_and_todays_partial_day(world: Pinger, db: 
     assert len(get(daily_api_url, path, "argocd:web").json()["days"]) == 30
 
 
-@pytest.mark.parametrize("days", ["0", "401", "abc", "-1", "3.5"])
-def test_a_bad_days_is_400_naming_it(world: Pinger, daily_api_url: str, days: str) -> None:
-    response = get(daily_api_url, "/api/v1/apps/argocd/web/daily", "argocd:web", days=days)
-    assert response.status_code == 400 and "days" in response.json()["error"]
+def test_a_bad_days_is_400_naming_it(world: Pinger, daily_api_url: str) -> None:
+    for days in ("0", "401", "abc", "-1", "3.5"):  # one world for all: building it is most of the time
+        response = get(daily_api_url, "/api/v1/apps/argocd/web/daily", "argocd:web", days=days)
+        assert response.status_code == 400 and "days" in response.json()["error"], (days, response.text)
 
 
 def test_another_applications_header_is_403_and_no_record_is_404(
