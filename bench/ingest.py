@@ -36,7 +36,10 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
   larger than the socket's buffer waited while PostgreSQL parsed it), on a slower day (the floor
   took 5.01 s at 100,000): 20,000: 0.99, CPU 0.88; 100,000: 4.76 / 5.01 s (0.95), CPU 0.84;
   200,000: 0.79, CPU 0.69; 124-137 MiB. Inside ``make bench`` the same day: 0.85 / 0.99 / 0.78,
-  CPU 0.73 / 0.88 / 0.67, 123-134 MiB.
+  CPU 0.73 / 0.88 / 0.67, 123-134 MiB;
+- the same code on a faster day (the floor 4.2 to 5.2 s at 100,000), alone and inside ``make
+  bench``: 20,000: 0.85 and 1.08, CPU 0.77 and 0.86; 100,000: 0.79 and 0.92, CPU 0.68 and 0.84;
+  200,000: 0.72 and 0.91, CPU 0.67 and 0.77; 125-136 MiB.
 """
 
 from __future__ import annotations
