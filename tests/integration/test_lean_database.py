@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from datetime import UTC, datetime
 
 import psycopg
@@ -64,13 +65,16 @@ def a_run(outcome: str = "success") -> dict[str, object]:
     return record_of(run)
 
 
-def session_setting(lean: LeanDatabase, name: str) -> str:
-    """``name`` in the lean gateway's session, outside any statement of its own."""
+def in_session(lean: LeanDatabase, sql: str) -> list[tuple[object, ...]]:
+    """``sql``'s rows in the lean gateway's session, outside any statement of its own."""
     with lean._held(5), lean._connection().cursor() as cur:
-        cur.execute(f"SHOW {name}")
-        row = cur.fetchone()
-    assert row is not None
-    return str(row[0])
+        cur.execute(sql)
+        return cur.fetchall()
+
+
+def session_setting(lean: LeanDatabase, name: str) -> str:
+    ((value,),) = in_session(lean, f"SHOW {name}")
+    return str(value)
 
 
 def test_a_named_query_gives_the_same_rows_through_both_gateways(
@@ -92,11 +96,10 @@ def test_a_named_query_gives_the_same_rows_through_both_gateways(
 
 def test_the_session_is_utc_with_the_configured_timeouts(database_url: str, settings_query: None, db: Database) -> None:
     sep = "&" if "?" in database_url else "?"
-    lean = LeanDatabase(f"{database_url}{sep}options=-c%20TimeZone%3DEurope/Paris", timeouts=Timeouts(7, 70))
-    try:
+    with closing(
+        LeanDatabase(f"{database_url}{sep}options=-c%20TimeZone%3DEurope/Paris", timeouts=Timeouts(7, 70))
+    ) as lean:
         row = lean.fetch_one("test_settings")
-    finally:
-        lean.close()
     assert row is not None
     assert (row["zone"], row["style"], row["statement"], row["lock"]) == ("UTC", "ISO, YMD", "70s", "7s")
     assert row["moment"] == datetime(2026, 10, 25, 1, tzinfo=UTC) and row["moment"].utcoffset().total_seconds() == 0
@@ -105,8 +108,7 @@ def test_the_session_is_utc_with_the_configured_timeouts(database_url: str, sett
 def test_behind_pgbouncer_the_timeouts_hold_for_the_statements_transaction_only(
     database_url: str, settings_query: None, db: Database
 ) -> None:
-    lean = LeanDatabase(database_url, timeouts=Timeouts(7, 70), per_transaction=True)
-    try:
+    with closing(LeanDatabase(database_url, timeouts=Timeouts(7, 70), per_transaction=True)) as lean:
         row = lean.fetch_one("test_settings")
         assert row is not None and (row["zone"], row["statement"], row["lock"]) == ("UTC", "70s", "7s")
         assert session_setting(lean, "statement_timeout") != "70s"
@@ -115,42 +117,32 @@ def test_behind_pgbouncer_the_timeouts_hold_for_the_statements_transaction_only(
         lean.execute("insert_job_run", **record)  # committed: another session reads it
         with psycopg.connect(database_url) as other:
             assert other.execute("SELECT 1 FROM job_runs WHERE run_id = %s", (record["run_id"],)).fetchone()
-    finally:
-        lean.close()
 
 
 @pytest.mark.parametrize("per_transaction", [False, True])
 def test_a_refused_statement_is_the_drivers_error_and_the_connection_stays_usable(
     database_url: str, db: Database, per_transaction: bool
 ) -> None:
-    lean = LeanDatabase(database_url, per_transaction=per_transaction)
-    try:
+    with closing(LeanDatabase(database_url, per_transaction=per_transaction)) as lean:
         with pytest.raises(psycopg2.errors.CheckViolation):  # job_runs' CHECK on the outcome
             lean.execute("insert_job_run", **a_run("not-an-outcome"))
         assert session_setting(lean, "transaction_isolation")  # idle, not in a failed transaction
         assert lean.execute("insert_job_run", **a_run()) == 1
-    finally:
-        lean.close()
     assert len(db.fetch_all("recent_job_runs", function="on_sync", limit=5)) == 1
 
 
 def prepared(lean: LeanDatabase) -> set[str]:
-    with lean._held(5), lean._connection().cursor() as cur:
-        cur.execute("SELECT name FROM pg_prepared_statements")
-        return {row[0] for row in cur.fetchall()}
+    return {str(name) for (name,) in in_session(lean, "SELECT name FROM pg_prepared_statements")}
 
 
 @pytest.mark.parametrize("per_transaction", [False, True])
 def test_a_session_prepares_each_query_once_but_not_behind_pgbouncer(
     database_url: str, db: Database, per_transaction: bool
 ) -> None:
-    lean = LeanDatabase(database_url, per_transaction=per_transaction)
-    try:
+    with closing(LeanDatabase(database_url, per_transaction=per_transaction)) as lean:
         for _ in range(3):
             assert lean.fetch_all("recent_job_runs", function=None, limit=1) == []
         assert prepared(lean) == (set() if per_transaction else {"finops_recent_job_runs"})
-    finally:
-        lean.close()
 
 
 def _kill(lean: LeanDatabase, database_url: str) -> None:
