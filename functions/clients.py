@@ -166,5 +166,13 @@ def lean_database_from(settings: OnSyncSettings) -> LeanDatabase:
         )
 
 
+DRIVERS: dict[Callable[..., object], str] = {
+    database_from: "infra.postgres.database",  # psycopg and its pool
+    lean_database_from: "infra.postgres.lean",  # psycopg2
+}
+"""The module holding each gateway's driver, which gunicorn's master imports once before the fork
+(``functions.warmup``), so that its workers share it."""
+
+
 def _timeouts(settings: Common) -> Timeouts:
     return Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS)

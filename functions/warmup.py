@@ -20,6 +20,7 @@ A pool's threads do not survive a fork, so each worker opens its own pool in any
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from finops.errors import FinOpsError, PermanentError, TemporaryError
-from functions.clients import database_from
+from functions.clients import DRIVERS, database_from
 from infra.logs import redact
 
 
@@ -47,10 +48,7 @@ def warm_up(target: str, functions: ModuleType) -> None:
         return  # functions-framework reports the unknown target itself
     module = sys.modules[handler.__module__]
     gateway = getattr(module, "database_at_start", database_from)
-    if gateway is database_from:
-        import infra.postgres.database  # psycopg once, before the fork: the workers share it
-    else:
-        import infra.postgres.lean  # noqa: F401  # psycopg2, likewise
+    importlib.import_module(DRIVERS[gateway])  # once, before the fork: the workers share it
     try:
         settings = module.settings()
         if settings.MIGRATE_ON_START:
