@@ -9,7 +9,7 @@ evaluates, with every name taken from :mod:`sandbox.opencost.naming`::
 
     objects = cluster_objects(scenario, now=NOW)
     with sandbox.opencost.serve(scenario, clock=lambda: NOW), sandbox.kube.serve(objects=objects):
-        ...   # or simply: with serve_cluster(scenario, now=NOW, seed_dir=DEMO / "kube") as both: ...
+        ...   # or: with sandbox.cluster_sandbox.serve_cluster(scenario, now=NOW, seed_dir=...) as both:
 
 What exists is the cluster *at* ``now`` (relative scenario times resolve exactly as in the OpenCost
 sandbox: from ``now`` truncated to the hour):
@@ -33,14 +33,8 @@ reports), container resource requests, ``status.startTime`` and container states
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from types import TracebackType
 
-from sandbox.kube import KubeServer
-from sandbox.kube import serve as serve_kube
 from sandbox.kube_fields import (
     Obj,
     container_resources,
@@ -53,8 +47,6 @@ from sandbox.kube_fields import (
 from sandbox.opencost.model import Cluster, CronRun, PodSpec, WorkloadSpec
 from sandbox.opencost.naming import REPLICASET_OWNERS, replicaset_name, template_hash
 from sandbox.opencost.scenario import API_VERSIONS, Scenario
-from sandbox.opencost.server import OpenCostServer
-from sandbox.opencost.server import serve as serve_opencost
 from sandbox.opencost.windows import DAY, HOUR, floor, rfc3339
 
 
@@ -360,7 +352,8 @@ class _Builder:
         self.add("v1", "Pod", pod.name, w.namespace, labels, started, owner=owner, spec=body, status=status)
 
 
-def _aware(moment: datetime) -> datetime:
+def aware(moment: datetime) -> datetime:
+    """``moment``, naive taken as UTC."""
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -372,46 +365,5 @@ def cluster_objects(
     Pod names are identical to the ``properties.pod`` values the OpenCost sandbox reports for the
     same scenario and clock. Apply them with ``sandbox.kube.serve(objects=...)``.
     """
-    moment = _aware(now or datetime.now(UTC))
+    moment = aware(now or datetime.now(UTC))
     return _Builder(scenario, int(moment.timestamp()), int(job_history.total_seconds())).build()
-
-
-@dataclass
-class ClusterSandbox:
-    """Both sandboxes over one scenario: ``.opencost`` (clock fixed at ``now`` if given) and ``.kube``."""
-
-    opencost: OpenCostServer
-    kube: KubeServer
-    now: datetime | None
-
-    def stop(self) -> None:
-        self.opencost.stop()
-        self.kube.stop()
-
-    def __enter__(self) -> ClusterSandbox:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-def serve_cluster(
-    scenario: Scenario, *, now: datetime | None = None, seed_dir: Path | None = None, extra_objects: Iterable[Obj] = ()
-) -> ClusterSandbox:
-    """Start the OpenCost and Kubernetes sandboxes describing the same cluster.
-
-    With ``now``, OpenCost's clock stands still at ``now`` and the objects are those at ``now``;
-    without, OpenCost follows the real clock and the objects are those at start-up (CronJob runs
-    after start-up then appear in OpenCost only). ``seed_dir`` (e.g. ``sandbox/demo/kube``, with the
-    demo's Argo CD Applications) is applied first, then the scenario's objects, then ``extra_objects``.
-    """
-    fixed = _aware(now) if now is not None else None
-    objects = [*cluster_objects(scenario, now=fixed), *extra_objects]
-    opencost = serve_opencost(scenario, clock=(lambda: fixed) if fixed is not None else None)
-    try:
-        return ClusterSandbox(opencost, serve_kube(seed_dir=seed_dir, objects=objects), fixed)
-    except BaseException:
-        opencost.stop()
-        raise

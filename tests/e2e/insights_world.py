@@ -21,7 +21,7 @@ from werkzeug.serving import make_server
 
 from functions.localstack import Stack, serve_function
 from infra.postgres import Database, connect
-from sandbox.cluster import ClusterSandbox, serve_cluster
+from sandbox.cluster_sandbox import ClusterSandbox, serve_cluster
 from sandbox.kube import KubeStore, make_app
 from sandbox.kube.server import KubeServer
 from sandbox.opencost import load_scenario

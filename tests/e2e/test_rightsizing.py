@@ -27,7 +27,7 @@ import pytest
 
 from functions.localstack import Stack, serve_function
 from infra.postgres import Database
-from sandbox.cluster import ClusterSandbox
+from sandbox.cluster_sandbox import ClusterSandbox
 from tests.e2e import insights_world as world
 from tests.e2e.insights_world import PROXY, forbidding, get, rows
 

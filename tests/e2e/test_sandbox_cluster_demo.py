@@ -18,7 +18,7 @@ import httpx
 import pytest
 from kubernetes import client as k8s
 
-from sandbox.cluster import ClusterSandbox, serve_cluster
+from sandbox.cluster_sandbox import ClusterSandbox, serve_cluster
 from sandbox.opencost import Scenario, load_scenario
 
 DEMO = Path(__file__).resolve().parents[2] / "sandbox" / "demo"
