@@ -22,7 +22,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +44,7 @@ from infra.postgres import connect
 from sandbox.argocd_host import ArgoHost, serve
 from tests.conftest import TABLES
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
+from tests.net import refused_url
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -171,20 +171,13 @@ def host(
     policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
     policy.write_text(POLICY)
     with (
+        refused_url() as opencost_url,  # an OpenCost that does not answer
         serve_function(
-            stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy), OPENCOST_URL=_closed_port_url()
+            stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy), OPENCOST_URL=opencost_url
         ) as api_url,
         serve(kube_url=stack.kube_url, cost_api_url=api_url, proxy_token=PROXY) as argo,
     ):
         yield argo
-
-
-def _closed_port_url() -> str:
-    """A URL nothing listens on (a port just released): an OpenCost that does not answer."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ and moto's S3 server over HTTP (dummy credentials, never real AWS):
 
 from __future__ import annotations
 
-import socket
 import stat
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from botocore.exceptions import ClientError
 
 from finops.errors import InvalidInput, NotFound, PermanentError, TemporaryError, Unauthorized
 from infra.objectstore import ObjectStore, ObjectStoreUnavailable, parse_s3_url, resolve_target
+from tests.net import refused_url
 
 BUCKET = "exports"
 
@@ -84,17 +84,12 @@ def test_folders_and_urls(tmp_path: Path) -> None:
         ObjectStore().write_bytes("s3://bucket/prefix/", b"")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_an_unreachable_endpoint_is_temporary(s3_endpoint: str) -> None:
-    store = ObjectStore(endpoint_url=f"http://127.0.0.1:{free_port()}", timeout=2, attempts=1)
-    with pytest.raises(ObjectStoreUnavailable, match=r"^s3://b/k.csv: the object store is unavailable") as caught:
-        store.read_bytes("s3://b/k.csv")
+    with (
+        refused_url() as endpoint,
+        pytest.raises(ObjectStoreUnavailable, match=r"^s3://b/k.csv: the object store is unavailable") as caught,
+    ):
+        ObjectStore(endpoint_url=endpoint, timeout=2, attempts=1).read_bytes("s3://b/k.csv")
     assert isinstance(caught.value, TemporaryError)
     with pytest.raises(InvalidInput, match="S3 endpoint"):
         ObjectStore(endpoint_url="not a url").read_bytes("s3://b/k.csv")

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from infra import events
+from tests.net import refused_url
 
 
 @dataclass
@@ -149,10 +149,10 @@ def test_a_refusal_names_the_sink_and_when_to_retry(sink: Sink, status: int, bus
 
 
 def test_an_unreachable_sink_is_unavailable_naming_it() -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    with pytest.raises(events.SinkUnavailable, match=f"event sink {url} unreachable: ConnectionRefusedError"):
+    with (
+        refused_url() as url,
+        pytest.raises(events.SinkUnavailable, match=f"event sink {url} unreachable: ConnectionRefusedError"),
+    ):
         send(url)
 
 
