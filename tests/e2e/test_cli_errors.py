@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.localstack import free_port
 from tests.e2e.cli_runner import one_line_error, run_finops
+from tests.net import refused_port
 
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "sandbox" / "demo" / "policy.yaml"
 BAD_FIXED = 'currency: EUR\nshared:\n  fixed:\n    - {name: fee, amount: "-3"}\n'
@@ -31,16 +31,16 @@ def bad_policy(tmp_path: Path) -> Path:
 
 
 def test_invoke_without_ping_token_sends_nothing() -> None:
-    port = free_port()
-    outcome = run_finops("invoke", "collect_allocations", "--url", f"http://127.0.0.1:{port}")
+    with refused_port() as port:
+        outcome = run_finops("invoke", "collect_allocations", "--url", f"http://127.0.0.1:{port}")
     assert outcome.returncode == 2
     assert "PING_TOKEN is not set" in one_line_error(outcome)
     assert outcome.stdout == ""
 
 
 def test_invoke_of_a_function_that_is_down() -> None:
-    port = free_port()
-    outcome = run_finops("invoke", "collect_allocations", "--url", f"http://127.0.0.1:{port}", PING_TOKEN="t0k")
+    with refused_port() as port:
+        outcome = run_finops("invoke", "collect_allocations", "--url", f"http://127.0.0.1:{port}", PING_TOKEN="t0k")
     assert outcome.returncode == 1
     line = one_line_error(outcome)
     assert "ConnectError" in line and f"127.0.0.1:{port}" in line
@@ -79,10 +79,10 @@ def test_a_good_policy_then_asks_for_the_database() -> None:
 
 @pytest.mark.parametrize("command", [("runs",), ("verify",), ("migrate",), ("report", "daily")])
 def test_a_refused_database_is_one_line_with_its_cause(command: tuple[str, ...]) -> None:
-    port = free_port()
-    outcome = run_finops(
-        *command, DATABASE_URL=f"postgresql://finops@127.0.0.1:{port}/finops", DATABASE_CONNECT_TIMEOUT_SECONDS="1"
-    )
+    with refused_port() as port:
+        outcome = run_finops(
+            *command, DATABASE_URL=f"postgresql://finops@127.0.0.1:{port}/finops", DATABASE_CONNECT_TIMEOUT_SECONDS="1"
+        )
     assert outcome.returncode == 1
     line = one_line_error(outcome)
     assert line == "finops: PostgreSQL is unavailable: Connection refused"

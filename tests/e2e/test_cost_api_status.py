@@ -22,9 +22,10 @@ import httpx
 import pytest
 
 from finops.hours import truncate_to_hour
-from functions.localstack import Stack, free_port, serve_function
+from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from tests.e2e.test_cost_api_apps import PROXY
+from tests.net import refused_port
 
 AGG = "namespace,controllerKind,controller,pod,container"
 CI = "status-ci-token"
@@ -45,8 +46,12 @@ def api(stack: Stack, policy: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def api_opencost_down(stack: Stack) -> Iterator[str]:
-    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    with serve_function(stack, "cost_api", PROXY_TOKEN=PROXY, OPENCOST_URL=closed, THREADS="4") as url:
+    with (
+        refused_port() as closed,
+        serve_function(
+            stack, "cost_api", PROXY_TOKEN=PROXY, OPENCOST_URL=f"http://127.0.0.1:{closed}", THREADS="4"
+        ) as url,
+    ):
         yield url
 
 

@@ -27,11 +27,12 @@ import httpx
 import psycopg.conninfo
 import pytest
 
-from functions.localstack import Stack, free_port, serve_function
+from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import opencost as sandbox_opencost
 from tests.e2e.cli_runner import one_line_error, run_finops
 from tests.logs import LOG_DIR as TEST_LOGS
+from tests.net import refused_port
 
 DB_PASSWORD = "dbpw-Zx81q-secret"
 OC_USER, OC_PASSWORD = "ocuser", "ocpw-Qv27k-secret"
@@ -109,6 +110,13 @@ class _EchoingOpenCost(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
+def closed() -> Iterator[int]:
+    """A port that refuses connections: a database or an OpenCost that is down."""
+    with refused_port() as port:
+        yield port
+
+
+@pytest.fixture
 def echoing_opencost() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingOpenCost)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -120,7 +128,9 @@ def echoing_opencost() -> Iterator[str]:
         server.server_close()
 
 
-def test_cli_with_secrets_in_its_environment(captured: Captured, database_url: str, tmp_path: Path) -> None:
+def test_cli_with_secrets_in_its_environment(
+    captured: Captured, database_url: str, tmp_path: Path, closed: int
+) -> None:
     def finops(*args: str, expect: int, **env: str) -> str:
         outcome = run_finops(*args, cwd=tmp_path, env=env)
         captured.add(f"finops {' '.join(args)} stdout", outcome.stdout)
@@ -133,7 +143,7 @@ def test_cli_with_secrets_in_its_environment(captured: Captured, database_url: s
     assert line.startswith("finops: DATABASE_URL is not a PostgreSQL URL or connection string: ")
     finops("report", "chargeback", "--month", "2026-10", "--policy", str(DEMO_POLICY), expect=2, DATABASE_URL=typo)
 
-    refused = f"postgresql://finops:{DB_PASSWORD}@127.0.0.1:{free_port()}/finops"
+    refused = f"postgresql://finops:{DB_PASSWORD}@127.0.0.1:{closed}/finops"
     fast = {"DATABASE_CONNECT_TIMEOUT_SECONDS": "1"}  # a refused database is retried for this long
     assert (
         finops("runs", expect=1, DATABASE_URL=refused, **fast)
@@ -146,16 +156,16 @@ def test_cli_with_secrets_in_its_environment(captured: Captured, database_url: s
 
     finops("runs", expect=0, DATABASE_URL=with_password(database_url))  # the server ignores it (trust)
 
-    down = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{free_port()}"
+    down = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{closed}"
     line = finops("invoke", "collect_allocations", "--url", down, expect=1, PING_TOKEN=PING)
     assert "ConnectError" in line
     finops("collect", "--from", "2026-10-01", "--to", "2026-10-02", "--url", down, expect=1, PING_TOKEN=PING)
 
 
 def test_cli_collect_with_opencost_credentials(
-    captured: Captured, database_url: str, db: object, secret_stack: Stack, echoing_opencost: str
+    captured: Captured, database_url: str, db: object, secret_stack: Stack, echoing_opencost: str, closed: int
 ) -> None:
-    for url in (f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{free_port()}", echoing_opencost):
+    for url in (f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{closed}", echoing_opencost):
         outcome = run_finops(
             "collect",
             "--from",
@@ -188,15 +198,20 @@ def test_served_function_with_a_malformed_database_url(captured: Captured, secre
 @pytest.mark.parametrize(
     ("dsn", "cause"),
     [
-        (lambda url: with_password(url, dbname="no_such_database"), 'database "no_such_database" does not exist'),
-        (lambda url: f"postgresql://finops:{DB_PASSWORD}@127.0.0.1:{free_port()}/finops", "Connection refused"),
+        (lambda url, _: with_password(url, dbname="no_such_database"), 'database "no_such_database" does not exist'),
+        (lambda _, port: f"postgresql://finops:{DB_PASSWORD}@127.0.0.1:{port}/finops", "Connection refused"),
     ],
     ids=["missing-database", "refused"],
 )
 def test_served_function_with_an_unavailable_database(
-    captured: Captured, secret_stack: Stack, database_url: str, dsn: Callable[[str], str], cause: str
+    captured: Captured,
+    secret_stack: Stack,
+    database_url: str,
+    closed: int,
+    dsn: Callable[[str, int], str],
+    cause: str,
 ) -> None:
-    env = {"DATABASE_URL": dsn(database_url), "DATABASE_CONNECT_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "DEBUG"}
+    env = {"DATABASE_URL": dsn(database_url, closed), "DATABASE_CONNECT_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "DEBUG"}
     with serve_function(secret_stack, "collect_allocations", **env) as url:
         denied = httpx.post(url, json={}, headers={"Authorization": "Bearer wrong"}, timeout=30)
         answer(captured, "wrong token", denied)
@@ -221,9 +236,10 @@ def test_served_functions_with_opencost_credentials_and_tokens(
     db: Database,
     opencost: sandbox_opencost.OpenCostServer,
     echoing_opencost: str,
+    closed: int,
 ) -> None:
     working = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{opencost.port}"
-    down = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{free_port()}"
+    down = f"http://{OC_USER}:{OC_PASSWORD}@127.0.0.1:{closed}"
     common = {
         "DATABASE_URL": with_password(database_url),
         "LOG_LEVEL": "DEBUG",

@@ -44,7 +44,7 @@ from infra.postgres import connect
 from sandbox.argocd_host import ArgoHost, serve
 from tests.conftest import TABLES
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
-from tests.net import refused_url
+from tests.net import refused_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -171,9 +171,9 @@ def host(
     policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
     policy.write_text(POLICY)
     with (
-        refused_url() as opencost_url,  # an OpenCost that does not answer
+        refused_port() as closed,  # an OpenCost that does not answer
         serve_function(
-            stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy), OPENCOST_URL=opencost_url
+            stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy), OPENCOST_URL=f"http://127.0.0.1:{closed}"
         ) as api_url,
         serve(kube_url=stack.kube_url, cost_api_url=api_url, proxy_token=PROXY) as argo,
     ):

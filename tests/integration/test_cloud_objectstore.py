@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from finops.errors import InvalidInput, NotFound, PermanentError, TemporaryError, Unauthorized
 from infra.objectstore import ObjectStore, ObjectStoreUnavailable, parse_s3_url, resolve_target
-from tests.net import refused_url
+from tests.net import refused_port
 
 BUCKET = "exports"
 
@@ -86,10 +86,10 @@ def test_folders_and_urls(tmp_path: Path) -> None:
 
 def test_an_unreachable_endpoint_is_temporary(s3_endpoint: str) -> None:
     with (
-        refused_url() as endpoint,
+        refused_port() as port,
         pytest.raises(ObjectStoreUnavailable, match=r"^s3://b/k.csv: the object store is unavailable") as caught,
     ):
-        ObjectStore(endpoint_url=endpoint, timeout=2, attempts=1).read_bytes("s3://b/k.csv")
+        ObjectStore(endpoint_url=f"http://127.0.0.1:{port}", timeout=2, attempts=1).read_bytes("s3://b/k.csv")
     assert isinstance(caught.value, TemporaryError)
     with pytest.raises(InvalidInput, match="S3 endpoint"):
         ObjectStore(endpoint_url="not a url").read_bytes("s3://b/k.csv")

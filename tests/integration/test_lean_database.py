@@ -29,12 +29,12 @@ import psycopg2.errors
 import pytest
 
 from finops.errors import DatabaseUnavailable
-from functions.localstack import free_port
 from functions.runs import Run, record_of
 from infra.postgres import Database, common
 from infra.postgres.common import Timeouts
 from infra.postgres.lean import LeanDatabase
 from infra.settings import ConfigError
+from tests.net import refused_port
 
 SETTINGS = """SELECT current_setting('TimeZone') AS zone, current_setting('DateStyle') AS style,
                      current_setting('statement_timeout') AS statement, current_setting('lock_timeout') AS lock,
@@ -172,18 +172,18 @@ def test_a_connection_used_a_moment_ago_is_not_checked_so_a_dead_one_fails_once(
 
 
 def test_a_missing_server_is_a_503_without_address_or_credentials() -> None:
-    port = free_port()
-    lean = LeanDatabase(f"postgresql://finops:hunter2-secret@127.0.0.1:{port}/nowhere", timeout=2)
-    calls: list[Callable[[], object]] = [
-        lambda: lean.check(2),
-        lambda: lean.fetch_one("recent_job_runs", function=None, limit=1),
-    ]
-    for call in calls:
-        with pytest.raises(DatabaseUnavailable) as raised:
-            call()
-        message = raised.value.message
-        assert message.startswith("PostgreSQL is unavailable: ") and "refused" in message
-        assert "hunter2" not in message and "127.0.0.1" not in message and str(port) not in message
+    with refused_port() as port:
+        lean = LeanDatabase(f"postgresql://finops:hunter2-secret@127.0.0.1:{port}/nowhere", timeout=2)
+        calls: list[Callable[[], object]] = [
+            lambda: lean.check(2),
+            lambda: lean.fetch_one("recent_job_runs", function=None, limit=1),
+        ]
+        for call in calls:
+            with pytest.raises(DatabaseUnavailable) as raised:
+                call()
+            message = raised.value.message
+            assert message.startswith("PostgreSQL is unavailable: ") and "refused" in message
+            assert "hunter2" not in message and "127.0.0.1" not in message and str(port) not in message
 
 
 def test_a_malformed_dsn_is_a_configuration_error_without_the_password() -> None:
