@@ -32,6 +32,9 @@ CASES = [
     ("http://h/x?password=pw-1234&y=1", "http://h/x?password=***&y=1"),
     ("Authorization: Bearer pw-1234", "Authorization: Bearer ***"),
     ("Basic dXNlcjpwdw==", "Basic ***"),
+    ("Authorization: BEARER pw-1234", "Authorization: BEARER ***"),
+    ("authorization: bearer pw-1234", "authorization: bearer ***"),
+    ("Authorization: Basic pw-1234", "Authorization: Basic ***"),  # no = or @ in the line
     ("user:pw-1234@db", "***@db"),
 ]
 UNCHANGED = [
