@@ -39,7 +39,9 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
   CPU 0.73 / 0.88 / 0.67, 123-134 MiB;
 - the same code on a faster day (the floor 4.2 to 5.2 s at 100,000), alone and inside ``make
   bench``: 20,000: 0.85 and 1.08, CPU 0.77 and 0.86; 100,000: 0.79 and 0.92, CPU 0.68 and 0.84;
-  200,000: 0.72 and 0.91, CPU 0.67 and 0.77; 125-136 MiB.
+  200,000: 0.72 and 0.91, CPU 0.67 and 0.77; 125-136 MiB;
+- the same code on another machine (the floor 2.71 s at 100,000), inside ``make bench``: 20,000:
+  1.13, CPU 0.95; 100,000: 0.79, CPU 0.71; 200,000: 0.81, CPU 0.68; 124-134 MiB.
 """
 
 from __future__ import annotations
