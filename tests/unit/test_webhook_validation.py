@@ -5,19 +5,22 @@
   everything else a DNS-1123 subdomain;
 - a ``resources`` entry we cannot use is skipped with a note, never a validation error;
 - NUL and lone surrogates in a stored text, out-of-range dates and over-long revisions are
-  refused naming the field; the JSON depth check counts brackets outside strings only.
+  refused naming the field; the JSON depth check counts brackets outside strings only, and a
+  body is refused from one level past ``MAX_JSON_DEPTH``, the brackets in its strings aside.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import flask
 import pytest
+from werkzeug.test import EnvironBuilder
 
 from finops.applications import parse_application
 from finops.errors import InvalidInput
 from finops.labels import is_object_name, validate_label_key, validate_namespace, validate_object_name
-from functions.edge import json_depth
+from functions.edge import MAX_JSON_DEPTH, json_depth, read_json
 from functions.on_sync.webhook import SyncWebhook, WebhookInvalid
 
 
@@ -123,6 +126,21 @@ def test_unstorable_values_are_refused_naming_the_field(field: str, value: objec
 )
 def test_json_depth_counts_brackets_outside_strings(raw: bytes, depth: int) -> None:
     assert json_depth(raw) == depth
+
+
+def _read(raw: bytes) -> Any:
+    return read_json(flask.Request(EnvironBuilder(method="POST", data=raw).get_environ()))
+
+
+@pytest.mark.parametrize("strings", [0, 100], ids=["bare", "with-brackets-in-strings"])
+def test_a_body_is_refused_one_level_past_the_depth_limit(strings: int) -> None:
+    def nested(depth: int) -> bytes:
+        text = b'"' + b"[{" * strings + b'"'
+        return b"[" * (depth - 1) + b'{"a": ' + text + b"}" + b"]" * (depth - 1)
+
+    assert _read(nested(MAX_JSON_DEPTH)) is not None
+    with pytest.raises(InvalidInput, match=f"nests deeper than {MAX_JSON_DEPTH} levels"):
+        _read(nested(MAX_JSON_DEPTH + 1))
 
 
 def test_the_backfill_skips_resources_it_cannot_use() -> None:
