@@ -40,8 +40,8 @@ _AUTHORIZATION = re.compile(
 )
 # What every pattern above needs: a text without any of these has nothing for them to remove
 # ("earer" stands for Bearer, bearer and BEARER). Substring tests, not a regular expression: an
-# alternation is tried at every position of the text, five substring searches are not (a fifth of
-# the time on a run's log line).
+# alternation is tried at every position of the text, five substring searches are not (0.9 us
+# against 5.8 on a run's log line).
 _CREDENTIAL_MARKS = ("@", "=", "earer", "EARER", "Basic")
 
 
