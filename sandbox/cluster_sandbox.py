@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
 
 from sandbox.cluster import aware, cluster_objects
 from sandbox.kube import KubeServer
@@ -16,10 +15,11 @@ from sandbox.kube_fields import Obj
 from sandbox.opencost.scenario import Scenario
 from sandbox.opencost.server import OpenCostServer
 from sandbox.opencost.server import serve as serve_opencost
+from sandbox.serving import StopOnExit
 
 
 @dataclass
-class ClusterSandbox:
+class ClusterSandbox(StopOnExit):
     """Both sandboxes over one scenario: ``.opencost`` (clock fixed at ``now`` if given) and ``.kube``."""
 
     opencost: OpenCostServer
@@ -29,14 +29,6 @@ class ClusterSandbox:
     def stop(self) -> None:
         self.opencost.stop()
         self.kube.stop()
-
-    def __enter__(self) -> ClusterSandbox:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def serve_cluster(

@@ -9,12 +9,13 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
+
+from sandbox.serving import StopOnExit
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).resolve().parent / "static"
@@ -233,7 +234,7 @@ class _QuietHandler(WSGIRequestHandler):
         """Request lines are not printed (``finops run`` keeps its terminal for its own output)."""
 
 
-class ArgoHost:
+class ArgoHost(StopOnExit):
     """The running host page: ``url`` and ``stop()``; a context manager."""
 
     def __init__(self, app: HostApp, server: BaseWSGIServer) -> None:
@@ -254,14 +255,6 @@ class ArgoHost:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-    def __enter__(self) -> ArgoHost:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def make_app(**kwargs: Any) -> HostApp:

@@ -14,7 +14,6 @@ import logging
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
@@ -23,6 +22,7 @@ from sandbox.kube.app import make_app
 from sandbox.kube.events import DEFAULT_RETRIES, REFERENCE, EventSource, Mode
 from sandbox.kube.seed import load_manifests
 from sandbox.kube.store import KubeStore
+from sandbox.serving import StopOnExit
 
 log = logging.getLogger("sandbox.kube")
 _POLL_SECONDS = 0.02  # how long stop() may wait for the serving loop to notice
@@ -35,7 +35,7 @@ class _QuietHandler(WSGIRequestHandler):
         log.debug("%s %s", self.requestline, code)
 
 
-class KubeServer:
+class KubeServer(StopOnExit):
     """A running sandbox API server: ``url``, ``store`` and ``stop()``."""
 
     def __init__(self, store: KubeStore, server: BaseWSGIServer) -> None:
@@ -108,17 +108,6 @@ class KubeServer:
             self._server.shutdown()
             self._thread.join(timeout=5)
         self._server.server_close()
-
-    def __enter__(self) -> KubeServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def bind(

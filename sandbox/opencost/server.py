@@ -37,7 +37,6 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.serving import WSGIRequestHandler, make_server
@@ -49,6 +48,7 @@ from sandbox.opencost.query import error_body, execute, parse_query, render
 from sandbox.opencost.scenario import Scenario
 from sandbox.opencost.summary import render_summary
 from sandbox.opencost.windows import QueryError
+from sandbox.serving import StopOnExit
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -282,7 +282,7 @@ class _QuietHandler(WSGIRequestHandler):
         return None
 
 
-class OpenCostServer:
+class OpenCostServer(StopOnExit):
     """A running sandbox: ``.url``, ``.stop()``, fault hooks, ``.requests``; also a context manager."""
 
     def __init__(self, app: OpenCostApp, host: str = "127.0.0.1", port: int = 0, *, log_requests: bool = False) -> None:
@@ -346,14 +346,6 @@ class OpenCostServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
-
-    def __enter__(self) -> OpenCostServer:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def serve(
