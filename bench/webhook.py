@@ -158,6 +158,11 @@ def database_url() -> Iterator[str]:
         yield dsn
 
 
+def bench_stack(dsn: str) -> Stack:
+    """The functions' settings for ``dsn``: no OpenCost or Kubernetes API (the 202 path uses neither)."""
+    return Stack(dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR)
+
+
 @contextlib.contextmanager
 def serve_sink() -> Iterator[tuple[str, int]]:
     """``bench/sink.py`` in its own process: its URL and process id."""
@@ -326,9 +331,7 @@ def compare(serve: dict[str, str], sink: str, sink_pid: int) -> Comparison:
     ours: list[Load] = []
     replay: list[Load] = []
     with database_url() as dsn:
-        stack = Stack(
-            dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR
-        )
+        stack = bench_stack(dsn)
         before = sent_events(sink)
         with (
             serve_trivial(stack, serve) as (trivial, trivial_pid),
@@ -353,9 +356,7 @@ def main() -> None:
         as_served = compare(service, sink, sink_pid)
         one_worker = compare(single, sink, sink_pid) if service != single else None
         with database_url() as dsn:
-            stack = Stack(
-                dsn, "http://127.0.0.1:9", "http://127.0.0.1:9", ping_token=TOKEN, cluster="bench", log_dir=LOG_DIR
-            )
+            stack = bench_stack(dsn)
             cold_ours, cold_floor = cold_start.measure(stack, ours_env(sink, service), hook, TOKEN)
 
     print(

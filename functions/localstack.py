@@ -46,10 +46,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def functions_framework_command(target: str, port: int) -> list[str]:
-    """The same command the image runs, with the target and port of this process."""
+def functions_framework_command(target: str, port: int, root: Path = ROOT) -> list[str]:
+    """The same command the image runs, with the target and port of this process (and the code of
+    the checkout at ``root``: this one unless a benchmark compares another)."""
     binary = Path(sys.executable).with_name("functions-framework")
-    return [str(binary), "--target", target, "--source", str(ROOT / "functions" / "main.py"), "--port", str(port)]
+    return [str(binary), "--target", target, "--source", str(root / "functions" / "main.py"), "--port", str(port)]
 
 
 @dataclass
@@ -97,15 +98,17 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout: floa
 
 
 @contextlib.contextmanager
-def serve_function(stack: Stack, target: str, **extra_env: str) -> Iterator[str]:
-    """Serve one target under functions-framework on a free port; yield its URL."""
+def serve_function(stack: Stack, target: str, root: Path = ROOT, /, **extra_env: str) -> Iterator[str]:
+    """Serve one target under functions-framework on a free port; yield its URL. ``root``: the
+    checkout whose code is served (``bench.webhook_ab`` serves another revision beside this one)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     stack.log_dir.mkdir(parents=True, exist_ok=True)
-    with (stack.log_dir / f"{target}.log").open("ab") as log_file:
+    log_name = target if root == ROOT else f"{target}-{root.name}"
+    with (stack.log_dir / f"{log_name}.log").open("ab") as log_file:
         process = subprocess.Popen(
-            functions_framework_command(target, port),
-            env=stack.function_env(target, PORT=str(port), **extra_env),
+            functions_framework_command(target, port, root),
+            env=stack.function_env(target, PORT=str(port), PYTHONPATH=str(root), **extra_env),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             preexec_fn=dies_with_parent(),  # prctl only, resolved before the fork
