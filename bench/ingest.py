@@ -41,7 +41,14 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
   bench``: 20,000: 0.85 and 1.08, CPU 0.77 and 0.86; 100,000: 0.79 and 0.92, CPU 0.68 and 0.84;
   200,000: 0.72 and 0.91, CPU 0.67 and 0.77; 125-136 MiB;
 - the same code on another machine (the floor 2.71 s at 100,000), inside ``make bench``: 20,000:
-  1.13, CPU 0.95; 100,000: 0.79, CPU 0.71; 200,000: 0.81, CPU 0.68; 124-134 MiB.
+  1.13, CPU 0.95; 100,000: 0.79, CPU 0.71; 200,000: 0.81, CPU 0.68; 124-134 MiB;
+- on a machine three times slower (the floor 7.81 s at 100,000), inside ``make bench``: 20,000:
+  1.10, CPU 0.98; 100,000: 8.26 / 7.81 s (1.06), CPU 0.93; 200,000: 1.15, CPU 0.97; 123-134 MiB.
+  Of ours at 100,000: the download 0.56 s, the parse and ``COPY`` 5.6 (CPU 5.3), the fold 0.65, all
+  of it waiting for PostgreSQL, which sorted the hour to a temporary file (no statistics for rows
+  just written); hashed instead (migration 019), the fold took 0.45 s, and alone the same day:
+  20,000: 1.13, CPU 0.98; 100,000: 7.08 / 7.27 s (0.97), CPU 0.91; 200,000: 0.92, CPU 0.86;
+  123-138 MiB.
 """
 
 from __future__ import annotations
