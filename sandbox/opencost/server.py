@@ -97,6 +97,7 @@ class OpenCostApp:
         self._cached_bytes = 0
         self._faults: deque[_Fault] = deque()
         self._lock = threading.Lock()
+        self._released = threading.Event()  # set by reset(): delayed answers go at once
         self.requests: list[dict[str, str]] = []
         self.calls: list[tuple[str, dict[str, str]]] = []  # (path, parameters), same order as requests
         self.computations = 0  # how many responses were computed rather than served from cache
@@ -117,7 +118,8 @@ class OpenCostApp:
         self._arm(_Fault("fail", times, path, status=status, body=error_body(status, message), skip=after))
 
     def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
-        """The next ``times`` matching requests are answered only after ``seconds``."""
+        """The next ``times`` matching requests are answered only after ``seconds``, or at once
+        when ``reset`` comes first (so a test can hold requests for as long as it needs them held)."""
         self._arm(_Fault("delay", times, path, seconds=seconds))
 
     def malformed_next(
@@ -143,8 +145,9 @@ class OpenCostApp:
         self._arm(_Fault("trickle", times, path, seconds=interval, chunk=bytes_per_chunk))
 
     def reset(self) -> None:
-        """Forget armed faults, recorded requests and cached responses."""
+        """Forget armed faults, recorded requests and cached responses; answer delayed requests now."""
         with self._lock:
+            self._released.set()
             self._faults.clear()
             self.requests.clear()
             self.calls.clear()
@@ -155,6 +158,7 @@ class OpenCostApp:
         if fault.remaining < 1:
             raise ValueError("times must be >= 1")
         with self._lock:
+            self._released.clear()
             self._faults.append(fault)
 
     def _take_faults(self, path: str) -> tuple[float, _Fault | None]:
@@ -196,7 +200,7 @@ class OpenCostApp:
                 self.calls.append((path, params))
         delay, fault = self._take_faults(path)
         if delay:
-            time.sleep(delay)
+            self._released.wait(delay)
         if fault is not None and fault.kind != "trickle":
             return Response(fault.body, status=fault.status, content_type=JSON)
         if request.method not in ("GET", "HEAD"):

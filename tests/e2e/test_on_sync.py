@@ -224,7 +224,9 @@ def test_skips_answer_200_and_store_nothing(on_sync_url: str, db: Database, body
 def test_the_21st_concurrent_measurement_gets_429(
     on_sync_url: str, db: Database, opencost: sandbox_opencost.OpenCostServer
 ) -> None:
-    opencost.delay_next(4.0, times=200)  # every OpenCost answer is slow: measurements pile up
+    # Every OpenCost answer is held until the reset: measurements pile up, and none can end (and
+    # free its place) between the 20th being counted and the 21st webhook, however slow the machine.
+    opencost.delay_next(50.0, times=200)
     try:
         for n in range(20):
             assert post(on_sync_url, hook(revision=f"rev{n}")).status_code == 202
