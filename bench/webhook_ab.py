@@ -52,9 +52,10 @@ def main(rev: str = "HEAD") -> None:
         webhook.database_url() as dsn_this,
     ):
         env = webhook.ours_env(sink, serve)
+        rev_stack = webhook.bench_stack(dsn_rev)  # the floor touches no database: it shares REV's
         with (
-            webhook.serve_trivial(webhook.bench_stack(dsn_rev), serve) as (floor, floor_pid),
-            serve_function(webhook.bench_stack(dsn_rev), "on_sync", other, **env) as at_rev,
+            webhook.serve_trivial(rev_stack, serve) as (floor, floor_pid),
+            serve_function(rev_stack, "on_sync", other, **env) as at_rev,
             serve_function(webhook.bench_stack(dsn_this), "on_sync", **env) as here,
         ):
             urls = {"floor": floor, rev: at_rev, "this": here}

@@ -378,8 +378,8 @@ def test_a_large_hour_folds_and_rebuilds_without_a_temporary_file(pg_server: str
         with psycopg.connect(dsn, autocommit=True) as conn:
             name = conn.execute("SELECT current_database()").fetchone()
             assert name is not None
-            conn.execute(f"ALTER DATABASE \"{name[0]}\" SET work_mem = '64kB'")
-            conn.execute(f'ALTER DATABASE "{name[0]}" SET temp_file_limit = 0')
+            for setting in ("work_mem = '64kB'", "temp_file_limit = 0"):
+                conn.execute(f'ALTER DATABASE "{name[0]}" SET {setting}')
         db = connect(dsn, max_size=2)
         try:
             apply_migrations(db)
