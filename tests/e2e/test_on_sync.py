@@ -83,13 +83,14 @@ def events(db: Database) -> list[dict[str, Any]]:
         return conn.execute("SELECT * FROM sync_events ORDER BY id").fetchall()
 
 
-def wait_for(predicate: Any, timeout: float = 20.0) -> None:
+def wait_for(predicate: Any, timeout: float = 20.0, seen: Any = None) -> None:
+    """Poll ``predicate``; when it is not reached, the failure shows what ``seen()`` returns."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+    raise AssertionError("condition not reached in time" + (f"; saw {seen()}" if seen is not None else ""))
 
 
 def namespace_truth(scenario: sandbox_opencost.Scenario, record: dict[str, Any]) -> tuple[Decimal, Decimal]:
@@ -262,23 +263,25 @@ def test_a_lost_measurement_is_redriven_by_the_hourly_run_exactly_once(
     with serve_function(stack, "collect_allocations", HOURS_LOOKBACK="0", ON_SYNC_URL=on_sync_url) as hourly:
         first = httpx.post(hourly, json=ping, headers=headers, timeout=60).json()
         assert first["redrive_dispatched"] == 2, first
-        wait_for(lambda: {e["status"] for e in events(db)} == {"measured"})
+        wait_for(lambda: {e["status"] for e in events(db)} == {"measured"}, seen=lambda: events(db))
         assert len(records(db)) == 2 and {r["measured_on"] for r in records(db)} == {"sync"}
         again = httpx.post(hourly, json=ping, headers=headers, timeout=60).json()
         assert again["redrive_dispatched"] == 0 and len(records(db)) == 2
     # No measurement ran in the hourly run's process: each came through on-sync as an event.
-    wait_for(lambda: measurement_runs(db) == 2)
+    wait_for(lambda: measurement_runs(db) == 2, seen=lambda: on_sync_runs(db))
+
+
+def on_sync_runs(db: Database) -> list[dict[str, Any]]:
+    with db.connection() as conn:
+        return conn.execute(
+            "SELECT trigger, outcome, http_status, error, counts FROM job_runs"
+            " WHERE function = 'on_sync' ORDER BY started_at"
+        ).fetchall()
 
 
 def measurement_runs(db: Database) -> int:
     """on_sync runs triggered by a CloudEvent that stored a record."""
-    with db.connection() as conn:
-        row = conn.execute(
-            "SELECT count(*) AS n FROM job_runs"
-            " WHERE function = 'on_sync' AND trigger = 'event' AND outcome = 'success'"
-        ).fetchone()
-    assert row is not None
-    return int(row["n"])
+    return sum(r["trigger"] == "event" and r["outcome"] == "success" for r in on_sync_runs(db))
 
 
 def test_a_measurement_before_the_settle_time_is_answered_503_and_delivered_again(stack: Stack, db: Database) -> None:
