@@ -49,6 +49,10 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
   just written); hashed instead (migration 019), the fold took 0.45 s, and alone the same day:
   20,000: 1.13, CPU 0.98; 100,000: 7.08 / 7.27 s (0.97), CPU 0.91; 200,000: 0.92, CPU 0.86;
   123-138 MiB.
+- the next day, a machine three times faster again, inside ``make bench``: on PostgreSQL 15,
+  20,000: 0.92, CPU 0.83; 100,000: 2.55 / 2.98 s (0.86), CPU 0.86; 200,000: 0.78, CPU 0.69;
+  on the embedded 18, 20,000: 1.08, CPU 0.96; 100,000: 2.70 / 2.88 s (0.94), CPU 0.86; 200,000:
+  0.81, CPU 0.69; 124-134 MiB.
 """
 
 from __future__ import annotations
