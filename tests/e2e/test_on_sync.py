@@ -93,6 +93,19 @@ def wait_for(predicate: Any, timeout: float = 20.0, seen: Any = None) -> None:
     raise AssertionError("condition not reached in time" + (f"; saw {seen()}" if seen is not None else ""))
 
 
+def wait_measured(db: Database, n: int, deliveries: int | None = None) -> None:
+    """``n`` records, and the run of each of the test's measurement deliveries (``deliveries``,
+    ``n`` unless replays sent more) recorded in ``job_runs``. A measurement stores its record
+    before its run: a test on the session's shared on-sync server that stopped at the records
+    would leave a run to land in the next test's emptied tables."""
+    expected = n if deliveries is None else deliveries
+    wait_for(
+        lambda: len(records(db)) == n and measurement_runs(db) == n and event_runs(db) == expected,
+        timeout=30,
+        seen=lambda: on_sync_runs(db),
+    )
+
+
 def namespace_truth(scenario: sandbox_opencost.Scenario, record: dict[str, Any]) -> tuple[Decimal, Decimal]:
     """What OpenCost itself said of the record's namespace over the record's window, asked of an
     OpenCost whose clock stands at the window's end: the scenario's relative starts ("-6h") count
@@ -113,7 +126,7 @@ def test_a_sync_is_accepted_fast_then_measured_with_the_right_monthly_figure(
     response = post(on_sync_url, hook())
     assert response.status_code == 202, response.text
     assert response.json()["outcome"] == "accepted"
-    wait_for(lambda: len(records(db)) == 1)
+    wait_measured(db, 1)
     (record,) = records(db)
     assert (record["app_namespace"], record["app_name"], record["measured_on"], record["scope"]) == (
         "argocd",
@@ -136,7 +149,7 @@ def test_a_young_namespace_projects_from_its_hours_not_a_day(
     on_sync_url: str, db: Database, scenario: sandbox_opencost.Scenario
 ) -> None:
     assert post(on_sync_url, hook("fresh", dest="young")).status_code == 202
-    wait_for(lambda: len(records(db)) == 1)
+    wait_measured(db, 1)
     (record,) = records(db)
     _, hours = namespace_truth(scenario, record)
     assert Decimal(6) <= hours < Decimal(7)  # started 6 h before the current hour
@@ -150,7 +163,7 @@ def test_an_app_owning_every_pod_has_the_namespace_cost_and_same_names_never_mix
     assert post(on_sync_url, hook("web", "team-apps", dest="search")).status_code == 202
     assert post(on_sync_url, hook("web", "argocd", dest="shop")).status_code == 202
     assert post(on_sync_url, hook("fresh", dest="young")).status_code == 202
-    wait_for(lambda: len(records(db)) == 3)
+    wait_measured(db, 3)
     (team,) = records(db, "team-apps", "web")
     (argo,) = records(db, "argocd", "web")
     (fresh,) = records(db, "argocd", "fresh")
@@ -165,18 +178,17 @@ def test_an_app_owning_every_pod_has_the_namespace_cost_and_same_names_never_mix
 
 
 def test_replayed_and_concurrent_identical_webhooks_give_one_record(on_sync_url: str, db: Database) -> None:
-    statuses: list[int] = []
-    threads = [
-        threading.Thread(target=lambda: statuses.append(post(on_sync_url, hook()).status_code)) for _ in range(6)
-    ]
+    answers: list[httpx.Response] = []
+    threads = [threading.Thread(target=lambda: answers.append(post(on_sync_url, hook()))) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert statuses == [202] * 6
-    wait_for(lambda: len(records(db)) == 1)
-    assert post(on_sync_url, hook()).status_code == 202  # an Argo CD retry, later
-    time.sleep(0.5)
+    assert [a.status_code for a in answers] == [202] * 6
+    # Each webhook that found the event pending sent a delivery; one measured it, the rest skipped.
+    wait_measured(db, 1, deliveries=sum(a.json()["status"] == "pending" for a in answers))
+    retry = post(on_sync_url, hook())  # an Argo CD retry, later: the event is measured, nothing sent
+    assert retry.status_code == 202 and retry.json()["status"] == "measured"
     assert len(events(db)) == 1 and len(records(db)) == 1
 
 
@@ -238,7 +250,7 @@ def test_the_21st_concurrent_measurement_gets_429(
         assert len(events(db)) == 20  # the 21st was not accepted
     finally:
         opencost.reset()
-    wait_for(lambda: len(records(db)) == 20, timeout=30)
+    wait_measured(db, 20)
 
 
 def test_a_lost_measurement_is_redriven_by_the_hourly_run_exactly_once(
@@ -282,6 +294,11 @@ def on_sync_runs(db: Database) -> list[dict[str, Any]]:
 def measurement_runs(db: Database) -> int:
     """on_sync runs triggered by a CloudEvent that stored a record."""
     return sum(r["trigger"] == "event" and r["outcome"] == "success" for r in on_sync_runs(db))
+
+
+def event_runs(db: Database) -> int:
+    """on_sync runs triggered by a CloudEvent, whatever their outcome."""
+    return sum(r["trigger"] == "event" for r in on_sync_runs(db))
 
 
 def test_a_measurement_before_the_settle_time_is_answered_503_and_delivered_again(stack: Stack, db: Database) -> None:
