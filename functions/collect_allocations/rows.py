@@ -12,11 +12,11 @@ from decimal import Decimal
 from typing import Any
 
 from finops.allocations import IDLE, UNALLOCATED, UNMOUNTED, EntryKind, entry_kind
-from finops.errors import OpenCostUnavailable
+from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import owner_label
 from finops.money import MAX_MICROS, cost_micros
 from infra.opencost import Allocation
-from infra.opencost.stream import quantities_of, quantities_text
+from infra.opencost.stream import quantities_text
 
 COLUMNS = (
     "cluster",
@@ -89,13 +89,8 @@ class RowBuilder:
         self.cluster = cluster
         self.aggregation = aggregation
         self.hour = hour
-        self.finalized = finalized
-        self.pricebook_id = pricebook_id
-        self.currency = currency
         self.owner_key = owner_label_key
         self.cost_center_key = cost_center_label_key
-        self.collected_at = collected_at
-        self.source = source
         self._tail = (pricebook_id, currency, finalized, collected_at, source)  # the row's last columns
         self._owners: dict[str, tuple[str | None, str | None]] = {}
         self._unowned: set[str] = set()
@@ -131,10 +126,12 @@ class RowBuilder:
             yield self._row(a.get("name") or key, a, owners)
 
     def stream(self, entries: Iterable[tuple[str, Allocation]]) -> Iterator[tuple[Any, ...]]:
-        """``rows`` in one pass over ``(key, allocation)`` pairs as they are parsed, holding none:
-        a row of a namespace whose labels have not arrived yet is written without an owner, and
-        ``late_owners()`` then gives the owners those rows take (``fill_hour_owners``), so the
-        stored hour equals ``rows``' (the first labelled entry of a namespace decides)."""
+        """``rows`` in one pass over ``(key, allocation)`` pairs (the models' dicts) as they are
+        parsed, holding none: a row of a namespace whose labels have not arrived yet is written
+        without an owner, and ``late_owners()`` then gives the owners those rows take
+        (``fill_hour_owners``), so the stored hour equals ``rows``' (the first labelled entry of a
+        namespace decides). The collector writes ``lines``; these rows, adapted by psycopg, are
+        the reference its tests compare the lines with."""
         row = self._row
         for name, a, _, _, owners in self._walk(entries):
             yield row(name, a, owners)
@@ -213,6 +210,8 @@ class RowBuilder:
             )
         except (ValueError, ArithmeticError):
             raise OpenCostUnavailable(_not_finite(name, a)) from None
+        except InvalidInput:  # cost_micros: beyond what a bigint column holds
+            raise OpenCostUnavailable(_too_large(name, a)) from None
         if "None" in micros:
             micros = micros.replace("None", _NULL)
         numbers = f"{numbers}\t{micros}"
@@ -249,16 +248,9 @@ class RowBuilder:
         if namespace in SENTINELS:
             namespace = ""
         team, cost_center = owners.get(namespace, (None, None))
-        places: tuple[Any, ...]
-        quantities: tuple[Any, ...]
-        costs: tuple[Any, ...]
-        if isinstance(a, dict):
-            places = tuple(props.get(f) for f in _PLACES)
-            quantities = tuple(a.get(f) for f in _QUANTITIES)
-            costs = tuple(a.get(f) for f in _COSTS)
-        else:  # a streamed record (infra.opencost.stream): every field an attribute, read in one call
-            places, costs = _places(props), _costs(a)
-            quantities = (a.start, a.end, *quantities_of(a, name))
+        places: tuple[Any, ...] = tuple(props.get(f) for f in _PLACES)
+        quantities: tuple[Any, ...] = tuple(a.get(f) for f in _QUANTITIES)
+        costs: tuple[Any, ...] = tuple(a.get(f) for f in _COSTS)
         return (
             self.cluster,
             namespace,
@@ -345,6 +337,15 @@ def _not_finite(name: str, a: Allocation) -> str:
         if isinstance(value, Decimal) and not value.is_finite():
             return f"OpenCost answered /allocation with {name}.{field}: {value}, not a finite number"
     return f"OpenCost answered /allocation with {name}: a number that is not finite"
+
+
+def _too_large(name: str, a: Allocation) -> str:
+    """The refusal of a cost too large to store, naming the first such field."""
+    for field in _COSTS:
+        value = a.get(field)
+        if isinstance(value, Decimal) and abs(value.scaleb(6)) > MAX_MICROS:
+            return f"OpenCost answered /allocation with {name}.{field}: {value}, too large to store in micros"
+    return f"OpenCost answered /allocation with {name}: a cost too large to store in micros"
 
 
 def _micros(amount: Decimal | None, adjustment: Decimal | None = None) -> int | None:

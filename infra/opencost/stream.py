@@ -144,7 +144,8 @@ def quantities_text(record: Any, name: str) -> str:
 
 
 def quantities_of(record: Any, name: str) -> tuple[Decimal | None, ...]:
-    """A streamed record's ``QUANTITIES`` as exact Decimals (``RowBuilder.stream``'s rows)."""
+    """A streamed record's ``QUANTITIES`` as exact Decimals (what ``quantities_text`` writes, read
+    back: the tests compare records with the models' dicts through it)."""
     return tuple(None if text == "\\N" else Decimal(text) for text in quantities_text(record, name).split("\t"))
 
 

@@ -4,6 +4,10 @@
 - every per-resource cost column is the cost *plus its adjustment* (OpenCost's ``*CostAdjustment``,
   positive or negative), in exact integer micros; an unmeasured cost stays unknown, and
   ``totalCost`` is stored as sent (it already includes the adjustments);
+- the collector's own path (``RowBuilder.lines`` over streamed records) writes the same micros as
+  the rows: nothing spent is 0, not unknown; an adjustment of nothing spent counts; the largest
+  cost a bigint holds is stored to the micro, and a larger one refuses the hour, naming the
+  allocation's field; whole-number costs (JSON integers) give the same micros;
 - ownership comes from the namespace's labels only: a pod's own labels never decide the team or
   cost centre, and an entry without namespace labels (an unmounted volume) takes those of its
   namespace's other entries in the same hour.
@@ -11,14 +15,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from finops.errors import InvalidInput, OpenCostUnavailable
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from infra.opencost import Allocation
+from infra.opencost.stream import read_allocations
 
 HOUR = datetime(2026, 10, 15, 11, tzinfo=UTC)
 COST_COLUMNS = {
@@ -129,6 +138,63 @@ def test_one_cost_column(
     assert row[column] == micros
     others = [c for c in COST_COLUMNS if c != column]
     assert all(row[c] is None for c in others)  # nothing leaks into another resource's column
+
+
+def written(figures: dict[str, str]) -> dict[str, int | None]:
+    """The cost columns of the line the collector writes (``RowBuilder.lines`` of a streamed
+    record) for one allocation whose figures are ``figures``, each as its JSON text."""
+    fields = "".join(f',"{field}":{text}' for field, text in figures.items())
+    (line,) = builder().lines(streamed(f'"shop/web":{{"name":"shop/web","properties":{{"namespace":"shop"}}{fields}}}'))
+    row = dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True))
+    return {c: None if row[c] == "\\N" else int(row[c]) for c in (*COST_COLUMNS, "total_cost_micros")}
+
+
+@pytest.mark.parametrize(
+    ("cost", "adjustment", "micros"),
+    [
+        ("0", "0.125", 125_000),  # nothing spent, then adjusted: the adjustment counts
+        ("0", None, 0),  # nothing spent: zero, not unknown
+        ("0", "0", 0),
+        ("0.000", "-0.0000015", -2),  # half-even, negative
+        ("null", "0.125", None),  # unmeasured stays unknown, even adjusted
+        ("null", None, None),
+        ("2.5", "-0.125", 2_375_000),
+        ("9223372036854.775807", None, 2**63 - 1),  # the largest cost a bigint holds, to the micro
+        ("-9223372036854.775807", None, -(2**63) + 1),
+    ],
+)
+@pytest.mark.parametrize("path", ["rows", "lines"])
+def test_a_cost_column_in_both_paths(path: str, cost: str, adjustment: str | None, micros: int | None) -> None:
+    figures = {"cpuCost": cost, **({"cpuCostAdjustment": adjustment} if adjustment is not None else {})}
+    if path == "lines":
+        row: dict[str, Any] = written(figures)
+    else:
+        exact = {f: None if t == "null" else Decimal(t) for f, t in figures.items()}
+        (row,) = stored(allocation("shop/web", "shop", figures=exact)).values()
+    assert row["cpu_cost_micros"] == micros
+    assert all(row[c] is None for c in COST_COLUMNS if c != "cpu_cost_micros")
+
+
+@pytest.mark.parametrize(
+    ("cost", "adjustment", "micros"),
+    [(3, None, 3_000_000), (3, 1, 4_000_000), (0, 2, 2_000_000), (3, Decimal("-0.5"), 2_500_000)],
+)
+def test_whole_numbers_are_costs_too(cost: int, adjustment: int | Decimal | None, micros: int) -> None:
+    """A JSON integer reaches the rows as an ``int`` (msgspec's exact decoding): the same micros."""
+    (row,) = stored(allocation("shop/web", "shop", figures={"ramCost": cost, "ramCostAdjustment": adjustment})).values()  # type: ignore[dict-item]
+    assert row["ram_cost_micros"] == micros
+
+
+@pytest.mark.parametrize("field", ["cpuCost", "totalCost", "sharedCost"])
+@pytest.mark.parametrize("text", ["9223372036854.775808", "-1E+13"])
+def test_a_cost_too_large_to_store_refuses_the_hour_naming_its_field(field: str, text: str) -> None:
+    refusal = (
+        rf"^OpenCost answered /allocation with shop/web\.{field}: {re.escape(text)}, too large to store in micros$"
+    )
+    with pytest.raises(OpenCostUnavailable, match=refusal):
+        written({field: text})
+    with pytest.raises(InvalidInput, match="too large to store in micros"):
+        stored(allocation("shop/web", "shop", figures={field: Decimal(text)}))
 
 
 # -- ownership -----------------------------------------------------------------------------------
@@ -333,3 +399,139 @@ def test_every_column_comes_from_its_own_field() -> None:
     del entry["name"]
     (unnamed,) = builder.rows({"shop/deployment/web/web-1/app": entry})
     assert unnamed[COLUMNS.index("name")] == "shop/deployment/web/web-1/app"
+
+
+# -- the collector's lines -----------------------------------------------------------------------
+
+
+def as_copied(value: Any) -> str:
+    """A row's value as ``COPY``'s text format writes it."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    return str(value).translate(str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}))
+
+
+@pytest.mark.parametrize("pod", ["web-1", "web\t1\\N"], ids=["plain", "escaped"])
+@pytest.mark.parametrize("start", ["2026-10-15T11:05:00Z", None])
+@pytest.mark.parametrize(
+    "fixed",
+    [
+        {"finalized": True, "pricebook_id": 7, "currency": "EUR", "source": "opencost"},
+        {"finalized": False, "pricebook_id": None, "currency": None, "source": "prometheus"},
+    ],
+    ids=["final-priced", "open-unpriced"],
+)
+def test_the_collectors_line_holds_what_the_row_holds_column_by_column(
+    fixed: dict[str, Any], start: str | None, pod: str
+) -> None:
+    """``lines`` (the collector's path, over streamed records) against ``rows`` (every column
+    checked by hand above) for an allocation whose every field differs: with plain text (the line
+    most rows take) and with a pod name to escape (the line rebuilt with escapes)."""
+    props = {
+        "namespace": "shop",
+        "controllerKind": "deployment",
+        "controller": "web",
+        "pod": pod,
+        "container": "app",
+        "node": "node-a",
+        "namespaceLabels": {"team": "checkout", "cost-center": "cc-7"},
+    }
+    figures = {f: str(Decimal(n + 1) / 8) for n, f in enumerate(QUANTITY_FIELDS)} | {
+        f: str(v) for f, v in FIGURES.items()
+    }
+    times = {"start": start, "end": "2026-10-15T11:55:00Z"}
+    entry = {"name": "shop/deployment/web/web-1/app", "properties": props, **times}
+    numbers = "".join(f',"{field}":{text}' for field, text in figures.items())  # JSON numbers, as written
+    kwargs = dict(
+        cluster="east",
+        aggregation="namespace,pod",
+        hour=HOUR,
+        owner_label_key="team",
+        cost_center_label_key="cost-center",
+        collected_at=datetime(2026, 10, 15, 12, 7, tzinfo=UTC),
+        **fixed,
+    )
+    (line,) = RowBuilder(**kwargs).lines(streamed(f'"the-key":{json.dumps(entry)[:-1]}{numbers}}}'))
+    parsed = {f: None if v is None else Decimal(v) for f, v in figures.items()}
+    times_parsed = {k: None if v is None else datetime.fromisoformat(v) for k, v in times.items()}
+    (row,) = RowBuilder(**kwargs).rows({"the-key": {**entry, **times_parsed, **parsed}})  # type: ignore[dict-item]
+    assert dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True)) == {
+        c: as_copied(v) for c, v in zip(COLUMNS, row, strict=True)
+    }
+
+
+QUANTITY_FIELDS = (
+    "minutes",
+    "cpuCores",
+    "cpuCoreRequestAverage",
+    "cpuCoreUsageAverage",
+    "cpuCoreHours",
+    "ramBytes",
+    "ramByteRequestAverage",
+    "ramByteUsageAverage",
+    "ramByteHours",
+    "gpuCount",
+    "gpuHours",
+    "pvBytes",
+    "pvByteHours",
+    "networkTransferBytes",
+    "networkReceiveBytes",
+)
+
+
+def streamed(*entries: str) -> Any:
+    """Streamed records of an answer whose allocations are ``entries`` (each ``"key":{...}``)."""
+    answer = f'{{"code":200,"data":[{{{",".join(entries)}}}]}}'
+    return read_allocations(io.BytesIO(answer.encode()), "OpenCost", window=700)
+
+
+def test_late_owners_are_the_namespaces_written_before_their_labels_that_got_some() -> None:
+    labels = '"namespaceLabels":{"team":"checkout","cost-center":"cc-7"}'
+    b = builder()
+    lines = list(
+        b.lines(
+            streamed(
+                '"shop/a":{"name":"shop/a","properties":{"namespace":"shop"}}',  # before its labels
+                '"batch/b":{"name":"batch/b","properties":{"namespace":"batch"}}',  # never labelled
+                '"__idle__":{"name":"__idle__","properties":{"namespace":"__idle__"}}',
+                f'"shop/c":{{"name":"shop/c","properties":{{"namespace":"shop",{labels}}}}}',
+                '"shop/e":{"name":"shop/e","properties":{"namespace":"shop","namespaceLabels":{"team":"x"}}}',
+                f'"web/d":{{"name":"web/d","properties":{{"namespace":"web",{labels}}}}}',  # labelled first
+            )
+        )
+    )
+    team = [line.split("\t")[COLUMNS.index("team")] for line in lines]
+    assert team == ["\\N", "\\N", "\\N", "checkout", "checkout", "checkout"]  # shop/e's own labels lose
+    assert b.late_owners() == {"shop": ("checkout", "cc-7")}
+
+
+@pytest.mark.parametrize("field", ["minutes", "cpuCores", "networkReceiveBytes", "cpuCost", "totalCost"])
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity"])
+def test_a_dict_allocation_with_a_number_that_is_not_finite_refuses_the_hour_naming_its_field(
+    field: str, bad: str
+) -> None:
+    """The Prometheus source's allocations are dicts: the same refusal as a streamed answer's."""
+    entry = allocation("shop/web", "shop", figures={"cpuCost": Decimal("0.5"), field: Decimal(bad)})
+    with pytest.raises(OpenCostUnavailable, match=rf"^OpenCost answered /allocation with shop/web\.{field}: {bad}, "):
+        list(builder().lines(iter([("shop/web", entry)])))
+
+
+def test_a_cost_too_large_is_named_not_an_earlier_cost_near_the_limit() -> None:
+    near = "9223372036854.775807"  # the largest a bigint of micros holds: stored, not the culprit
+    with pytest.raises(OpenCostUnavailable, match=r"shop/web\.totalCost: 1E\+13, too large"):
+        written({"cpuCost": near, "ramCost": "1E+12", "totalCost": "1E+13"})
+
+
+def test_an_adjustment_that_takes_a_cost_past_the_limit_refuses_the_hour() -> None:
+    with pytest.raises(OpenCostUnavailable, match=r"^OpenCost answered /allocation with shop/web: a cost too large"):
+        written({"cpuCost": "9223372036854.775807", "cpuCostAdjustment": "0.000001"})
+    with pytest.raises(InvalidInput, match="too large to store in micros"):
+        stored(
+            allocation(
+                "shop/web",
+                "shop",
+                figures={"cpuCost": Decimal("9223372036854.775807"), "cpuCostAdjustment": Decimal("0.000001")},
+            )
+        )
