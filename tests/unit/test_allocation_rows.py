@@ -27,7 +27,7 @@ import pytest
 from finops.errors import InvalidInput, OpenCostUnavailable
 from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from infra.opencost import Allocation
-from infra.opencost.stream import read_allocations
+from infra.opencost.stream import QUANTITIES, read_allocations
 
 HOUR = datetime(2026, 10, 15, 11, tzinfo=UTC)
 COST_COLUMNS = {
@@ -438,9 +438,7 @@ def test_the_collectors_line_holds_what_the_row_holds_column_by_column(
         "node": "node-a",
         "namespaceLabels": {"team": "checkout", "cost-center": "cc-7"},
     }
-    figures = {f: str(Decimal(n + 1) / 8) for n, f in enumerate(QUANTITY_FIELDS)} | {
-        f: str(v) for f, v in FIGURES.items()
-    }
+    figures = {f: str(Decimal(n + 1) / 8) for n, f in enumerate(QUANTITIES)} | {f: str(v) for f, v in FIGURES.items()}
     times = {"start": start, "end": "2026-10-15T11:55:00Z"}
     entry = {"name": "shop/deployment/web/web-1/app", "properties": props, **times}
     numbers = "".join(f',"{field}":{text}' for field, text in figures.items())  # JSON numbers, as written
@@ -460,25 +458,6 @@ def test_the_collectors_line_holds_what_the_row_holds_column_by_column(
     assert dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True)) == {
         c: as_copied(v) for c, v in zip(COLUMNS, row, strict=True)
     }
-
-
-QUANTITY_FIELDS = (
-    "minutes",
-    "cpuCores",
-    "cpuCoreRequestAverage",
-    "cpuCoreUsageAverage",
-    "cpuCoreHours",
-    "ramBytes",
-    "ramByteRequestAverage",
-    "ramByteUsageAverage",
-    "ramByteHours",
-    "gpuCount",
-    "gpuHours",
-    "pvBytes",
-    "pvByteHours",
-    "networkTransferBytes",
-    "networkReceiveBytes",
-)
 
 
 def streamed(*entries: str) -> Any:
