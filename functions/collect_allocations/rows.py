@@ -343,7 +343,7 @@ def _too_large(name: str, a: Allocation) -> str:
     """The refusal of a cost too large to store, naming the first such field."""
     for field in _COSTS:
         value = a.get(field)
-        if isinstance(value, Decimal) and abs(value.scaleb(6)) > MAX_MICROS:
+        if isinstance(value, Decimal) and abs(round(value.scaleb(6))) > MAX_MICROS:
             return f"OpenCost answered /allocation with {name}.{field}: {value}, too large to store in micros"
     return f"OpenCost answered /allocation with {name}: a cost too large to store in micros"
 

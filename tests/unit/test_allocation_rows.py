@@ -498,7 +498,7 @@ def test_a_dict_allocation_with_a_number_that_is_not_finite_refuses_the_hour_nam
 
 
 def test_a_cost_too_large_is_named_not_an_earlier_cost_near_the_limit() -> None:
-    near = "9223372036854.775807"  # the largest a bigint of micros holds: stored, not the culprit
+    near = "9223372036854.7758074"  # rounds to the largest a bigint of micros holds: not the culprit
     with pytest.raises(OpenCostUnavailable, match=r"shop/web\.totalCost: 1E\+13, too large"):
         written({"cpuCost": near, "ramCost": "1E+12", "totalCost": "1E+13"})
 
