@@ -52,7 +52,9 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
 - the next day, a machine three times faster again, inside ``make bench``: on PostgreSQL 15,
   20,000: 0.92, CPU 0.83; 100,000: 2.55 / 2.98 s (0.86), CPU 0.86; 200,000: 0.78, CPU 0.69;
   on the embedded 18, 20,000: 1.08, CPU 0.96; 100,000: 2.70 / 2.88 s (0.94), CPU 0.86; 200,000:
-  0.81, CPU 0.69; 124-134 MiB.
+  0.81, CPU 0.69; 124-134 MiB. Alone an hour later (the floor 2.14-2.25 s at 100,000): 1.03,
+  1.03 and 1.03, CPU 0.92, 0.92 and 0.90; the tree before the rows' refusal of too-large costs
+  0.98, CPU 0.88 (ours 2.17 / 2.22 s); 20,000: 1.02-1.10; 200,000: 0.70-0.81; 123-134 MiB.
 """
 
 from __future__ import annotations
