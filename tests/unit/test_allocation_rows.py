@@ -145,8 +145,13 @@ def written(figures: dict[str, str]) -> dict[str, int | None]:
     record) for one allocation whose figures are ``figures``, each as its JSON text."""
     fields = "".join(f',"{field}":{text}' for field, text in figures.items())
     (line,) = builder().lines(streamed(f'"shop/web":{{"name":"shop/web","properties":{{"namespace":"shop"}}{fields}}}'))
-    row = dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True))
+    row = columns(line)
     return {c: None if row[c] == "\\N" else int(row[c]) for c in (*COST_COLUMNS, "total_cost_micros")}
+
+
+def columns(line: str) -> dict[str, str]:
+    """A line of ``COPY``'s text format, column -> its text as written."""
+    return dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True))
 
 
 @pytest.mark.parametrize(
@@ -455,9 +460,7 @@ def test_the_collectors_line_holds_what_the_row_holds_column_by_column(
     parsed = {f: None if v is None else Decimal(v) for f, v in figures.items()}
     times_parsed = {k: None if v is None else datetime.fromisoformat(v) for k, v in times.items()}
     (row,) = RowBuilder(**kwargs).rows({"the-key": {**entry, **times_parsed, **parsed}})  # type: ignore[dict-item]
-    assert dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True)) == {
-        c: as_copied(v) for c, v in zip(COLUMNS, row, strict=True)
-    }
+    assert columns(line) == {c: as_copied(v) for c, v in zip(COLUMNS, row, strict=True)}
 
 
 def streamed(*entries: str) -> Any:
@@ -481,7 +484,7 @@ def test_late_owners_are_the_namespaces_written_before_their_labels_that_got_som
             )
         )
     )
-    team = [line.split("\t")[COLUMNS.index("team")] for line in lines]
+    team = [columns(line)["team"] for line in lines]
     assert team == ["\\N", "\\N", "\\N", "checkout", "checkout", "checkout"]  # shop/e's own labels lose
     assert b.late_owners() == {"shop": ("checkout", "cc-7")}
 
