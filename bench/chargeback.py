@@ -19,8 +19,8 @@ import httpx
 
 from bench.common import database
 from finops.policy import parse_policy
-from functions.localstack import Stack, serve_function
-from functions.reports import service
+from sandbox.localstack import Stack, serve_function
+from usecases.reports import service
 
 NAMESPACES = 2_000
 DAYS = 31

@@ -48,12 +48,12 @@ from bench.charges_world import (
 from bench.common import database
 from finops.hours import HOUR
 from functions.collect_charges import service
-from functions.collect_charges.service import ChargesResult, collect_charges
-from functions.reconcile.objects import GROUP, VERSION
-from functions.reconcile.service import ObjectRef, reconcile_event
 from infra.kube.client import KubeClient
 from infra.postgres import Database
 from sandbox.kube import KubeServer
+from usecases.collect_charges.service import ChargesResult, collect_charges
+from usecases.reconcile.objects import GROUP, VERSION
+from usecases.reconcile.service import ObjectRef, reconcile_event
 
 SIZES = (1_000, 5_000)
 PODS = 2  # per Deployment

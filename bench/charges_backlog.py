@@ -41,9 +41,9 @@ MAX_RUNS = 100
 
 def child(dsn: str, kube_url: str, cluster: str, budget: float | None) -> None:
     """The pricing process: pings until nothing remains; one JSON line per run, then the peak RSS."""
-    from functions.collect_charges.service import Limits, collect_charges
     from infra.kube.client import KubeClient
     from infra.postgres import connect
+    from usecases.collect_charges.service import Limits, collect_charges
 
     db = connect(dsn, max_size=4)
     kube = KubeClient.from_url(kube_url, timeout_seconds=60)

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 import httpx
 
-from functions.localstack import ROOT, Stack, free_port, functions_framework_command
+from sandbox.localstack import ROOT, Stack, free_port, functions_framework_command
 
 COLD_STARTS = 9
 POLL_SECONDS = 0.010

@@ -28,13 +28,13 @@ import httpx
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.hours import Hour
-from functions.collect_allocations.answers import ShardOptions
-from functions.collect_allocations.pricing import ActivePricing
-from functions.collect_allocations.rows import COLUMNS, RowBuilder
-from functions.collect_allocations.service import CollectOptions, _write_hour
 from infra.opencost import OpenCostClient
 from infra.opencost.models import RESPONSE
 from infra.postgres import connect
+from usecases.collect_allocations.answers import ShardOptions
+from usecases.collect_allocations.pricing import ActivePricing
+from usecases.collect_allocations.rows import COLUMNS, RowBuilder
+from usecases.collect_allocations.service import CollectOptions, _write_hour
 
 BASE = datetime(2026, 1, 5, tzinfo=UTC)
 

@@ -1,7 +1,7 @@
 """A month's chargeback on the ``billed`` basis for a 30-node cluster: ours against two floors.
 
 - ours: ``GET /api/v1/chargeback?basis=billed`` of ``cost_api`` served by functions-framework
-  over HTTP, and ``functions.reports.service.chargeback(..., basis="billed")`` in-process: the
+  over HTTP, and ``usecases.reports.service.chargeback(..., basis="billed")`` in-process: the
   month's hourly rows grouped per day, node and namespace (``reconcile_rows``), the assets per day
   (``reconcile_assets``), the bill lines (``bill_lines``), the exact reconciliation in Python
   (``finops.reconciliation``), then the allocation and the variance document;
@@ -71,11 +71,11 @@ from bench.common import database
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.chargeback import Report
 from finops.policy import Policy, parse_policy
-from functions.localstack import Stack, serve_function
-from functions.reports import service
-from functions.rollups import rebuild_day
 from infra.postgres import Database, connect
 from infra.postgres.database import QUERIES
+from sandbox.localstack import Stack, serve_function
+from usecases.reports import service
+from usecases.rollups import rebuild_day
 
 NODES = 30
 NAMESPACES = 300

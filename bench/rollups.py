@@ -1,6 +1,6 @@
 """The daily rollup refresh after one hour of 20,000 containers: the fold against the old rebuild.
 
-- ours: ``functions.rollups``' fold of one hour written into its day (``unfold_hour`` before the
+- ours: ``usecases.rollups``' fold of one hour written into its day (``unfold_hour`` before the
   hour's rows are replaced, ``fold_hour`` after, in the hour's transaction), for a new hour and for
   a replaced one (its old rows subtracted, its new rows added);
 - the old refresh, same run, same tables: ``rebuild_day``, the whole day recomputed from its
@@ -20,8 +20,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from bench.common import database, median
-from functions.rollups import fold_hour, rebuild_day, unfold_hour
 from infra.postgres import Database
+from usecases.rollups import fold_hour, rebuild_day, unfold_hour
 
 CONTAINERS = 20_000
 NAMESPACES = 500

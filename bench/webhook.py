@@ -53,8 +53,8 @@ import psycopg
 import yaml
 
 from bench import cold_start
-from functions.localstack import ROOT, Stack, free_port, serve_function, wait_until_serving
 from infra.postgres import apply_migrations, connect
+from sandbox.localstack import ROOT, Stack, free_port, serve_function, wait_until_serving
 from sandbox.postgres import embedded_postgres, scratch_database
 
 CLIENTS = 100

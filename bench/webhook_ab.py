@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench import webhook
-from functions.localstack import ROOT, serve_function
+from sandbox.localstack import ROOT, serve_function
 
 RUNS = 6  # a multiple of the three orders
 

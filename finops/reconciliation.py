@@ -40,7 +40,7 @@ commitments, credits, support and tax. For the days an imported bill covers, a r
    the cluster's exact total rounded half-even. With a bill covering the whole period, the cluster's
    total is the sum of its bill lines, to the micro.
 
-``reconcile`` is pure: the report (``functions.reports.reconciled``) reads the rows, assets and
+``reconcile`` is pure: the report (``usecases.reports.reconciled``) reads the rows, assets and
 bill lines and hands the result to the chargeback.
 """
 

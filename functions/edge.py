@@ -1,5 +1,5 @@
 """What every function's edge shares: authentication, request parsing, and mapping a run's
-outcome to an HTTP response. The process's database and clients: ``functions.clients``.
+outcome to an HTTP response. The process's database and clients: ``infra.clients``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from urllib.parse import urlencode
 import flask
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
-from functions.runs import Run, recorded_run
 from infra import logs
 from infra.settings import load
+from usecases.runs import Run, recorded_run
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
     from pydantic import BaseModel, ValidationError

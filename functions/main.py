@@ -26,8 +26,8 @@ from typing import Any  # noqa: E402
 import flask  # noqa: E402
 
 from functions.body_guard import guard_bodies  # noqa: E402
-from functions.targets import TARGETS  # noqa: E402
 from functions.warmup import warm_up  # noqa: E402
+from infra.serving import TARGETS  # noqa: E402
 from infra.settings import ServingSettings, load  # noqa: E402
 
 __all__ = list(TARGETS)

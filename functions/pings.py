@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
-from functions.costjob_status import CostJobRef
 from functions.edge import current_secret, parse_body, require_bearer
-from functions.runs import Run
 from infra.settings import PingSettings
+from usecases.costjob_status import CostJobRef
+from usecases.runs import Run
 
 
 class Ping(BaseModel):

@@ -6,7 +6,7 @@
    stack's way: the migration runs before anything serves). Without it (the install Job
    migrates), the master imports the target's driver, once for all its workers, and opens no
    connection: the connection and the schema check would delay the fork, and so the first answer.
-   The driver is psycopg (``functions.clients.database_from``), unless the target's module names
+   The driver is psycopg (``infra.clients.database_from``), unless the target's module names
    its own gateway as ``database_at_start`` (``on_sync``: the webhook's psycopg2 connection).
 2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
    and the first request travels, the worker opens that gateway and one connection and checks
@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from finops.errors import FinOpsError, PermanentError, TemporaryError
-from functions.clients import DRIVERS, database_from
+from infra.clients import DRIVERS, database_from
 from infra.logs import redact
 
 

@@ -11,13 +11,13 @@ import flask
 import functions_framework
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.appcost.syncs import redrive
-from functions.backfill.service import BackfillOptions
-from functions.backfill.service import backfill as run_backfill
-from functions.clients import database_from, kube_from, opencost_from
 from functions.edge import current_secret, edge, parse_body, require_bearer, respond, settings_for, with_event_token
-from functions.runs import Run
+from infra.clients import database_from, kube_from, opencost_from
 from infra.settings import BackfillSettings
+from usecases.appcost.syncs import redrive
+from usecases.backfill import BackfillOptions
+from usecases.backfill import backfill as run_backfill
+from usecases.runs import Run
 
 FUNCTION = "backfill"
 settings = settings_for(FUNCTION, BackfillSettings)

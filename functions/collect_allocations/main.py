@@ -13,19 +13,19 @@ import flask
 import functions_framework
 
 from finops.costjobs import parse_costjob
-from functions.app_history.recorder import RecorderOptions, record_daily
-from functions.appcost.syncs import redrive
-from functions.clients import database_from, kube_from, opencost_from, prometheus_from
-from functions.collect_allocations.answers import ShardOptions
-from functions.collect_allocations.prometheus_source import PrometheusAllocations
-from functions.collect_allocations.retention import RowRetention
-from functions.collect_allocations.service import CollectOptions, collect, collect_range
-from functions.collect_allocations.sources import AllocationSource
-from functions.costjob_status import record_execution, require_costjob
 from functions.edge import current_secret, edge, respond, settings_for, with_event_token
 from functions.pings import RangePing, accept_ping
-from functions.runs import Run
+from infra.clients import database_from, kube_from, opencost_from, prometheus_from
+from infra.prometheus.source import PrometheusAllocations
 from infra.settings import CollectAllocationsSettings
+from usecases.app_history.recorder import RecorderOptions, record_daily
+from usecases.appcost.syncs import redrive
+from usecases.collect_allocations.answers import ShardOptions
+from usecases.collect_allocations.retention import RowRetention
+from usecases.collect_allocations.service import CollectOptions, collect, collect_range
+from usecases.collect_allocations.sources import AllocationSource
+from usecases.costjob_status import record_execution, require_costjob
+from usecases.runs import Run
 
 FUNCTION = "collect_allocations"
 settings = settings_for(FUNCTION, CollectAllocationsSettings)

@@ -11,15 +11,15 @@ from datetime import UTC, datetime
 import flask
 import functions_framework
 
-from functions.clients import database_from, kube_from
-from functions.collect_charges.service import Limits
-from functions.collect_charges.service import collect_charges as run_charges
-from functions.costjob_status import record_execution, require_costjob
 from functions.edge import edge, respond, settings_for
 from functions.pings import Ping, accept_ping
-from functions.reconcile.targets import mto_target, opencost_target
-from functions.runs import Run
+from infra.clients import database_from, kube_from
 from infra.settings import CollectChargesSettings
+from usecases.collect_charges.service import Limits
+from usecases.collect_charges.service import collect_charges as run_charges
+from usecases.costjob_status import record_execution, require_costjob
+from usecases.reconcile.targets import mto_target, opencost_target
+from usecases.runs import Run
 
 FUNCTION = "collect_charges"
 settings = settings_for(FUNCTION, CollectChargesSettings)

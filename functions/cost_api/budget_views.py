@@ -1,6 +1,6 @@
 """``GET /api/v1/budgets`` and the budget families of ``GET /metrics``: one report, two shapes.
 
-Both read ``functions.reports.budgets.budgets_report`` for this cluster (``CLUSTER_ID``), as the
+Both read ``usecases.reports.budgets.budgets_report`` for this cluster (``CLUSTER_ID``), as the
 chargeback route does, so the metrics are the API's figures to the cent: the gauges are the
 document's decimal strings converted to float at the last step. The metrics describe the current
 UTC month; without ``POLICY_PATH`` (or without budgets in it) they are absent, and a month the
@@ -18,10 +18,10 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from finops.errors import NotFound, PermanentError
-from functions.reports.budgets import budgets_report
-from functions.reports.formats import load_policy
 from infra.postgres import Database
 from infra.settings import CostApiSettings
+from usecases.reports.budgets import budgets_report
+from usecases.reports.formats import load_policy
 
 _LABELS = ["cluster", "owner", "cost_center", "currency"]
 

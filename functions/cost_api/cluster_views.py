@@ -10,10 +10,10 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput, NotFound
 from finops.money import format_amount
 from functions.cost_api.views import actual
-from functions.reports import service
-from functions.reports.formats import load_policy
 from infra.postgres import Database
 from infra.settings import CostApiSettings
+from usecases.reports import service
+from usecases.reports.formats import load_policy
 
 
 def _days(args: Mapping[str, str]) -> int:

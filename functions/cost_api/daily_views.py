@@ -1,7 +1,7 @@
 """``GET /api/v1/apps/{appNamespace}/{appName}/daily``: an application's daily cost history.
 
 The series is served in the scope of the application's latest record (``application`` or
-``namespace``; ``functions.app_history.scope``), and only days recorded in that same scope are
+``namespace``; ``usecases.app_history.scope``), and only days recorded in that same scope are
 read, so a series is never mixed even while the recorder is rebuilding it. One entry per UTC day
 of the range, oldest first, without gaps:
 
@@ -21,10 +21,10 @@ from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput, NotFound
-from functions.app_history.scope import app_scope
 from functions.cost_api.views import _money
 from infra.postgres import Database
 from infra.settings import CostApiSettings
+from usecases.app_history.scope import app_scope
 
 DEFAULT_DAYS = 30
 

@@ -31,8 +31,8 @@ from finops.errors import InvalidInput, NotFound
 from finops.labels import validate_namespace
 from finops.money import format_amount, to_micros
 from functions.body_guard import CLOUD_ESTIMATE_BODY
-from functions.clients import database_from
 from functions.edge import bearer_matches, current_secret, read_json, require_bearer, respond
+from infra.clients import database_from
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 

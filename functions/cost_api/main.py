@@ -25,7 +25,6 @@ import flask
 import functions_framework
 
 from finops.errors import NotFound, PermanentError
-from functions.clients import database_from
 from functions.cost_api import (
     anomalies,
     budget_views,
@@ -38,10 +37,11 @@ from functions.cost_api import (
     views,
 )
 from functions.edge import current_secret, edge, respond, settings_for
-from functions.insights import views as insights
-from functions.runs import Run
+from infra.clients import database_from
 from infra.postgres import Database
 from infra.settings import CostApiSettings
+from usecases.insights import views as insights
+from usecases.runs import Run
 
 FUNCTION = "cost_api"
 settings = settings_for(FUNCTION, CostApiSettings)

@@ -27,11 +27,11 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.cloud_estimates import SOURCES
 from finops.errors import PermanentError
 from finops.money import format_amount
-from functions.clients import database_from
 from functions.cost_api.estimates import MAX_ESTIMATE_BYTES, STALE_AFTER_SECONDS
 from functions.edge import current_secret
-from functions.reports.formats import load_policy
+from infra.clients import database_from
 from infra.settings import CostApiSettings
+from usecases.reports.formats import load_policy
 
 RECENT = 10  # open and lost hours listed
 UNOWNED = 50  # namespaces without the owner label listed

@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 import flask
 import functions_framework
 
-from functions.clients import database_from, kube_from
 from functions.edge import current_secret, edge, read_json, require_bearer, require_event_token, respond, settings_for
 from functions.limits import RateLimit
-from functions.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
-from functions.reconcile.targets import mto_target, opencost_target
-from functions.runs import Run
+from infra.clients import database_from, kube_from
 from infra.settings import ReconcileSettings
+from usecases.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
+from usecases.reconcile.targets import mto_target, opencost_target
+from usecases.runs import Run
 
 FUNCTION = "reconcile"
 EVENT_PREFIX = "dev.knative.apiserver.ref."

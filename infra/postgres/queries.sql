@@ -160,7 +160,7 @@ WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name =
   AND revision = %(revision)s AND finished_at = %(finished_at)s;
 
 -- name: accept_sync_webhooks
--- The 202 of a group of concurrent webhooks (functions.appcost.syncs, group commit) in one round
+-- The 202 of a group of concurrent webhooks (usecases.appcost.syncs, group commit) in one round
 -- trip: each distinct event is inserted (a replay finds the stored one), and each webhook's run
 -- gets its job_runs row, whose counts gain the event's id and whether it was a replay (a run of
 -- an event another webhook of the same group inserted is one). An event without id in the answer

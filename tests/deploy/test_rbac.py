@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from functions.targets import TARGETS
 from infra.kube import Permission, permission_for
+from infra.serving import TARGETS
 from infra.settings import BillingSettings
 from tests.deploy import kube_calls, manifests
 from tests.deploy.manifests import Obj
@@ -25,7 +25,7 @@ FINOPS = "finops.stakater.com"
 MTO_GROUP, _, MTO_PLURAL, MTO_NAMESPACE, MTO_NAME = str(BillingSettings.model_fields["MTO_OPENCOST"].default).split("/")
 # The share of an application: its pods and the controllers that own them (functions/appcost).
 MEASURE = [("list_objects", "", "pods"), ("list_objects", "apps", "replicasets"), ("list_objects", "batch", "jobs")]
-# The tenant-billing reconciliation (functions/reconcile/service.py, reconcile_all).
+# The tenant-billing reconciliation (usecases/reconcile/service.py, reconcile_all).
 RECONCILE = [
     *(("list_objects", FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")),
     ("patch_object", FINOPS, "subscriptions"),  # the finalizer
@@ -45,7 +45,7 @@ CALLS: dict[str, list[tuple[str, str, str]]] = {
     "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB],  # re-drives go to on-sync as events
     "on_sync": MEASURE,
     "backfill": [("list_objects", "argoproj.io", "applications"), *MEASURE],
-    "cost_api": [  # rightsizing and orphaned pods (functions/insights/workloads.py)
+    "cost_api": [  # rightsizing and orphaned pods (usecases/insights/workloads.py)
         ("get_object", "argoproj.io", "applications"),
         ("list_objects", "argoproj.io", "applications"),
         *MEASURE,
@@ -56,20 +56,20 @@ CALLS: dict[str, list[tuple[str, str, str]]] = {
 }
 # Call sites whose group or plural is a variable: the (group, plural) pairs they are called with.
 DYNAMIC_CALLS: dict[tuple[str, str], list[tuple[str, str]]] = {
-    ("functions.reconcile.objects", "write_status"): [
+    ("usecases.reconcile.objects", "write_status"): [
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions", "finopsproviders")
     ],
-    ("functions.reconcile.opencost", "reconcile_provider"): [(MTO_GROUP, MTO_PLURAL)],
-    ("functions.reconcile.objects", "list_kind"): [
+    ("usecases.reconcile.opencost", "reconcile_provider"): [(MTO_GROUP, MTO_PLURAL)],
+    ("usecases.reconcile.objects", "list_kind"): [
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")
     ],
-    ("functions.reconcile.objects", "get_kind"): [
+    ("usecases.reconcile.objects", "get_kind"): [
         (FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")
     ],
     # A Subscription's spec.lifecycle.targetRef names any kind (resolved through discovery). None is
     # granted by default: a rule per kind (get, list) goes into ClusterRole
     # finops-subscription-targets (knative/billing-rbac.yaml) and here.
-    ("functions.reconcile.subscriptions", "__call__"): [],
+    ("usecases.reconcile.subscriptions", "__call__"): [],
 }
 
 

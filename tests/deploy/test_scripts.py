@@ -1,5 +1,5 @@
 """We test these aspects of what the CronJobs and the install Job run (``finops ping`` and
-``finops install``, functions/cli_ops.py), by running each manifest's own command with the
+``finops install``, cli/ops.py), by running each manifest's own command with the
 environment it declares against a local HTTP server that answers like the function:
 
 - the hourly ping sends the Job's scheduled time, recovered from the Job's name, in a body the
@@ -33,11 +33,11 @@ from typing import Any
 import httpx
 import pytest
 
+from cli import ops as cli_ops
+from cli.main import main
+from cli.ops import INSTALL_ENV, PING_ENV, Answer, bearer_post, call_backfill, scheduled_time
 from finops.hours import parse_timestamp
-from functions import cli_ops
 from functions.backfill.main import Invocation
-from functions.cli import main
-from functions.cli_ops import INSTALL_ENV, PING_ENV, Answer, bearer_post, call_backfill, scheduled_time
 from functions.pings import Ping
 from tests.deploy import manifests
 from tests.deploy.manifests import Obj

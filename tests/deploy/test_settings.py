@@ -21,8 +21,8 @@ import re
 import pytest
 from pydantic import SecretStr
 
-from functions.cli_ops import INSTALL_ENV, PING_ENV
-from functions.targets import TARGETS
+from cli.ops import INSTALL_ENV, PING_ENV
+from infra.serving import TARGETS
 from infra.settings import (
     BackfillSettings,
     CollectAllocationsSettings,

@@ -16,8 +16,8 @@ import re
 import pytest
 import yaml
 
-from functions.targets import TARGETS
 from infra.events import SYNC_ACCEPTED
+from infra.serving import TARGETS
 from infra.settings import CostApiSettings
 from tests.deploy import manifests
 from tests.deploy.manifests import ROOT, Obj

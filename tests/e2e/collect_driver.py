@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import parse_timestamp
-from functions.collect_allocations.service import CollectOptions, collect
 from infra.kube import KubeClient
 from infra.opencost import OpenCostClient
 from infra.postgres import Database, connect
+from usecases.collect_allocations.service import CollectOptions, collect
 
 
 def main() -> int:

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from sandbox.localstack import Stack, serve_function
 from tests.logs import LOG_DIR as TEST_LOGS
 
 DATA = Path(__file__).resolve().parents[1] / "data"

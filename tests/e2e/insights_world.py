@@ -19,11 +19,11 @@ import httpx
 import pytest
 from werkzeug.serving import make_server
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database, connect
 from sandbox.cluster_sandbox import ClusterSandbox, serve_cluster
 from sandbox.kube import KubeStore, make_app
 from sandbox.kube.server import KubeServer
+from sandbox.localstack import Stack, serve_function
 from sandbox.opencost import load_scenario
 from tests.conftest import TABLES
 from tests.logs import LOG_DIR as TEST_LOGS

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import TOKEN, Pinger
 
 PROXY = "test-proxy-token"

@@ -22,10 +22,10 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import TOKEN
 
 BACKFILL_BUDGET = 240  # BACKFILL_BUDGET_SECONDS (the default) of the served backfill
@@ -89,8 +89,8 @@ def test_two_replicas_measure_each_namespace_once(
 
 
 def test_a_replica_that_finds_the_backfill_running_answers_503_at_once(backfill_url: str, db: Database) -> None:
-    from functions.backfill.service import BUSY_RETRY_SECONDS
     from infra.postgres.leases import Lease
+    from usecases.backfill import BUSY_RETRY_SECONDS
 
     other = Lease(db, "backfill:test", 60)  # another replica holds it
     assert other.claim()
@@ -108,8 +108,8 @@ def test_a_replica_that_finds_the_backfill_running_answers_503_at_once(backfill_
 def test_a_sync_record_is_never_overwritten_and_skips_count(backfill_url: str, db: Database) -> None:
     from finops.applications import parse_application
     from finops.measurement import Figures
-    from functions.appcost.measure import Measurement
-    from functions.backfill.service import _store
+    from usecases.appcost.measure import Measurement
+    from usecases.backfill import _store
 
     invoke(backfill_url)
     (web,) = [r for r in records(db) if (r["app_namespace"], r["app_name"]) == ("argocd", "web")]

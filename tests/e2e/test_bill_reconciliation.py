@@ -33,13 +33,11 @@ import pytest
 
 from finops.chargeback import Period, Report
 from finops.lines import LineKind
-from functions.localstack import Stack, serve_function
-from functions.reports.formats import load_policy
-from functions.reports.service import ReportQuery, chargeback
 from infra.postgres import Database, apply_migrations, connect
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from sandbox.localstack import Stack, serve_function
 from sandbox.postgres import scratch_database
 from tests.e2e.bill_world import (
     CLOCK,
@@ -69,6 +67,8 @@ from tests.e2e.bill_world import (
 )
 from tests.e2e.cli_runner import run_finops
 from tests.logs import LOG_DIR as TEST_LOGS
+from usecases.reports.formats import load_policy
+from usecases.reports.service import ReportQuery, chargeback
 
 TOKEN = "test-bill-token"
 PROXY = "test-bill-proxy"

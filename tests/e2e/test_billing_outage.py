@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import DATA
 from tests.e2e.test_collect_charges import FB, NOW, UNIT, billing_objects, charges, expected_usage, iso, ping
 

@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import ChargesResult, Limits, collect_charges
-from functions.localstack import Stack, serve_function
-from functions.reconcile.service import ObjectRef, reconcile_event
 from infra.kube import KubeClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.billing_world import ACTIVATED, AGG, FB, OFFERING, PINNED, PRICEBOOK, iso, subscription, usage
+from usecases.collect_charges.service import ChargesResult, Limits, collect_charges
+from usecases.reconcile.service import ObjectRef, reconcile_event
 
 
 class Counted:

@@ -21,12 +21,12 @@ import pytest
 
 from finops.errors import Conflict
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import ChargesResult, collect_charges
-from functions.reconcile.subscriptions import decide
 from infra.kube import KubeClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from tests.e2e.billing_world import AGG, FB, OFFERING, PINNED, PRICEBOOK, subscription, usage
+from usecases.collect_charges.service import ChargesResult, collect_charges
+from usecases.reconcile.subscriptions import decide
 
 ACTIVATED = PINNED.start - 3 * HOUR + timedelta(minutes=30)
 
@@ -184,7 +184,7 @@ def test_deleted_offerings_and_failed_reconciles_price_from_their_mirrors(
                 return None
             return decide(kube, sub, world, now, result)
 
-        monkeypatch.setattr("functions.reconcile.service.decide", failing)
+        monkeypatch.setattr("usecases.reconcile.service.decide", failing)
         nxt = Hour(PINNED.end)
         second = run(kube, db, nxt)
     assert [key for key in second.errors if key != "team-1/sub-1"] == [], second.errors

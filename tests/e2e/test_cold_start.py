@@ -18,7 +18,7 @@ import sys
 import httpx
 import pytest
 
-from functions.localstack import ROOT, Stack, functions_framework_command, serve_function
+from sandbox.localstack import ROOT, Stack, functions_framework_command, serve_function
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_the_master_connects_only_to_migrate_and_imports_psycopg_only_then(
     code = (
         "import sys, functions_framework;"
         "functions_framework.create_app('on_sync', sys.argv[1]);"
-        "from functions import clients;"
+        "from infra import clients;"
         "print(clients.database.cache_info().currsize, clients.lean_database.cache_info().currsize);"
         "print('psycopg' in sys.modules, 'psycopg_pool' in sys.modules, 'psycopg2' in sys.modules)"
     )

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from functions.verify import verify
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from tests.e2e.conftest import Pinger
+from usecases.verify import verify
 
 SCHEDULED = "2026-11-20T10:07:00Z"
 HOURS = [datetime(2026, 11, 20, h, tzinfo=UTC) for h in (7, 8, 9, 10)]

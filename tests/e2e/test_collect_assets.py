@@ -164,7 +164,7 @@ def test_a_killed_hour_keeps_rows_and_assets_together(
 
 
 def test_assets_expire_with_the_allocations_partitions(db: Database) -> None:
-    from functions.collect_allocations.retention import drop_expired_partitions
+    from usecases.collect_allocations.retention import drop_expired_partitions
 
     with db.connection() as conn:
         for hour in ("2026-08-31T23:00:00Z", "2026-09-01T00:00:00Z"):

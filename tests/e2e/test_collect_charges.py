@@ -27,11 +27,11 @@ import httpx
 import pytest
 
 from finops.hours import truncate_to_hour
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import DATA, TOKEN
 
 NOW = truncate_to_hour(datetime.now(UTC))
@@ -367,9 +367,9 @@ def test_status_costs_by_hand(
     db: Database, silver: tuple[Stack, sandbox_kube.KubeServer, str], request: pytest.FixtureRequest, run: str
 ) -> None:
     from finops.allocations import DEFAULT_AGGREGATION
-    from functions.collect_charges.service import collect_charges
-    from functions.reconcile.service import OpenCostTarget
     from infra.kube import KubeClient
+    from usecases.collect_charges.service import collect_charges
+    from usecases.reconcile.service import OpenCostTarget
 
     world, kube, allocations = silver
     store = kube.store

@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.test_cost_api_apps import PROXY, add_record
 
 CI = "test-ci-token"

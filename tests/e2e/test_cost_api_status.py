@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from finops.hours import truncate_to_hour
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.test_cost_api_apps import PROXY
 from tests.net import refused_port
 

@@ -31,12 +31,12 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.app_history.recorder import RecorderOptions, record_daily
-from functions.app_history.scope import app_hourly_costs
-from functions.localstack import Stack, serve_function
-from functions.verify import verify
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import TOKEN, Pinger
+from usecases.app_history.recorder import RecorderOptions, record_daily
+from usecases.app_history.scope import app_hourly_costs
+from usecases.verify import verify
 
 PROXY = "test-proxy-token"
 AGGREGATION = "namespace,controllerKind,controller,pod,container"

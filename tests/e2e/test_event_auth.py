@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
 
 EVENT_TOKEN = "evt-Kx31p-secret"

@@ -2,7 +2,7 @@
 PostgreSQL to a CSV in S3 (moto's server over HTTP, dummy credentials) or a local file:
 
 - the file read back has the FOCUS columns and its ``BilledCost`` adds up to the month's chargeback
-  total to the cent (``functions.reports.service.chargeback``); grouped by line it gives the
+  total to the cent (``usecases.reports.service.chargeback``); grouped by line it gives the
   report's lines;
 - a folder target (``s3://bucket/prefix/`` or a local directory) gets ``focus-<cluster|all>-<month>.csv``;
   ``--cluster`` exports one cluster, settled as the chargeback of that cluster;
@@ -29,16 +29,16 @@ from typing import Any
 import boto3
 import pytest
 
+from cli.main import main
 from finops.errors import InvalidInput
 from finops.focus import COLUMNS
 from finops.policy import Policy, parse_policy
-from functions.cli import main
-from functions.reports.cloud import import_cloud_costs
-from functions.reports.exports import export_focus
-from functions.reports.service import ReportQuery, chargeback, month_period
 from infra.objectstore import ObjectStore
 from infra.postgres import Database
 from tests.focus_conformance import check_rows
+from usecases.reports.cloud import import_cloud_costs
+from usecases.reports.exports import export_focus
+from usecases.reports.service import ReportQuery, chargeback, month_period
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 BUCKET = "finops-exports"

@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from functions.verify import verify
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from tests.e2e.conftest import Pinger
+from usecases.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 FINOPS = str(Path(sys.executable).with_name("finops"))
@@ -44,7 +44,7 @@ NEXT = "2026-11-21T04:00:00Z"
 @pytest.fixture(scope="module")
 def collector(stack: Any) -> Iterator[Callable[..., Pinger]]:
     """``collect_allocations`` served with extra settings, one process per distinct set."""
-    from functions.localstack import serve_function
+    from sandbox.localstack import serve_function
 
     served: dict[tuple[tuple[str, str], ...], str] = {}
     with contextlib.ExitStack() as started:

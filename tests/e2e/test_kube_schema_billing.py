@@ -12,7 +12,7 @@ in-process against it and PostgreSQL:
   released) likewise;
 - a second reconcile with nothing new does not resolve the Offerings again (it would if the
   PriceBook fingerprint in ``status.resolvedPricing`` were pruned): checked with and without the CRDs;
-- a CostJob's execution record (``functions.costjob_status.record_execution``, which logs and swallows a
+- a CostJob's execution record (``usecases.costjob_status.record_execution``, which logs and swallows a
   refused write) is stored whole, history capped at the schema's ``maxItems``;
 - what the controllers rely on survives: ``status.ready`` as the string the CRDs declare, and
   ``status.observedGeneration`` on every kind that has one.
@@ -31,16 +31,16 @@ import pytest
 import yaml
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import ChargesResult, collect_charges
-from functions.costjob_status import HISTORY_LIMIT, CostJobRef, record_execution
-from functions.reconcile.opencost import MtoTarget, OpenCostTarget
-from functions.reconcile.service import reconcile_all
-from functions.runs import Run as FunctionRun
 from infra.kube import KubeClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox.kube.schema import Pruned, Rejected
 from tests.e2e.billing_world import ACTIVATED, AGG, FB, OFFERING, PINNED, subscription, usage
+from usecases.collect_charges.service import ChargesResult, collect_charges
+from usecases.costjob_status import HISTORY_LIMIT, CostJobRef, record_execution
+from usecases.reconcile.opencost import MtoTarget, OpenCostTarget
+from usecases.reconcile.service import reconcile_all
+from usecases.runs import Run as FunctionRun
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "knative" / "crds"

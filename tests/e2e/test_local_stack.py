@@ -14,12 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from functions.localstack import Stack
+from sandbox.localstack import Stack
 
 PARENT = """
 import sys, time
 from pathlib import Path
-from functions.localstack import Stack, serve_function
+from sandbox.localstack import Stack, serve_function
 
 database_url, opencost_url, kube_url, log_dir = sys.argv[1:]
 stack = Stack(database_url, opencost_url, kube_url, ping_token="t", cluster="test", log_dir=Path(log_dir))
@@ -33,7 +33,7 @@ PROMETHEUS_PARENT = """
 import sys, time
 from datetime import UTC, datetime
 from pathlib import Path
-import functions.localstack  # puts the checkout, and so the sandbox, on sys.path
+import sandbox.localstack  # puts the checkout, and so the sandbox, on sys.path
 from sandbox import prometheus
 
 world = prometheus.demo_world(datetime(2026, 11, 2, tzinfo=UTC), hours=1)

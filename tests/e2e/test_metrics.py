@@ -26,11 +26,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from finops.hours import truncate_to_hour
 from finops.measurement import PodCost
-from functions.localstack import DEMO, Stack, serve_function
 from infra.postgres import Database, connect
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from sandbox.localstack import DEMO, Stack, serve_function
 from tests.conftest import TABLES
 from tests.e2e.conftest import TOKEN
 from tests.logs import LOG_DIR as TEST_LOGS

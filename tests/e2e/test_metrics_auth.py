@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import TOKEN
 
 METRICS = "test-metrics-token"

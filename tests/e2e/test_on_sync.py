@@ -28,9 +28,9 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import opencost as sandbox_opencost
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
 
 

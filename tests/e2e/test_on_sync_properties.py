@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import HOOK_TOKEN
 
 EXAMPLES = 1000

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox.cluster_sandbox import ClusterSandbox
 from sandbox.kube_fields import owner_reference
+from sandbox.localstack import Stack, serve_function
 from tests.e2e import insights_world as world
 from tests.e2e.insights_world import GATE, PROXY, forbidding, get, rows
 

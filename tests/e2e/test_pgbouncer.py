@@ -32,9 +32,6 @@ import psycopg
 import pytest
 
 from finops.errors import FinOpsError
-from functions.backfill.service import BackfillOptions, BackfillResult, backfill
-from functions.collect_charges.service import collect_charges
-from functions.localstack import Stack, serve_function
 from infra.kube import KubeClient
 from infra.opencost import OpenCostClient
 from infra.postgres import Database, apply_migrations, check_schema, connect
@@ -43,11 +40,14 @@ from infra.postgres.leases import Lease
 from infra.postgres.migrations import SchemaTooNew, available
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from sandbox.localstack import Stack, serve_function
 from sandbox.postgres import scratch_database
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
 from tests.e2e.test_billing_scale import AGG, OFFERING, PINNED, PRICEBOOK, subscription, usage
 from tests.e2e.test_on_sync import hook, post
 from tests.pgbouncer import pgbouncer
+from usecases.backfill import BackfillOptions, BackfillResult, backfill
+from usecases.collect_charges.service import collect_charges
 
 SCHEDULED = "2026-11-20T10:07:00Z"
 HOURS = [datetime(2026, 11, 20, h, tzinfo=UTC) for h in (7, 8, 9, 10)]

@@ -37,14 +37,14 @@ import pytest
 from finops.hours import truncate_to_hour
 from finops.periods import Period
 from finops.policy import parse_policy
-from functions.localstack import Stack, serve_function
-from functions.reports.service import ReportQuery, chargeback
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
+from sandbox.localstack import Stack, serve_function
 from sandbox.prometheus import GIB, MIB, demo_world
 from tests.e2e.conftest import Pinger
 from tests.logs import LOG_DIR as TEST_LOGS
 from tests.prometheus import real_prometheus
+from usecases.reports.service import ReportQuery, chargeback
 
 CLUSTER = "prom"
 FIRST = truncate_to_hour(datetime.now(UTC)) - timedelta(hours=6)

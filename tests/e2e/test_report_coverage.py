@@ -33,9 +33,9 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import Pinger
 from tests.e2e.test_reports import POLICY, PROXY, day_row, get, lines, seed
 

@@ -28,8 +28,8 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
+from sandbox.localstack import Stack, serve_function
 
 PROXY = "test-proxy-token"
 POLICY = """
@@ -297,7 +297,7 @@ def test_daily_view(example: Database, database_url: str) -> None:
     from datetime import UTC, date, datetime
 
     from finops.periods import Period
-    from functions.reports.service import ReportQuery, daily_view
+    from usecases.reports.service import ReportQuery, daily_view
 
     document = daily_view(
         example, ReportQuery(Period(datetime(2026, 10, 14, tzinfo=UTC), datetime(2026, 10, 17, tzinfo=UTC)))

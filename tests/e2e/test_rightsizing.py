@@ -25,9 +25,9 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox.cluster_sandbox import ClusterSandbox
+from sandbox.localstack import Stack, serve_function
 from tests.e2e import insights_world as world
 from tests.e2e.insights_world import PROXY, forbidding, get, rows
 

@@ -13,10 +13,10 @@ import time
 
 import httpx
 
-from functions.verify import verify
 from infra.postgres import Database
 from sandbox import opencost as sandbox_opencost
 from tests.e2e.conftest import Pinger
+from usecases.verify import verify
 
 SCHEDULED = "2026-11-20T10:07:00Z"
 QUERY = {"window": "2026-11-20T09:00:00Z,2026-11-20T10:00:00Z", "aggregate": "namespace"}

@@ -16,9 +16,9 @@ import httpx
 import psycopg
 import pytest
 
-from functions.localstack import Stack, functions_framework_command, serve_function
 from infra.postgres import apply_migrations, connect
 from infra.postgres.migrations import available
+from sandbox.localstack import Stack, functions_framework_command, serve_function
 from sandbox.postgres import scratch_database
 from tests.e2e.conftest import TOKEN
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
+from sandbox.localstack import Stack, serve_function
 
 
 def _replace(directory: Path, key: str, value: str) -> None:

@@ -27,9 +27,9 @@ import httpx
 import psycopg.conninfo
 import pytest
 
-from functions.localstack import Stack, serve_function
 from infra.postgres import Database
 from sandbox import opencost as sandbox_opencost
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.cli_runner import one_line_error, run_finops
 from tests.logs import LOG_DIR as TEST_LOGS
 from tests.net import refused_port

@@ -22,12 +22,12 @@ import pytest
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import OpenCostUnavailable
-from functions.collect_allocations.answers import ShardOptions
-from functions.collect_allocations.service import CollectOptions, collect_range
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
 from sandbox.opencost.server import OpenCostApp, OpenCostServer
 from sandbox.opencost.synthetic import synthetic
+from usecases.collect_allocations.answers import ShardOptions
+from usecases.collect_allocations.service import CollectOptions, collect_range
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

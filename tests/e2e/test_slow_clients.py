@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from functions.localstack import Stack, serve_function
+from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import HOOK_TOKEN
 
 THREADS = 8

@@ -39,9 +39,9 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, Request, sync_pla
 from werkzeug.serving import make_server
 
 from finops.hours import truncate_to_hour
-from functions.localstack import Stack, serve_function
 from infra.postgres import connect
 from sandbox.argocd_host import ArgoHost, serve
+from sandbox.localstack import Stack, serve_function
 from tests.conftest import TABLES
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
 from tests.net import refused_port

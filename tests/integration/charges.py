@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from finops.hours import Hour
-from functions.collect_charges.pricing import Plan, plan_subscription, price_plans
-from functions.collect_charges.usage_rows import UsageBoundary
 from infra.postgres import Database
+from usecases.collect_charges.pricing import Plan, plan_subscription, price_plans
+from usecases.collect_charges.usage_rows import UsageBoundary
 
 AGG = "namespace,controllerKind,controller,pod,container"
 

@@ -29,11 +29,11 @@ import msgspec
 import pytest
 
 from finops.errors import OpenCostUnavailable
-from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from infra.opencost.models import RESPONSE
 from infra.opencost.stream import read_allocations
 from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
+from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 
 HOUR = datetime(2026, 10, 15, 11, tzinfo=UTC)
 TRICKY = [

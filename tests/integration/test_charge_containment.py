@@ -17,12 +17,12 @@ from typing import Any
 
 from finops.errors import Conflict
 from finops.hours import HOUR, Hour
-from functions.collect_charges.pricing import plan_subscription, price_plans
-from functions.collect_charges.status import write_costs
-from functions.collect_charges.usage_rows import UsageBoundary
 from infra.postgres import Database
 from tests.integration import charges
 from tests.integration.charges import AGG, charge_row, plan_of
+from usecases.collect_charges.pricing import plan_subscription, price_plans
+from usecases.collect_charges.status import write_costs
+from usecases.collect_charges.usage_rows import UsageBoundary
 
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 GIB = 2**30

@@ -20,10 +20,10 @@ import pytest
 
 from finops.errors import InvalidInput
 from finops.hours import HOUR, Hour
-from functions.collect_charges.pricing import Plan
 from infra.postgres import Database
 from tests.integration import charges
 from tests.integration.charges import AGG, charge_row
+from usecases.collect_charges.pricing import Plan
 
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 CPU = 1_000_000  # an hour of web's usage: 2 cores x 1 h x 0.5 a core-hour

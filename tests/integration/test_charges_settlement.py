@@ -24,10 +24,10 @@ import pytest
 from finops.errors import Conflict
 from finops.fees import FeeSchedule, parse_fee
 from finops.subscriptions import FINALIZER
-from functions.collect_charges.status import release_finalizer
-from functions.reconcile.objects import GROUP, VERSION
 from infra.postgres import Database
 from tests.integration.charges import charge_row, plan_of
+from usecases.collect_charges.status import release_finalizer
+from usecases.reconcile.objects import GROUP, VERSION
 
 ACTIVATED = datetime(2026, 1, 10, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
@@ -110,7 +110,7 @@ def release(db: Database, store: Store, *, schedule: FeeSchedule = HOURLY, error
 
 
 def test_the_finalizer_is_released_when_every_condition_holds(db: Database, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="functions.collect_charges.status")
+    caplog.set_level(logging.INFO, logger="usecases.collect_charges.status")
     store = Store()
     finalize_through(db, "fee", LAST_HOUR)
     finalize_through(db, "cpuHour", LAST_HOUR)  # exactly the deactivation hour is enough
@@ -147,7 +147,7 @@ def test_the_finalizer_is_released_when_every_condition_holds(db: Database, capl
 def test_the_finalizer_is_kept_while_one_condition_fails(
     db: Database, caplog: pytest.LogCaptureFixture, case: str, reason: str | None
 ) -> None:
-    caplog.set_level(logging.INFO, logger="functions.collect_charges.status")
+    caplog.set_level(logging.INFO, logger="usecases.collect_charges.status")
     store: Store = ConflictingStore() if case == "conflict" else Store()
     if case == "not-deleted":
         del store.sub["metadata"]["deletionTimestamp"]

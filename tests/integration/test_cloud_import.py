@@ -1,4 +1,4 @@
-"""We test these aspects of importing cloud spend (``functions.reports.cloud``) into PostgreSQL,
+"""We test these aspects of importing cloud spend (``usecases.reports.cloud``) into PostgreSQL,
 from a local file and from S3 (moto's server over HTTP, never real AWS):
 
 - a FOCUS file and an AWS CUR 2.0 file (plain and gzip) are stored row by row, tags resolved;
@@ -27,17 +27,17 @@ from typing import Any
 import boto3
 import pytest
 
+from cli.main import main
 from finops.chargeback import CostRow, IdleRow, allocate
 from finops.errors import InvalidInput, NotFound
 from finops.policy import Policy, parse_policy
-from functions.cli import main
-from functions.reports.cloud import import_cloud_costs, source_of
-from functions.reports.reconciled import direct_costs
-from functions.reports.service import month_period
 from infra.objectstore import ObjectStore
 from infra.postgres import Database, connect
 from sandbox.postgres import scratch_database
 from tests.bills import BillLine, cur2_csv, focus_csv
+from usecases.reports.cloud import import_cloud_costs, source_of
+from usecases.reports.reconciled import direct_costs
+from usecases.reports.service import month_period
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 BUCKET = "billing"

@@ -145,7 +145,7 @@ def test_client_errors_are_translated(code: str, status: int, error: type[Except
 
 def test_importing_the_adapter_does_not_import_boto3() -> None:
     code = (
-        "import sys, infra.objectstore, functions.reports.cloud, functions.reports.exports, functions.cli; "
+        "import sys, infra.objectstore, usecases.reports.cloud, usecases.reports.exports, cli.main; "
         "assert 'boto3' not in sys.modules and 'botocore' not in sys.modules, 'boto3 imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])

@@ -10,8 +10,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from finops.cloudspend import parse_cloud_costs
-from functions.demo_bill import write_bill
 from infra.postgres import Database
+from sandbox.demo_bill import write_bill
 
 HOURS = [datetime(2026, 11, 20, tzinfo=UTC) + timedelta(hours=n) for n in range(48)]
 

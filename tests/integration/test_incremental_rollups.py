@@ -1,4 +1,4 @@
-"""We test these aspects of the incremental daily rollups (``functions/rollups.py``: each hour
+"""We test these aspects of the incremental daily rollups (``usecases/rollups.py``: each hour
 written is folded into its day in the hour's transaction), against a real PostgreSQL:
 
 - after any sequence of hour writes (new hours, replacements with different rows, owners relabelled,
@@ -32,13 +32,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from finops.hours import Hour
-from functions.collect_allocations.pricing import ActivePricing
-from functions.collect_allocations.service import CollectOptions, _write_hour
-from functions.rollups import rebuild_marked_days
 from infra.opencost import Allocation
 from infra.postgres import Database, apply_migrations, connect
 from infra.postgres.migrations import available
 from sandbox.postgres import scratch_database
+from usecases.collect_allocations.pricing import ActivePricing
+from usecases.collect_allocations.service import CollectOptions, _write_hour
+from usecases.rollups import rebuild_marked_days
 
 AGGREGATION = "namespace,controllerKind,controller,pod,container"
 # Five hours over two UTC days of one month partition, so replacements, day boundaries and other

@@ -29,12 +29,12 @@ import psycopg2.errors
 import pytest
 
 from finops.errors import DatabaseUnavailable
-from functions.runs import Run, record_of
 from infra.postgres import Database, common
 from infra.postgres.common import Timeouts
 from infra.postgres.lean import LeanDatabase
 from infra.settings import ConfigError
 from tests.net import refused_port
+from usecases.runs import Run, record_of
 
 SETTINGS = """SELECT current_setting('TimeZone') AS zone, current_setting('DateStyle') AS style,
                      current_setting('statement_timeout') AS statement, current_setting('lock_timeout') AS lock,

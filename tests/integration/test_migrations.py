@@ -64,7 +64,7 @@ def test_partitions_are_created_on_demand_under_a_race(database_url: str) -> Non
 
 
 def test_retention_drops_only_months_that_ended_before_the_cutoff(db: Database) -> None:
-    from functions.collect_allocations.retention import drop_expired_partitions
+    from usecases.collect_allocations.retention import drop_expired_partitions
 
     for moment in ("2026-08-15", "2026-09-01", "2026-10-31", "2026-11-29"):
         db.execute("ensure_allocation_partition", hour=datetime.fromisoformat(moment).replace(tzinfo=UTC))

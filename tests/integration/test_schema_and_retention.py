@@ -20,10 +20,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from functions.collect_allocations.retention import RowRetention, delete_expired_rows
 from infra.postgres import Database, apply_migrations, check_schema, connect
 from infra.postgres.migrations import MigrationError, SchemaBehind, SchemaTooNew, available
 from sandbox.postgres import scratch_database
+from usecases.collect_allocations.retention import RowRetention, delete_expired_rows
 
 
 def test_two_migrations_with_one_number_are_refused(tmp_path: Path) -> None:

@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.service import ChargesResult
-from functions.collect_charges.status import read_totals, write_costs
-from functions.reconcile.objects import GROUP, VERSION
 from infra.postgres import Database
 from tests.integration.charges import charge_row, plan_of
+from usecases.collect_charges.service import ChargesResult
+from usecases.collect_charges.status import read_totals, write_costs
+from usecases.reconcile.objects import GROUP, VERSION
 
 ACTIVATED = datetime(2026, 10, 10, 8, tzinfo=UTC)
 DEACTIVATED = datetime(2026, 10, 14, 18, tzinfo=UTC)

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.hours import HOUR, Hour
-from functions.collect_charges.pricing import plan_subscription, price_plans
-from functions.collect_charges.usage_rows import UsageBoundary
 from infra.postgres import Database
 from tests.integration import charges
 from tests.integration.charges import AGG
+from usecases.collect_charges.pricing import plan_subscription, price_plans
+from usecases.collect_charges.usage_rows import UsageBoundary
 
 PINNED = Hour(datetime(2026, 11, 20, 10, tzinfo=UTC))
 ACTIVATED = PINNED.start - 6 * HOUR

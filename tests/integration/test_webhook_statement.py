@@ -32,12 +32,12 @@ import psycopg_pool
 import pytest
 
 from finops.errors import DatabaseUnavailable, InvalidInput
-from functions.appcost import syncs
-from functions.appcost.syncs import SyncEvent, accept, accept_recorded
-from functions.runs import Run, record_of, recorded_run
 from infra.postgres import Database, common, connect
 from infra.postgres.common import QUERIES, Statements
 from infra.postgres.lean import LeanDatabase
+from usecases.appcost import syncs
+from usecases.appcost.syncs import SyncEvent, accept, accept_recorded
+from usecases.runs import Run, record_of, recorded_run
 
 
 def event(revision: str = "abc123") -> SyncEvent:

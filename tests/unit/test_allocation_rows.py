@@ -1,5 +1,5 @@
 """We test these aspects of turning OpenCost allocations into ``provider_allocations`` rows
-(``functions.collect_allocations.rows.RowBuilder``), with hand-made allocations:
+(``usecases.collect_allocations.rows.RowBuilder``), with hand-made allocations:
 
 - every per-resource cost column is the cost *plus its adjustment* (OpenCost's ``*CostAdjustment``,
   positive or negative), in exact integer micros; an unmeasured cost stays unknown, and
@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from finops.errors import InvalidInput, OpenCostUnavailable
-from functions.collect_allocations.rows import COLUMNS, RowBuilder
 from infra.opencost import Allocation
 from infra.opencost.stream import QUANTITIES, read_allocations
+from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 
 HOUR = datetime(2026, 10, 15, 11, tzinfo=UTC)
 COST_COLUMNS = {

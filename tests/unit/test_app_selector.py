@@ -13,8 +13,8 @@ from decimal import Decimal
 import pytest
 
 from finops.measurement import PodCost, figures_of
-from functions.appcost.measure import pod_cost
 from infra.opencost.models import Allocation, AllocationProperties
+from usecases.appcost.measure import pod_cost
 
 
 def pod(name: str, controller: str | None) -> PodCost:

@@ -37,8 +37,8 @@ from functions.edge import (
     with_event_token,
 )
 from functions.limits import RateLimit, TooManyEvents
-from functions.runs import Run
 from infra.settings import CommonSettings, ConfigError, PingSettings, load
+from usecases.runs import Run
 
 
 def test_rate_limit_allows_a_burst_then_refills() -> None:

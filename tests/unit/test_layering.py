@@ -1,9 +1,10 @@
 """We test these aspects of the architecture (docs/architecture.md, "Layers and the import rules"):
 
 - ``finops`` (the domain) imports nothing of ours and no I/O library;
-- ``infra`` imports only ``finops``; ``functions`` imports ``finops`` and ``infra``
-  (the CLI may also start the ``sandbox``); the sandbox imports nothing of the product;
-- each outside library is imported by its one adapter only (kubernetes, psycopg, psycopg2, httpx, boto3).
+- ``infra`` imports only ``finops``; ``usecases`` imports ``finops`` and ``infra``; the edges
+  (``functions``, ``cli``) import those three, never each other, and no function package imports
+  another; nothing of the product imports the ``sandbox``;
+- each outside library is imported by its one adapter only (kubernetes, psycopg, httpx, boto3).
 """
 
 from __future__ import annotations
@@ -13,34 +14,27 @@ from pathlib import Path
 
 import pytest
 
+from infra.serving import TARGETS
+
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"finops", "infra", "functions", "sandbox"}
+OURS = {"finops", "infra", "usecases", "functions", "cli", "sandbox"}
+# Each layer and what it may import of ours: the domain nothing, the adapters the domain, the use
+# cases both, the edges (functions, the CLI) the use cases; the sandbox (fakes and the local demo,
+# never shipped) may drive the product, and nothing of the product imports it.
 ALLOWED = {
     "finops": {"finops"},
     "infra": {"finops", "infra"},
-    "functions": {"finops", "infra", "functions"},
-    "sandbox": {"sandbox"},
+    "usecases": {"finops", "infra", "usecases"},
+    "functions": {"finops", "infra", "usecases", "functions"},
+    "cli": {"finops", "infra", "usecases", "cli"},
+    "sandbox": {"finops", "infra", "usecases", "sandbox"},
 }
-# The one edge that may reach further: the local stack behind `finops run` starts the sandbox.
-EXCEPTIONS = {"functions/localstack.py": {"sandbox"}, "functions/localdemo.py": {"sandbox"}}
 ADAPTERS = {
     "kubernetes": ("infra/kube/",),
     "psycopg": ("infra/postgres/", "sandbox/postgres.py"),
     "psycopg_pool": ("infra/postgres/",),
-    "psycopg2": ("infra/postgres/lean.py",),
-    # The CLI and local stack call our own functions over HTTP; only the adapter calls OpenCost.
-    "httpx": (
-        "infra/opencost/",
-        "infra/prometheus/",
-        "infra/events.py",
-        "functions/cli.py",
-        "functions/cli_ledger.py",
-        "functions/cli_ops.py",
-        "functions/localstack.py",
-        "functions/localdemo.py",  # the demo's webhooks and backfill, for the UI extension
-        "sandbox/kube/events.py",  # the sandbox API server delivering events, as Knative's adapter does
-        "sandbox/prometheus/server.py",  # waits for the real Prometheus it starts to be ready
-    ),
+    # The CLI and the local demo call our own functions over HTTP; only the adapters call the rest.
+    "httpx": ("infra/opencost/", "infra/prometheus/", "infra/events.py", "cli/", "sandbox/"),
     "boto3": ("infra/objectstore",),
     "flask": ("functions/", "sandbox/"),
     "functions_framework": ("functions/",),
@@ -66,9 +60,10 @@ SOURCES = sorted(p for pkg in OURS for p in (ROOT / pkg).rglob("*.py"))
 def test_imports_follow_the_layers(path: Path) -> None:
     relative = path.relative_to(ROOT).as_posix()
     package = relative.split("/")[0]
-    allowed = ALLOWED[package] | EXCEPTIONS.get(relative, set())
     imported = imports_of(path)
-    assert not (imported & OURS) - allowed, f"{relative} imports {sorted((imported & OURS) - allowed)}"
+    assert not (imported & OURS) - ALLOWED[package], (
+        f"{relative} imports {sorted((imported & OURS) - ALLOWED[package])}"
+    )
     for library, owners in ADAPTERS.items():
         if library in imported:
             assert relative.startswith(owners), f"{relative} imports {library}; only {owners} may"
@@ -79,3 +74,33 @@ def test_imports_follow_the_layers(path: Path) -> None:
 def test_the_check_sees_the_whole_tree() -> None:
     assert len(SOURCES) > 20
     assert any(p.name == "service.py" for p in SOURCES)
+
+
+FUNCTION_PACKAGES = sorted(p.parent.name for p in (ROOT / "functions").glob("*/main.py"))
+EDGE_LINES = 80  # an edge parses, calls one use case and answers: past this, logic is hiding in it
+
+
+@pytest.mark.parametrize("name", FUNCTION_PACKAGES)
+def test_no_function_imports_another(name: str) -> None:
+    others = {f"functions.{other}" for other in FUNCTION_PACKAGES if other != name}
+    for path in (ROOT / "functions" / name).rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            for module in modules:
+                assert not any(module == o or module.startswith(o + ".") for o in others), (
+                    f"{path.relative_to(ROOT)} imports {module}: functions share code through usecases/"
+                )
+
+
+@pytest.mark.parametrize("name", FUNCTION_PACKAGES)
+def test_an_edge_is_short(name: str) -> None:
+    lines = len((ROOT / "functions" / name / "main.py").read_text().splitlines())
+    assert lines <= EDGE_LINES, f"functions/{name}/main.py has {lines} lines; move its logic into a use case"
+
+
+def test_the_layers_are_all_checked() -> None:
+    assert sorted(TARGETS) == FUNCTION_PACKAGES
+    assert {p.relative_to(ROOT).parts[0] for p in SOURCES} == OURS

@@ -21,9 +21,8 @@ import pytest
 from finops.allocations import DEFAULT_AGGREGATION, IDLE
 from finops.errors import SourceMisconfigured
 from finops.pricebooks import parse_pricebook
-from functions.collect_allocations import promql
-from functions.collect_allocations.prometheus_source import PrometheusAllocations
-from infra.prometheus import Sample
+from infra.prometheus import Sample, promql
+from infra.prometheus.source import PrometheusAllocations
 
 START = datetime(2026, 11, 20, 10, tzinfo=UTC)
 END = START + timedelta(hours=1)

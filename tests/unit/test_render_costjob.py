@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from functions.cli import main
+from cli.main import main
 
 COSTJOBS = """
 apiVersion: finops.stakater.com/v1alpha1

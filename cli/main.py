@@ -1,0 +1,203 @@
+"""The ``finops`` command: run the local stack, serve or invoke a function, migrate, list runs.
+
+finops run [--once] [--hours 24] [--source opencost|prometheus]
+                                     the main job on embedded defaults (``make run``)
+finops serve TARGET [--port 8080]    one function under functions-framework, as in production
+finops invoke TARGET --url URL       ping a function the way its CronJob does
+finops migrate                       apply pending migrations to DATABASE_URL
+finops install / finops ping         what the install Job and the hourly CronJobs run (cli_ops)
+finops runs [--function F] [--limit N]   recent run outcomes, newest first
+finops collect --from D --to D       load allocation history hour by hour (resumable)
+finops verify [--cluster C]          check that the hour ledger, rows, rollups and app days agree
+finops report ... / finops export ...   exit 1 when the period is refused (unpriced hours, or
+                                     incomplete under --require-complete), 2 for bad input or policy
+finops policy check FILE             validate a chargeback policy (no database needed)
+
+Every failure is one line on stderr, ``finops: <what failed>``, redacted (no password, token or
+URL userinfo), never a traceback (``FINOPS_DEBUG=1`` shows it): exit 2 for bad usage, input,
+configuration or policy; 1 when the work failed (a dependency unavailable, a refused period, a
+failed check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cli.ledger import add_commands as add_ledger_commands
+from cli.ops import add_commands as add_ops_commands
+from cli.reports import add_commands as add_report_commands
+from finops.errors import FinOpsError, IncompleteData, InvalidInput, PermanentError
+from infra.logs import configure_cli, one_line
+from infra.serving import TARGETS, functions_framework_command
+from infra.settings import ConfigError
+from usecases.reports.text_table import render
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    from cli.database import open_database
+    from infra.postgres import apply_migrations
+
+    db = open_database()  # as the install Job passes it (DATABASE_POOL=null behind PgBouncer)
+    applied = apply_migrations(db)
+    db.close()
+    print(f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date")
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from cli.database import open_database
+
+    db = open_database()
+    rows = db.fetch_all("recent_job_runs", function=args.function, limit=args.limit)
+    db.close()
+    table = [
+        (
+            r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
+            r["function"],
+            r["trigger"],
+            r["outcome"],
+            r["http_status"],
+            r["duration_ms"],
+            ", ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items()),
+            one_line(r["error"] or "")[:80],  # rows written before redaction existed, too
+        )
+        for r in rows
+    ]
+    print(
+        render(
+            ["started (UTC)", "function", "trigger", "outcome", "http", "ms", "counts", "error"], table, right=(4, 5)
+        )
+    )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    command = functions_framework_command(args.target, args.port)
+    os.execv(command[0], command)  # noqa: S606 - replaces this process, as the image's CMD does
+
+
+def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
+    response = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = {"body": response.text}
+    return response.status_code, payload
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    token = os.environ.get("PING_TOKEN", "").strip()
+    if not token:
+        raise ConfigError(f"PING_TOKEN is not set: {args.target} requires it in the Authorization header; nothing sent")
+    try:
+        body = json.loads(args.data) if args.data else {}
+    except ValueError as exc:
+        raise InvalidInput(f"--data is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidInput("--data must be a JSON object")
+    if args.scheduled_time:
+        body["scheduledTime"] = args.scheduled_time
+    status, payload = ping(args.url, token, body)
+    print(json.dumps(payload, indent=2))
+    return 0 if status < 300 else 1
+
+
+def cmd_run(options: list[str]) -> int:
+    """The local demo stack (``sandbox.run``): part of a checkout, never of the wheel or image, so
+    it runs as ``python -m sandbox.run`` from the checkout this CLI was installed from."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "sandbox" / "run.py").is_file():
+        raise ConfigError("finops run is the local demo: it needs a checkout of the repository (make run)")
+    return subprocess.call([sys.executable, "-m", "sandbox.run", *options], cwd=root)  # noqa: S603 - our own module
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="finops", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    # `finops run ...` is handed to the demo whole (main), which parses its own options
+    sub.add_parser("run", help="the local demo stack and the main job on embedded defaults (finops run --help)")
+    serve = sub.add_parser("serve", help="serve one function under functions-framework")
+    serve.add_argument("target", choices=TARGETS)
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")))
+    serve.set_defaults(func=cmd_serve)
+    invoke = sub.add_parser("invoke", help="ping a function (bearer token from PING_TOKEN)")
+    invoke.add_argument("target", choices=TARGETS)
+    invoke.add_argument("--url", required=True, help="the function's URL")
+    invoke.add_argument("--data", help="JSON body")
+    invoke.add_argument("--scheduled-time", help="RFC 3339 time pinning the run's hour")
+    invoke.set_defaults(func=cmd_invoke)
+    migrate = sub.add_parser("migrate", help="apply pending migrations to DATABASE_URL")
+    migrate.set_defaults(func=cmd_migrate)
+    runs = sub.add_parser("runs", help="recent run outcomes from job_runs, newest first")
+    runs.add_argument("--function", choices=TARGETS)
+    runs.add_argument("--limit", type=int, default=20)
+    runs.set_defaults(func=cmd_runs)
+
+    def render_costjobs(args: argparse.Namespace) -> int:
+        from cli.costjob_cronjobs import render_files
+
+        print(render_files(args.files), end="")
+        return 0
+
+    render_cmd = sub.add_parser("render", help="render manifests")
+    render_kinds = render_cmd.add_subparsers(dest="render", required=True)
+    costjob = render_kinds.add_parser("costjob", help="the operator's CostJobs as CronJobs pinging the functions")
+    costjob.add_argument("files", nargs="+", help="YAML files holding CostJob manifests")
+    costjob.set_defaults(func=render_costjobs)
+    add_report_commands(sub)
+    add_ledger_commands(sub)
+    add_ops_commands(sub)
+    return parser
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"finops: {one_line(message)}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; every failure is one redacted line on stderr and an exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        return cmd_run(argv[1:])
+    args = build_parser().parse_args(argv)  # usage errors: argparse's own message, exit 2
+    configure_cli()
+    if os.environ.get("FINOPS_DEBUG"):
+        return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except IncompleteData as exc:  # the data cannot make the report: 1, like a failed check
+        return _fail(exc.message, 1)
+    except PermanentError as exc:  # bad input, configuration or policy
+        return _fail(exc.message, 2)
+    except FinOpsError as exc:  # a dependency is unavailable: the work failed
+        return _fail(exc.message, 1)
+    except httpx.HTTPError as exc:
+        where = f" {exc.request.url}" if _has_request(exc) else ""
+        return _fail(f"request to{where} failed: {type(exc).__name__}: {exc}", 1)
+    except OSError as exc:
+        return _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else f"{type(exc).__name__}: {exc}", 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except SystemExit as exc:  # a command's own "finops: ..." exit
+        if isinstance(exc.code, str):
+            return _fail(exc.code.removeprefix("finops: "), 1)
+        raise
+    except Exception as exc:  # a bug: still one line; FINOPS_DEBUG=1 shows the traceback
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (FINOPS_DEBUG=1 shows the traceback)", 1)
+
+
+def _has_request(exc: httpx.HTTPError) -> bool:
+    try:
+        exc.request  # noqa: B018 - raises RuntimeError when the error carries no request
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,303 @@
+"""What ``finops run`` adds for the Argo CD UI extension: history, cost records and a cloud
+estimate for the demo applications, and the page standing in for Argo CD's host
+(``sandbox/argocd_host``).
+
+- **History** (``load_history``): before the hourly pings, ``collect_allocations`` loads the
+  ``HISTORY_DAYS`` (9) whole UTC days before them from the sandbox OpenCost (a history load, its
+  ping body ``{"from", "to"}``), so the 30-day chart has past days and the anomaly score a
+  baseline (it needs 7 recorded days).
+- **Records** (``measure_demo_apps``): ``backfill`` measures every local application once
+  ("measured at install"), then two webhooks per application in ``DEMO_SYNCS`` (as Argo CD
+  Notifications sends them, built from the sandbox's Application objects) give each a sync record
+  and a trend. The first sync of ``argocd/payments-gateway`` deployed the gateway only; the second
+  added the ``gateway-canary`` Deployment (``FIRST_SYNC_WITHOUT``), so its trend shows what the
+  canary adds to the monthly figure instead of +0.00 (the sandbox's costs do not change between
+  two syncs a few seconds apart; which resources a sync lists does).
+- **Daily history**: the recorder runs in every hourly ping, but only for applications with a
+  record, and the records come after the pings: one more ping of the current hour records the
+  past days (it is idempotent: the hour is the one just collected).
+- **Cloud estimate**: CI's push (``CI_TOKEN``) of ``sandbox/demo/infracost.json`` for
+  ``argocd/web``.
+Then the trend and the anomaly ranking are printed as ``cost_api`` answers them.
+- **Cloud bill** (``demo_bill``): the loaded days billed by a generated FOCUS bill
+  (``sandbox.demo_bill``), imported, and the month's chargeback on ``estimate`` and ``billed``
+  with each node's variance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from datetime import time as day_time
+from typing import Any
+
+import httpx
+
+from infra.postgres import connect
+from sandbox.localstack import ROOT, Stack
+
+DEMO_SYNCS = (("argocd", "web"), ("argocd", "payments-gateway"), ("argocd", "catalog"), ("team-apps", "web"))
+FIRST_SYNC_WITHOUT = {("argocd", "payments-gateway"): ("Deployment", "gateway-canary")}
+DEMO_POLICY = ROOT / "sandbox" / "demo" / "policy.yaml"
+DEMO_ESTIMATE = ROOT / "sandbox" / "demo" / "infracost.json"
+ESTIMATE_APP = ("argocd", "web")
+GATE = "argocd:cost-gate"
+HISTORY_DAYS = 9  # whole days loaded before the pinged hours: 7 make an anomaly baseline
+APPLICATION = "{kube}/apis/argoproj.io/v1alpha1/namespaces/{namespace}/applications/{name}"
+
+
+def cost_api_env(stack: Stack) -> dict[str, str]:
+    """``cost_api``'s settings in the demo: the chargeback policy, and CI's token for estimates."""
+    return {"POLICY_PATH": str(DEMO_POLICY), "CI_TOKEN": stack.ping_token}
+
+
+def _ping(stack: Stack, body: dict[str, Any]) -> dict[str, Any]:
+    response = httpx.post(
+        stack.function_urls["collect_allocations"],
+        json=body,
+        headers={"Authorization": f"Bearer {stack.ping_token}"},
+        timeout=600,
+    )
+    payload = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+    if response.status_code >= 300:
+        raise httpx.HTTPStatusError(
+            f"HTTP {response.status_code}: {payload.get('error') or response.text[:200]}",
+            request=response.request,
+            response=response,
+        )
+    return dict(payload)
+
+
+def load_history(stack: Stack, until: datetime, days: int = HISTORY_DAYS) -> str:
+    """Load the ``days`` whole UTC days before ``until``'s day, up to ``until`` (the first pinged
+    hour), as ``finops collect`` does; one line to print."""
+    start = datetime.combine(until.date() - timedelta(days=days), day_time(0), tzinfo=UTC)
+    began, written = time.monotonic(), 0
+    try:
+        for _ in range(20):  # each invocation is bounded by COLLECT_BUDGET_SECONDS; the next continues
+            payload = _ping(stack, {"from": start.isoformat(), "to": until.isoformat()})
+            written += int(payload.get("hours_written") or 0)
+            if not payload.get("remaining"):
+                break
+    except httpx.HTTPError as exc:
+        return f"  history load failed: {type(exc).__name__}: {exc}"
+    return f"  {start:%Y-%m-%d} to {until:%Y-%m-%dT%H:%MZ}: {written} hours loaded in {time.monotonic() - began:.1f} s"
+
+
+def backfill(url: str, token: str, invocations: int = 10) -> dict[str, Any]:
+    """Invoke ``backfill`` until nothing remains (as the install Job does); its last answer."""
+    payload: dict[str, Any] = {}
+    for _ in range(invocations):
+        response = httpx.post(url, json={}, headers={"Authorization": f"Bearer {token}"}, timeout=300)
+        payload = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+        if response.status_code >= 300 or not payload.get("remaining"):
+            break
+    return payload
+
+
+def webhook_body(
+    application: dict[str, Any], revision: str, *, without: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The body the Argo CD Notifications template (knative/argocd/notifications.yaml) sends;
+    ``without``: a (kind, name) the sync did not deploy yet."""
+    spec, status = application.get("spec") or {}, application.get("status") or {}
+    destination = spec.get("destination") or {}
+    resources = [r for r in status.get("resources") or [] if (r.get("kind"), r.get("name")) != without]
+    return {
+        "app": application["metadata"]["name"],
+        "appNamespace": application["metadata"]["namespace"],
+        "project": spec.get("project", "default"),
+        "destinationNamespace": destination.get("namespace"),
+        "destinationServer": destination.get("server"),
+        "destinationName": destination.get("name"),
+        "syncResult": "Succeeded",
+        "revision": revision,
+        "revisions": None,
+        "finishedAt": datetime.now(UTC).isoformat(),
+        "resources": resources,
+    }
+
+
+def _sync_records(database_url: str, cluster: str) -> dict[tuple[str, str], int]:
+    db = connect(database_url)
+    try:
+        with db.connection() as conn:
+            rows = conn.execute(
+                "SELECT app_namespace, app_name, count(*) AS n FROM cost_actuals"
+                " WHERE cluster = %s AND measured_on = 'sync' GROUP BY app_namespace, app_name",
+                (cluster,),
+            ).fetchall()
+    finally:
+        db.close()
+    return {(r["app_namespace"], r["app_name"]): int(r["n"]) for r in rows}
+
+
+def _wait_for_records(stack: Stack, wanted: int, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        counts = _sync_records(stack.database_url, stack.cluster)
+        if all(counts.get(app, 0) >= wanted for app in DEMO_SYNCS):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def measure_demo_apps(stack: Stack, token: str, timeout: float = 120.0) -> list[str]:
+    """Backfill, two syncs of each ``DEMO_SYNCS`` application, the daily history, the cloud
+    estimate; lines to print. A failure is a line too: the demo's records are for the UI
+    extension, never a reason to stop the stack."""
+    try:
+        lines = _measure(stack, token, timeout)
+        lines += _record_days(stack)
+        lines += _push_estimate(stack)
+        lines += _show(stack)
+    except httpx.HTTPError as exc:
+        return [f"  could not measure the demo applications: {type(exc).__name__}: {exc}"]
+    return lines
+
+
+def _measure(stack: Stack, token: str, timeout: float) -> list[str]:
+    lines = []
+    result = backfill(stack.function_urls["backfill"], stack.ping_token)
+    lines.append(
+        f"  backfill: {result.get('outcome')}, {result.get('measured', '-')} application(s) measured at install"
+    )
+    deadline = time.monotonic() + timeout
+    for n, revision in enumerate(("demo-sync-1", "demo-sync-2"), start=1):
+        for namespace, name in DEMO_SYNCS:
+            app = httpx.get(APPLICATION.format(kube=stack.kube_url, namespace=namespace, name=name), timeout=10)
+            app.raise_for_status()
+            without = FIRST_SYNC_WITHOUT.get((namespace, name)) if n == 1 else None
+            httpx.post(
+                stack.function_urls["on_sync"],
+                json=webhook_body(app.json(), revision, without=without),
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=30,
+            ).raise_for_status()
+        if not _wait_for_records(stack, n, deadline):
+            lines.append(f"  sync {n} of {', '.join(f'{a}/{b}' for a, b in DEMO_SYNCS)}: not all measured in time")
+            return lines
+    lines.append(f"  two syncs measured for {', '.join(f'{a}/{b}' for a, b in DEMO_SYNCS)}")
+    for (namespace, name), (kind, resource) in FIRST_SYNC_WITHOUT.items():
+        lines.append(
+            f"  ({namespace}/{name}: demo-sync-1 deployed it without its {kind} {resource}; demo-sync-2 added it)"
+        )
+    return lines
+
+
+def _record_days(stack: Stack) -> list[str]:
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    payload = _ping(stack, {"scheduledTime": hour.isoformat()})
+    return [
+        f"  daily history: {payload.get('daily_rows_written', 0)} days recorded for "
+        f"{payload.get('daily_applications', 0)} application(s)"
+    ]
+
+
+def _push_estimate(stack: Stack) -> list[str]:
+    namespace, name = ESTIMATE_APP
+    response = httpx.post(
+        f"{stack.function_urls['cost_api']}/api/v1/apps/{namespace}/{name}/cloud-estimate",
+        content=DEMO_ESTIMATE.read_bytes(),
+        headers={"Authorization": f"Bearer {stack.ping_token}", "Content-Type": "application/json"},
+        timeout=30,
+    )
+    if response.status_code != 200:
+        return [f"  cloud estimate of {namespace}/{name}: HTTP {response.status_code}: {response.text[:200]}"]
+    body = response.json()
+    monthly = (body.get("monthly") or {}).get("amount")
+    return [f"  cloud estimate of {namespace}/{name} pushed as CI would: {monthly} {body.get('currency')} a month"]
+
+
+def _read(stack: Stack, path: str, app: str) -> dict[str, Any]:
+    response = httpx.get(
+        f"{stack.function_urls['cost_api']}/api/v1{path}",
+        headers={"X-Finops-Proxy-Token": stack.ping_token, "Argocd-Application-Name": app},
+        timeout=30,
+    )
+    response.raise_for_status()
+    return dict(response.json())
+
+
+def _show(stack: Stack) -> list[str]:
+    lines = []
+    for namespace, name in FIRST_SYNC_WITHOUT:
+        trend = _read(stack, f"/apps/{namespace}/{name}/trend", f"{namespace}:{name}")
+        change = str((trend.get("change") or {}).get("amount"))
+        signed = change if change.startswith("-") else f"+{change}"
+        currency = trend.get("currency") or "(currency unknown: no stored rows of its namespace)"
+        lines.append(f"  trend of {namespace}/{name}: {signed} {currency} a month since demo-sync-1")
+    ranking = _read(stack, "/anomalies?limit=5", GATE)
+    lines.append(
+        f"  anomaly scores (today against the recorded days; anomalous from {ranking['threshold']}): "
+        f"{ranking['anomalous']} anomalous of {ranking['scored']} scored"
+    )
+    for entry in ranking["applications"]:
+        anomaly = entry["anomaly"]
+        shown = anomaly["reason"] if anomaly["score"] is None else f"score {anomaly['score']}"
+        flag = " (anomalous)" if anomaly["anomalous"] else ""
+        lines.append(f"    {entry['app']['namespace']}/{entry['app']['name']}: {shown}{flag}")
+    return lines
+
+
+def demo_bill(stack: Stack, until: datetime) -> list[str]:
+    """The loaded days billed by a generated FOCUS bill (``sandbox.demo_bill``), imported, and the
+    month's chargeback on both bases as ``cost_api`` answers it; lines to print. The last loaded
+    day is left out of the bill (it arrives late). A failure is a line, as for the other steps."""
+    import tempfile
+    from pathlib import Path
+
+    from infra.objectstore import ObjectStore
+    from sandbox.demo_bill import write_bill
+    from usecases.reports.cloud import import_cloud_costs
+    from usecases.reports.formats import load_policy
+
+    currency = load_policy(str(DEMO_POLICY)).currency
+    first = until.date() - timedelta(days=HISTORY_DAYS)
+    billed_until = until.date() - timedelta(days=1)
+    path = Path(tempfile.mkdtemp(prefix="finops-bill-")) / "demo-bill.focus.csv"
+    db = connect(stack.database_url, max_size=1)
+    try:
+        write_bill(db, stack.cluster, first, billed_until, currency, path)
+        imported = import_cloud_costs(db, str(path), ObjectStore())
+        month = f"{first:%Y-%m}"
+        billed = _read(stack, f"/chargeback?month={month}&basis=billed", GATE)
+        estimate = _read(stack, f"/chargeback?month={month}&basis=estimate", GATE)
+    except (httpx.HTTPError, OSError) as exc:
+        return [f"  could not reconcile the demo bill: {type(exc).__name__}: {exc}"]
+    finally:
+        db.close()
+    cluster = billed["reconciliation"]["clusters"][0]
+    lines = [
+        f"  cloud bill: {imported.rows} FOCUS lines from {path} ({first} to {billed_until}; the last day is late)",
+        f"  chargeback {month}: {estimate['total']} {currency} on estimate, {billed['total']} billed; "
+        f"unreconciled {cluster['unreconciled']}; billed days {_days(cluster['billed_days'])}, "
+        f"on estimate {_days(cluster['estimated_days'])}",
+    ]
+    for item in cluster["resources"]:
+        if item["kind"] == "node":
+            lines.append(f"    {item['name']}: estimate {item['estimate']}, billed {item['billed']} ({item['status']})")
+    return lines
+
+
+def _days(ranges: list[dict[str, str]]) -> str:
+    return ", ".join(f"{r['start']}..{r['end']}" for r in ranges) or "none"
+
+
+@contextlib.contextmanager
+def ui_host(stack: Stack) -> Iterator[str | None]:
+    """The Argo CD stand-in page proxying to the served ``cost_api``; yields its URL, or None (and
+    prints why) when React's files are not installed (``make ui``)."""
+    from sandbox.argocd_host import ReactMissing, serve
+
+    try:
+        host = serve(
+            kube_url=stack.kube_url, cost_api_url=stack.function_urls["cost_api"], proxy_token=stack.ping_token
+        )
+    except ReactMissing as exc:
+        print(f"  Argo CD UI extension: not available: {exc}")
+        yield None
+        return
+    with host:
+        yield host.url

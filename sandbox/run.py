@@ -1,0 +1,149 @@
+"""The local demo behind ``make run`` (``finops run``): the local stack (``sandbox.localstack``),
+every function served under functions-framework, a day of hours collected as the CronJob would, the
+demo applications measured, history loaded and a cloud bill reconciled; then it serves until Ctrl-C.
+
+Run from the checkout: ``python -m sandbox.run [--once] [--hours 24] [--source opencost|prometheus]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from finops.allocations import DEFAULT_AGGREGATION
+from finops.hours import truncate_to_hour
+from finops.money import format_amount
+from infra.logs import redact
+from infra.postgres import connect
+from infra.serving import TARGETS
+from sandbox.localdemo import HISTORY_DAYS, cost_api_env, demo_bill, load_history, measure_demo_apps, ui_host
+from sandbox.localstack import local_stack, serve_function
+from usecases.reports.text_table import render
+
+
+def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
+    response = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = {"body": response.text}
+    return response.status_code, payload
+
+
+def _shown_dsn(dsn: str) -> str:
+    """The DSN as printed: as is when it holds no password (the embedded server's, to copy),
+    else redacted (a ``DATABASE_URL`` the user set)."""
+    try:
+        password = urlsplit(dsn).password
+    except ValueError:
+        password = None
+    return redact(dsn) if password or "password" in dsn.lower() else dsn
+
+
+def print_cost_table(database_url: str, cluster: str, start: datetime, end: datetime) -> None:
+    db = connect(database_url)
+    rows = db.fetch_all("cost_by_owner", cluster=cluster, aggregation=DEFAULT_AGGREGATION, start=start, end=end)
+    db.close()
+    total = sum(r["total_micros"] for r in rows)
+    currency = next((r["currency"] for r in rows if r["currency"]), None) or "(unpriced)"
+    table = [
+        (
+            r["team"],
+            r["namespace"],
+            r["hours"],
+            format_amount(r["cpu_gpu_micros"]),
+            format_amount(r["ram_micros"]),
+            format_amount(r["other_micros"]),
+            format_amount(r["total_micros"]),
+        )
+        for r in rows
+    ]
+    table.append(("TOTAL", "", "", "", "", "", format_amount(total)))
+    print(
+        f"\nCost per team and namespace, cluster {cluster}, {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC "
+        f"({currency})"
+    )
+    print(render(["team", "namespace", "hours", "cpu+gpu", "ram", "pv+lb+net", "total"], table, right=(2, 3, 4, 5, 6)))
+    unlabelled = sorted({r["namespace"] for r in rows if r["team"] == "__unallocated__"})
+    print(
+        f"\n(idle) is node capacity no namespace requested or used. "
+        f"Unallocated namespaces (no owner label): {', '.join(unlabelled) or 'none'}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    with local_stack(source=args.source, hours=args.hours) as stack, contextlib.ExitStack() as functions:
+        for target in sorted(TARGETS, key=lambda t: t != "on_sync"):  # on_sync first: others re-drive to it
+            redrive = {"ON_SYNC_URL": stack.function_urls["on_sync"]} if target != "on_sync" else {}
+            if target == "cost_api":  # the UI extension's chargeback (demo policy), CI's estimates
+                redrive.update(cost_api_env(stack))
+            functions.enter_context(serve_function(stack, target, **redrive))
+        ui_url = functions.enter_context(ui_host(stack))
+        print("Local stack is up:")
+        print(f"  PostgreSQL           {_shown_dsn(stack.database_url)}")
+        print(f"  OpenCost (sandbox)   {stack.opencost_url}")
+        if stack.prometheus_url:
+            print(f"  Prometheus (Debian)  {stack.prometheus_url}  (generated series; collect_allocations' source)")
+        print(f"  Kubernetes (sandbox) {stack.kube_url}")
+        for target, url in stack.function_urls.items():
+            print(f"  {target:<20} {url}")
+        print(f"  function logs        {stack.log_dir}")
+        if ui_url:
+            print(f"  Argo CD UI extension: {ui_url}")
+        now = datetime.now(UTC)
+        first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
+        url = stack.function_urls["collect_allocations"]
+        failures = 0
+        if args.source == "opencost":  # history for the UI's 30-day chart and the anomaly baseline
+            print(f"\nLoading the {HISTORY_DAYS} days before them from OpenCost (a history load: finops collect):")
+            print(load_history(stack, first))
+        print(f"\nPinging collect_allocations for the last {args.hours} scheduled hours, as the CronJob would:")
+        for n in range(args.hours):
+            scheduled = first + timedelta(hours=n)
+            status, payload = ping(url, stack.ping_token, {"scheduledTime": scheduled.isoformat()})
+            failures += status >= 300
+            print(
+                f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
+                f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip()
+            )
+        print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
+        print("\nMeasuring the demo applications (install backfill, two syncs each, daily history) for the UI:")
+        print("\n".join(measure_demo_apps(stack, stack.ping_token)))
+        if args.source == "opencost":  # the loaded days, billed by a generated cloud bill
+            print("\nReconciling the loaded days to a generated cloud bill (finops import cloud, --basis billed):")
+            print("\n".join(demo_bill(stack, first)))
+        if ui_url:
+            print(f"\nArgo CD UI extension: {ui_url} (Cost tab: ?app=argocd/web; cluster view: ?view=finops)")
+        if failures:
+            print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
+        if args.once:
+            return 1 if failures else 0
+        print(
+            "\nServing until interrupted (Ctrl-C). Try: "
+            f"PING_TOKEN={stack.ping_token} DATABASE_URL='{_shown_dsn(stack.database_url)}' finops runs"
+        )
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("\nstopping")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="finops run", description=__doc__)
+    parser.add_argument("--once", action="store_true", help="exit after printing the table")
+    parser.add_argument("--hours", type=int, default=24, help="scheduled hours to ping (default 24)")
+    parser.add_argument("--source", choices=("opencost", "prometheus"), default="opencost")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

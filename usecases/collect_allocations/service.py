@@ -1,0 +1,371 @@
+"""One ``collect_allocations`` run: copy OpenCost's allocations into PostgreSQL hour by hour.
+
+The hour ledger (``allocation_hours``, ``finops.ledger``) is the authority: every hour is missing,
+open, final or lost. The run's hour is pinned from its trigger and written open. Before it, the
+run fetches every hour that is not settled (missing or open) from the ``HOURS_LOOKBACK`` hours
+before the pinned one, or from the first hour the ledger knows of if that is earlier (so an outage
+of any length is caught up), back to the horizon of ``OPENCOST_HISTORY_HOURS``; unsettled hours
+beyond the horizon are given up as lost, with the reason. A history load (``collect_range``)
+fetches every unsettled hour of a range, lost ones included.
+
+Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock,
+together with its assets (``assets``: nodes, disks, load balancers), its ledger state and its fold
+into its UTC day's rollup: an interrupted run keeps the
+hours it finished, overlapping runs serialise per hour, and a replay writes identical rows. Replacing the
+hour (delete, then ``COPY``) has the effect of an upsert on the natural key (the primary key) plus
+removal of rows OpenCost no longer reports, at the speed of a plain ``COPY``. A final hour is
+never rewritten. An hour OpenCost answers with no allocations keeps what it had and stays open
+until ``EMPTY_HOUR_GRACE_HOURS`` after it ended, then it is lost.
+
+The daily rollups are folded hour by hour (``usecases.rollups``): the hour's old rows are
+subtracted and its new rows added in the hour's transaction. A day the fold cannot handle (hours in
+mixed currencies) is marked instead, and every marked day of the cluster is rebuilt at the end of
+the run, even one that failed midway, each in the transaction that clears its mark.
+
+Every invocation (the hourly ping and a history load alike) is bounded by
+``COLLECT_BUDGET_SECONDS``: no hour starts once it is spent (the first hour always does, so each
+ping makes progress), and no OpenCost retry starts after it. An invocation therefore lasts at most
+the budget plus one OpenCost attempt (twice ``OPENCOST_TIMEOUT_SECONDS`` in the worst case) and
+the rollups. The hours not started are reported as ``remaining``; the ledger keeps them
+unsettled, so the next ping continues with them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from finops.errors import InvalidInput
+from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
+from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
+from finops.ledger import horizon as history_horizon
+from infra.heap import relaxed_gc
+from infra.opencost import Assets
+from infra.postgres import Database
+from infra.postgres.copy_text import copy_lines
+from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
+from usecases.collect_allocations.assets import fetch_assets, store_assets
+from usecases.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
+from usecases.collect_allocations.retention import RowRetention, delete_expired_rows, drop_expired_partitions
+from usecases.collect_allocations.rows import COLUMNS, RowBuilder
+from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
+from usecases.rollups import fold_hour, rebuild_marked_days, unfold_hour
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, Hour], None]  # (hours done, hours planned, the hour just done)
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    cluster: str
+    aggregation: str
+    hours_lookback: int
+    owner_label: str
+    cost_center_label: str
+    retention_months: int = 0
+    row_retention: RowRetention | None = None  # job_runs, sync_events, cost_actuals; None keeps all
+    insert_timeout_seconds: float | None = None  # a CostJob's databaseInsertTimeout, per hour written
+    history_hours: int = 360  # how far back OpenCost still answers (its Prometheus retention)
+    empty_grace_hours: int = 6  # an empty answer is retried this long after the hour ended
+    budget_seconds: float = 240  # work one invocation does before answering
+    source: Source = "opencost"  # recorded on every row and ledger entry
+    shards: ShardOptions = field(default_factory=ShardOptions)  # OPENCOST_SHARD_*: huge hours in namespace batches
+
+
+@dataclass
+class CollectResult:
+    """What a run did; ``warnings`` make the outcome ``partial``."""
+
+    pinned_hour: Hour | None  # None for a history load
+    hours_written: list[Hour] = field(default_factory=list)
+    hours_skipped: list[Hour] = field(default_factory=list)
+    hours_empty: list[Hour] = field(default_factory=list)  # answered empty, left open
+    hours_lost: dict[datetime, str] = field(default_factory=dict)  # given up by this run, with the reason
+    remaining: int = 0  # hours left for the next invocation (time budget spent)
+    days_rolled_up: int = 0
+    rows: int = 0
+    pricebook: str | None = None
+    pricebook_id: int | None = None
+    partitions_dropped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        return "partial" if self.warnings else "success"
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "hour": None if self.pinned_hour is None else str(self.pinned_hour),
+            "hours_written": len(self.hours_written),
+            "hours_skipped": len(self.hours_skipped),
+            "hours_empty": len(self.hours_empty),
+            "hours_lost": len(self.hours_lost),
+            "lost": ranges(self.hours_lost) or None,
+            "remaining": self.remaining,
+            "days_rolled_up": self.days_rolled_up,
+            "rows_written": self.rows,
+            "pricebook": self.pricebook,
+            "partitions_dropped": len(self.partitions_dropped),
+        }
+
+    def finish(self) -> None:
+        """Turn what needs attention into warnings (the outcome is then ``partial``)."""
+        for reason in sorted(set(self.hours_lost.values())):
+            lost = [hour for hour, why in self.hours_lost.items() if why == reason]
+            self.warnings.append(f"{len(lost)} hour(s) lost ({ranges(lost)}): {reason}")
+        if self.hours_empty:
+            self.warnings.append(
+                f"{len(self.hours_empty)} hour(s) answered empty by OpenCost, left open and retried: "
+                f"{ranges([h.start for h in self.hours_empty])}"
+            )
+        if self.remaining:
+            self.warnings.append(f"time budget spent: {self.remaining} hour(s) remain for the next run")
+
+
+def collect(
+    db: Database,
+    source: AllocationSource,
+    kube: KubeReader,
+    options: CollectOptions,
+    *,
+    scheduled: datetime | None,
+    now: datetime,
+    run_id: str,
+) -> CollectResult:
+    """The hourly run: catch up every unsettled hour back to the horizon, then the pinned hour."""
+    pinned = pin_hour(scheduled, now)
+    result = CollectResult(pinned_hour=pinned)
+    key: dict[str, Any] = {"cluster": options.cluster, "aggregation": options.aggregation}
+    ledger_start = (db.fetch_one("ledger_start", **key) or {}).get("hour")
+    horizon = history_horizon(pinned, options.history_hours)
+    if ledger_start is not None and ledger_start < horizon:
+        reason = f"older than OPENCOST_HISTORY_HOURS ({options.history_hours} h): OpenCost no longer has it"
+        for row in db.fetch_all("give_up_before", **key, start=ledger_start, horizon=horizon, reason=reason):
+            result.hours_lost[row["hour"]] = reason
+    start = window_start(
+        pinned, lookback=options.hours_lookback, history_hours=options.history_hours, ledger_start=ledger_start
+    )
+    ledger = {
+        row["hour"]: HourState(row["state"])
+        for row in db.fetch_all("ledger_hours", **key, start=start, end=pinned.start)
+    }
+    result.hours_skipped = sorted(Hour(hour) for hour, state in ledger.items() if state.settled)
+    _collect_hours(db, source, kube, options, hours_to_collect(pinned, start, ledger), result, now, run_id)
+    return result
+
+
+def collect_range(
+    db: Database,
+    source: AllocationSource,
+    kube: KubeReader,
+    options: CollectOptions,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    run_id: str,
+    progress: Progress | None = None,
+) -> CollectResult:
+    """A history load: every hour of ``[start, end)`` that is not final, lost ones included (a load
+    is the explicit way to try them again), oldest first; hours still running are written open.
+    Resumable and idempotent: final hours are skipped, so calling it again continues."""
+    first, current = truncate_to_hour(start), truncate_to_hour(now)
+    if end <= first:
+        raise InvalidInput(f"to: {end.isoformat()} is not after from: {start.isoformat()}")
+    if end > current + HOUR:
+        raise InvalidInput(f"to: {end.isoformat()} is in the future (the current hour ends {current + HOUR:%H:%M}Z)")
+    key: dict[str, Any] = {"cluster": options.cluster, "aggregation": options.aggregation}
+    ledger = {row["hour"]: HourState(row["state"]) for row in db.fetch_all("ledger_hours", **key, start=first, end=end)}
+    todo: list[tuple[Hour, bool]] = []
+    result = CollectResult(pinned_hour=None)
+    hour = first
+    while hour < end:
+        if ledger.get(hour) is HourState.FINAL:
+            result.hours_skipped.append(Hour(hour))
+        else:
+            todo.append((Hour(hour), hour < current))
+        hour += HOUR
+    _collect_hours(db, source, kube, options, todo, result, now, run_id, retry_lost=True, progress=progress)
+    return result
+
+
+def _collect_hours(
+    db: Database,
+    source: AllocationSource,
+    kube: KubeReader,
+    options: CollectOptions,
+    todo: list[tuple[Hour, bool]],
+    result: CollectResult,
+    now: datetime,
+    run_id: str,
+    *,
+    retry_lost: bool = False,
+    progress: Progress | None = None,
+) -> None:
+    """Write ``todo`` within the time budget, then rebuild every marked day, even after a failure."""
+    pricing = resolve_pricebook(db, kube, options.cluster)
+    result.pricebook, result.pricebook_id = pricing.label, pricing.pricebook_id
+    if isinstance(source, PricedSource):
+        source = source.priced(pricing.rates)
+    if pricing.warning:
+        result.warnings.append(pricing.warning)
+    deadline = time.monotonic() + options.budget_seconds
+    grace = timedelta(hours=options.empty_grace_hours)
+    try:
+        for done, (hour, finalize) in enumerate(todo):
+            if done and time.monotonic() >= deadline:
+                result.remaining = len(todo) - done
+                break
+            written = _write_hour(
+                db, source, options, pricing, hour, finalize, now, run_id, grace, retry_lost, retry_until=deadline
+            )
+            if written is None:
+                result.hours_skipped.append(hour)
+            elif written.state is HourState.LOST:
+                result.hours_lost[hour.start] = written.reason or "lost"
+            elif written.empty:
+                result.hours_empty.append(hour)
+            else:
+                result.hours_written.append(hour)
+                result.rows += written.rows
+            if progress is not None:
+                progress(done + 1, len(todo), hour)
+    finally:
+        # Rebuilt whatever happened above: a day whose hours were written never waits for a
+        # successful run to reach the reports.
+        result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
+    if options.retention_months:
+        result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
+    if options.row_retention is not None:
+        delete_expired_rows(db, options.cluster, options.row_retention, now)
+    result.finish()
+
+
+@dataclass(frozen=True)
+class Written:
+    state: HourState
+    rows: int = 0
+    empty: bool = False
+    reason: str | None = None
+
+
+def _write_hour(
+    db: Database,
+    source: AllocationSource,
+    options: CollectOptions,
+    pricing: ActivePricing,
+    hour: Hour,
+    finalize: bool,
+    now: datetime,
+    run_id: str,
+    grace: timedelta,
+    retry_lost: bool,
+    *,
+    retry_until: float | None = None,
+) -> Written | None:
+    """Replace one hour's rows and ledger state; None when it is settled (another run finalized
+    it meanwhile, or it is lost and this is not a history load). No OpenCost retry starts after
+    ``retry_until`` (the run's time budget)."""
+    # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers. An
+    # OpenCost answer waits in a temporary file and is streamed into COPY (``answers``).
+    # The hour's assets too (nodes, disks, load balancers), stored with its rows (``assets``).
+    answer = fetch_hour(source, hour, options.aggregation, options.shards, retry_until=retry_until)
+    try:
+        assets = fetch_assets(source, hour, retry_until=retry_until)
+        return _store_hour(db, answer, assets, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
+    finally:
+        answer.close()
+
+
+def _store_hour(
+    db: Database,
+    answer: Answer,
+    assets: Assets | None,
+    options: CollectOptions,
+    pricing: ActivePricing,
+    hour: Hour,
+    finalize: bool,
+    now: datetime,
+    run_id: str,
+    grace: timedelta,
+    retry_lost: bool,
+) -> Written | None:
+    """``_write_hour``'s transaction: the answer is read (parsed) only here, as COPY consumes it."""
+    key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
+    # A new month's partition in its own short transaction: creating it locks the parent table
+    # until commit, which must not be held while waiting for the day's lock below.
+    db.execute("ensure_allocation_partition", hour=hour.start)
+    with db.connection() as conn:
+        if options.insert_timeout_seconds:
+            db.execute("set_statement_timeout", conn, milliseconds=int(options.insert_timeout_seconds * 1000))
+        db.execute("lock_allocation_hour", conn, **key)
+        before = db.fetch_one("hour_state", conn, **key)
+        state = HourState(before["state"]) if before else HourState.MISSING
+        if state is HourState.FINAL or (state is HourState.LOST and not retry_lost):
+            return None
+        entries = answer.entries()
+        first = next(entries, None)
+        if first is None:
+            empty_state, reason = empty_answer(hour, finalize=finalize, now=now, grace=grace)
+            if state is HourState.LOST:  # a retried lost hour stays lost
+                empty_state = HourState.LOST
+            db.execute(
+                "record_empty_hour",
+                conn,
+                **key,
+                state=empty_state,
+                reason=reason,
+                empty_since=now,
+                run_id=run_id,
+                source=options.source,
+            )
+            log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
+            return Written(empty_state, empty=True, reason=reason)
+        folding = unfold_hour(db, conn, key, pricing.currency)  # the day's rollup loses the old rows
+        if state is not HourState.MISSING:
+            db.execute("delete_allocation_hour", conn, **key)
+        builder = RowBuilder(
+            cluster=options.cluster,
+            aggregation=options.aggregation,
+            hour=hour.start,
+            finalized=finalize,
+            pricebook_id=pricing.pricebook_id,
+            currency=pricing.currency,
+            owner_label_key=options.owner_label,
+            cost_center_label_key=options.cost_center_label,
+            collected_at=now,
+            source=options.source,
+        )
+        with relaxed_gc():
+            lines = builder.lines(itertools.chain([first], entries))  # COPY's text, not per-value adaptation
+            count = copy_lines(conn, "provider_allocations", COLUMNS, lines)
+        late = builder.late_owners()
+        if late:  # rows streamed before their namespace's labels arrived
+            teams, centers = zip(*late.values(), strict=True)
+            db.execute(
+                "fill_hour_owners", conn, **key, namespaces=list(late), teams=list(teams), cost_centers=list(centers)
+            )
+        written = HourState.FINAL if finalize else HourState.OPEN
+        db.execute(
+            "record_allocation_hour",
+            conn,
+            **key,
+            state=written,
+            row_count=count,
+            pricebook_id=pricing.pricebook_id,
+            currency=pricing.currency,
+            run_id=run_id,
+            reason=None,
+            empty_since=None,
+            source=options.source,
+        )
+        store_assets(db, conn, key, assets)
+        fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
+    log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
+    return Written(written, rows=count)

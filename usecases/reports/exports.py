@@ -1,0 +1,249 @@
+"""Exports of a month's chargeback to files: FOCUS CSV (``finops export focus``).
+
+The rows are built by the domain (``finops.focus``, which documents what each row stands for);
+this module reads the daily rollups, writes the CSV with the ``csv`` module and uploads it through
+``infra.objectstore`` to a local path or ``s3://bucket/key``. A target ending in ``/`` (or an
+existing local directory) is a folder: the file is named ``focus-<cluster|all>-<month>.csv``.
+
+Without ``--cluster`` the export covers every cluster and the month's cloud spend
+(``cloud_costs``, see ``usecases.reports.cloud``), so the sum of ``BilledCost`` is the month's
+chargeback total with its direct costs; with ``--cluster`` it covers that cluster only, and no
+cloud spend, which belongs to no cluster.
+
+The rows conform to FOCUS 1.2 (``finops.focus`` says what each column means). The provider and
+invoice issuer they name is ``FOCUS_INVOICE_ISSUER`` (e.g. the platform team's name), read by the
+command; unset, ``Kubernetes``.
+
+Each CSV gets a sidecar, written just before it: the same name with ``.coverage.json`` for
+``.csv`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period", "currency", "total",
+"coverage"}`` (the report's ``"coverage"`` object). The CSV itself stays plain, one header and
+rows, as finance tools ingest it; a comment line would break most of them. An incomplete month
+is exported with a warning on stderr, or refused with ``require_complete`` (nothing is written).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from finops.allocations import DEFAULT_AGGREGATION
+from finops.chargeback import Report
+from finops.coverage import Coverage
+from finops.focus import COLUMNS, DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
+from finops.policy import Policy
+from infra.objectstore import ObjectStore, resolve_target
+from infra.postgres import Database
+from usecases.reports.formats import chargeback_csv, warning
+from usecases.reports.reconciled import direct_costs
+from usecases.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
+
+CONTENT_TYPE = "text/csv; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    url: str
+    rows: int
+    total: Decimal
+    currency: str
+    coverage: Coverage
+    coverage_url: str
+
+    def as_document(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "rows": self.rows,
+            "total": str(self.total),
+            "currency": self.currency,
+            "coverage_url": self.coverage_url,
+            "coverage": self.coverage.as_document(),
+        }
+
+
+def coverage_target(url: str) -> str:
+    """The sidecar of the CSV at ``url``: ``.csv`` replaced by ``.coverage.json`` (else appended)."""
+    return (url.removesuffix(".csv") if url.endswith(".csv") else url) + ".coverage.json"
+
+
+def write_with_coverage(store: ObjectStore, url: str, data: bytes, content_type: str, report: Report) -> str:
+    """Write the report's coverage sidecar, then the CSV, so a CSV never appears without it;
+    returns the sidecar's URL."""
+    sidecar = {
+        "file": url,
+        "period": report.period.as_document(),
+        "currency": report.currency,
+        "total": str(report.total),
+        "basis": report.basis,
+        "coverage": report.coverage.as_document() if report.coverage else None,
+        "reconciliation": report.reconciliation,
+    }
+    written = store.write_bytes(coverage_target(url), json.dumps(sidecar, indent=2).encode(), "application/json")
+    store.write_bytes(url, data, content_type)
+    return written
+
+
+def focus_file_name(month: str, cluster: str | None) -> str:
+    return f"focus-{cluster or 'all'}-{month}.csv"
+
+
+def focus_export(
+    db: Database,
+    policy: Policy,
+    month: str,
+    *,
+    cluster: str | None = None,
+    aggregation: str = DEFAULT_AGGREGATION,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
+    issuer: str = DEFAULT_ISSUER,
+) -> FocusExport:
+    """The month's FOCUS rows from the daily rollups (and the month's cloud spend when the export
+    covers every cluster); its report carries the month's coverage, after the same refusals as
+    every report (``usecases.reports.service.period_coverage``)."""
+    period = month_period(month)
+    query = ReportQuery(period, cluster, aggregation, require_complete, default_cluster)
+    coverage = period_coverage(db, query, policy)
+    daily: list[DailyCost] = []
+    for row in db.fetch_all("focus_daily_rows", **query.params()):
+        daily.append(
+            DailyCost(
+                day=row["day"],
+                cluster=row["cluster"],
+                namespace=row["namespace"],
+                owner=row["owner"],
+                cost_center=row["cost_center"],
+                micros=int(row["micros"]),
+                core_hours=Decimal(row["core_hours"]),
+                is_idle=row["is_idle"],
+            )
+        )
+    direct = [] if cluster is not None else direct_costs(db, policy, period, coverage.cluster_names)
+    export = build_focus(daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer)
+    return replace(export, report=replace(export.report, coverage=coverage))
+
+
+def focus_csv(export: FocusExport) -> bytes:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(export.rows)
+    return out.getvalue().encode()
+
+
+def export_focus(
+    db: Database,
+    policy: Policy,
+    month: str,
+    target: str,
+    store: ObjectStore,
+    *,
+    cluster: str | None = None,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
+    issuer: str = DEFAULT_ISSUER,
+) -> ExportResult:
+    """Write the month's FOCUS CSV, and its coverage sidecar, to ``target`` (a path,
+    ``s3://bucket/key`` or a folder)."""
+    export = focus_export(
+        db,
+        policy,
+        month,
+        cluster=cluster,
+        require_complete=require_complete,
+        default_cluster=default_cluster,
+        issuer=issuer,
+    )
+    url = resolve_target(target, focus_file_name(month, cluster))
+    sidecar = write_with_coverage(store, url, focus_csv(export), CONTENT_TYPE, export.report)
+    assert export.report.coverage is not None  # focus_export always sets it
+    return ExportResult(
+        url=url,
+        rows=len(export.rows),
+        total=export.report.total,
+        currency=policy.currency,
+        coverage=export.report.coverage,
+        coverage_url=sidecar,
+    )
+
+
+def export_focus_command(
+    db: Database,
+    policy: Policy,
+    month: str,
+    target: str,
+    *,
+    cluster: str | None,
+    s3_endpoint: str | None,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
+) -> int:
+    """``finops export focus``: write the file, print where and what (JSON); closes ``db``. The
+    policy is loaded (``load_policy``) by the caller before it connects: a bad policy fails first."""
+    try:
+        result = export_focus(
+            db,
+            policy,
+            month,
+            target,
+            ObjectStore(endpoint_url=s3_endpoint),
+            cluster=cluster,
+            require_complete=require_complete,
+            default_cluster=default_cluster,
+            issuer=os.environ.get("FOCUS_INVOICE_ISSUER") or DEFAULT_ISSUER,
+        )
+    finally:
+        db.close()
+    if warned := warning([result.coverage]):
+        print(warned, file=sys.stderr)
+    print(json.dumps(result.as_document(), indent=2))
+    return 0
+
+
+def export_chargeback_csv_command(
+    db: Database,
+    policy: Policy,
+    month: str,
+    target: str,
+    *,
+    cluster: str | None,
+    by: str,
+    s3_endpoint: str | None,
+    require_complete: bool = False,
+    default_cluster: str = DEFAULT_CLUSTER,
+    basis: str | None = None,
+) -> int:
+    """``finops export chargeback-csv``: the chargeback report as CSV, and its coverage sidecar,
+    to a path or S3. The policy is loaded before connecting, as for ``export_focus_command``."""
+    try:
+        query = ReportQuery(
+            month_period(month), cluster, require_complete=require_complete, default_cluster=default_cluster
+        )
+        report = chargeback(db, policy, query, by, basis)
+    finally:
+        db.close()
+    url = resolve_target(target, f"chargeback-{cluster or 'all'}-{month}.csv")
+    sidecar = write_with_coverage(
+        ObjectStore(endpoint_url=s3_endpoint), url, chargeback_csv(report).encode(), "text/csv", report
+    )
+    if warned := warning([report.coverage]):
+        print(warned, file=sys.stderr)
+    coverage = report.coverage.as_document() if report.coverage else None
+    print(
+        json.dumps(
+            {
+                "url": url,
+                "lines": len(report.lines),
+                "total": str(report.total),
+                "currency": report.currency,
+                "coverage_url": sidecar,
+                "coverage": coverage,
+            }
+        )
+    )
+    return 0
