@@ -94,9 +94,9 @@ def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar:
 
 
 def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str, Any]:
-    from functions.collect_allocations.main import _options, allocation_source
     from infra.clients import database_from, kube_from
     from infra.settings import CollectAllocationsSettings, load
+    from usecases.collect_allocations.hourly import allocation_source, options_from
     from usecases.collect_allocations.service import collect_range
 
     # The CLI is not pinged: the ping token the settings require is not used here.
@@ -106,7 +106,7 @@ def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str,
         db,
         allocation_source(settings),  # OpenCost, or Prometheus (ALLOCATION_SOURCE)
         kube_from(settings),
-        _options(settings),
+        options_from(settings),
         start=start,
         end=end,
         now=datetime.now(UTC),

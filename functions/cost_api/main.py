@@ -17,30 +17,16 @@ need the header to name an application, any one.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import Any
 
 import flask
 import functions_framework
 
 from finops.errors import NotFound, PermanentError
-from functions.cost_api import (
-    anomalies,
-    budget_views,
-    cluster_views,
-    daily_views,
-    estimates,
-    metrics,
-    routes,
-    status_views,
-    views,
-)
+from functions.cost_api import estimates, metrics, routes, status_views
 from functions.edge import current_secret, edge, respond, settings_for
 from infra.clients import database_from
-from infra.postgres import Database
 from infra.settings import CostApiSettings
-from usecases.insights import views as insights
+from usecases.cost_api.reads import APP_VIEWS, CLUSTER_VIEWS
 from usecases.runs import Run
 
 FUNCTION = "cost_api"
@@ -61,53 +47,6 @@ def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
     if not sep or not namespace or not name:
         raise Forbidden("Argocd-Application-Name must be namespace:name")
     return namespace, name
-
-
-def _record_view(db: Database, s: CostApiSettings, view: str, identity: tuple[str, str]) -> Any:
-    records = db.fetch_all(
-        "latest_cost_actuals", cluster=s.CLUSTER_ID, app_namespace=identity[0], app_name=identity[1], limit=50
-    )
-    if not records:
-        raise NotFound(f"no cost record for application {identity[0]}/{identity[1]} yet")
-    latest, baseline = records[0], views.baseline_of(records)
-    start = latest["window_start"] if view == "actual" or baseline is None else baseline["window_start"]
-    currency = views.currency_of(db, s.CLUSTER_ID, latest["destination_namespace"], start, latest["window_end"])
-    if view == "actual":  # with the CI-pushed cloud estimates and their age
-        return {
-            **views.actual(latest, currency),
-            "cloudEstimates": estimates.summaries(db, s.CLUSTER_ID, identity),
-            "anomaly": anomalies.of_application(db, s.CLUSTER_ID, identity, now=datetime.now(UTC)),  # read time
-        }
-    return views.trend(records, currency)
-
-
-Identity = tuple[str, str]
-Args = Mapping[str, str]
-
-# Every route's view (``Route.view``), by the scope that authorises it. An application's views read
-# by the header's identity; cluster views get the path's parameters; "any" views neither.
-APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Identity, Args], Any]] = {
-    "actual": lambda db, s, who, _: _record_view(db, s, "actual", who),
-    "trend": lambda db, s, who, _: _record_view(db, s, "trend", who),
-    "daily": lambda db, s, who, args: daily_views.daily(db, s, who, args, now=datetime.now(UTC)),
-    "cloud_estimate": lambda db, s, who, _: estimates.listing(db, s.CLUSTER_ID, who),
-    "rightsizing": lambda db, s, who, args: insights.app_rightsizing(db, s, args, who),
-    "app_orphaned_pods": lambda db, s, who, args: insights.app_orphaned_pods(db, s, args, who),
-}
-CLUSTER_VIEWS: dict[str, Callable[..., Any]] = {
-    "namespaces": cluster_views.namespaces,
-    "namespace": cluster_views.namespace,
-    "chargeback": cluster_views.chargeback,
-    "budgets": budget_views.budgets,
-    "idle_ranking": cluster_views.idle_ranking,
-    "anomalies": anomalies.ranking,
-    "orphaned_pods": insights.cluster_orphaned_pods,
-    "namespace_orphaned_pods": insights.namespace_orphaned_pods,
-}
-ANY_VIEWS: dict[str, Callable[[CostApiSettings, Args], Any]] = {
-    "data_quality": status_views.data_quality,
-    "config": status_views.config,
-}
 
 
 @functions_framework.http
@@ -132,7 +71,7 @@ def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Res
             raise Forbidden("Argocd-Application-Name does not name the application in the path")
         return respond(200, APP_VIEWS[route.view](database_from(s), s, identity, request.args))
     if route.scope == "any":  # any application's header: how the data stands, no application's figures
-        return respond(200, ANY_VIEWS[route.view](s, request.args))
+        return respond(200, status_views.ANY_VIEWS[route.view](s, request.args))
     if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
         raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
     return respond(200, CLUSTER_VIEWS[route.view](database_from(s), s, request.args, **params))

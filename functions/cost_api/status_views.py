@@ -19,7 +19,7 @@ are listed with their cost so the platform team can fix them; that is the same i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -27,10 +27,11 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.cloud_estimates import SOURCES
 from finops.errors import PermanentError
 from finops.money import format_amount
-from functions.cost_api.estimates import MAX_ESTIMATE_BYTES, STALE_AFTER_SECONDS
+from functions.cost_api.estimates import MAX_ESTIMATE_BYTES
 from functions.edge import current_secret
 from infra.clients import database_from
 from infra.settings import CostApiSettings
+from usecases.cost_api.cloud_estimates import STALE_AFTER_SECONDS
 from usecases.reports.formats import load_policy
 
 RECENT = 10  # open and lost hours listed
@@ -186,3 +187,9 @@ def config(s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
         },
         "opencost": {"configured": s.OPENCOST_URL is not None},
     }
+
+
+ANY_VIEWS: dict[str, Callable[[CostApiSettings, Mapping[str, str]], Any]] = {
+    "data_quality": data_quality,
+    "config": config,
+}

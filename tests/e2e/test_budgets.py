@@ -32,12 +32,12 @@ from pydantic import SecretStr
 
 from finops.lines import LineKind
 from finops.periods import Period
-from functions.cost_api.budget_views import budget_families
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from sandbox.localstack import Stack, serve_function
 from tests.e2e.conftest import Pinger
 from tests.e2e.test_reports import POLICY, PROXY, day_row, finops, get, seed
+from usecases.cost_api.budget_views import budget_families
 from usecases.reports.budgets import budgets_report
 from usecases.reports.formats import load_policy
 from usecases.reports.service import ReportQuery, chargeback

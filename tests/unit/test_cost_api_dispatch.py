@@ -3,9 +3,10 @@ view is reachable by a route: a route cannot be documented but unserved, nor a v
 
 from __future__ import annotations
 
-from functions.cost_api import main, routes
+from functions.cost_api import routes, status_views
+from usecases.cost_api import reads
 
-TABLES = {"app": main.APP_VIEWS, "cluster": main.CLUSTER_VIEWS, "any": main.ANY_VIEWS}
+TABLES = {"app": reads.APP_VIEWS, "cluster": reads.CLUSTER_VIEWS, "any": status_views.ANY_VIEWS}
 
 
 def test_every_get_route_has_a_view_in_its_scopes_table() -> None:

@@ -1,4 +1,4 @@
-"""Retention after each hourly run: rows older than their table's ``*_RETENTION_DAYS`` are deleted
+"""Retention, a job of each hourly ping: rows older than their table's ``*_RETENTION_DAYS`` are deleted
 in bounded batches, and monthly partitions of ``provider_allocations`` older than
 ``ALLOCATION_RETENTION_MONTHS`` are dropped, with the hours' assets (``cluster_assets``) before the
 same cutoff (a few rows per node and hour: one DELETE)."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from infra.postgres import Database
 
@@ -62,3 +63,19 @@ def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[st
     if dropped:
         log.info("retention dropped partitions", extra={"fields": {"partitions": dropped}})
     return dropped
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What the hourly ping keeps: ``ALLOCATION_RETENTION_MONTHS`` (0 keeps every partition) and
+    each table's days."""
+
+    partition_months: int = 0
+    rows: RowRetention = RowRetention()
+
+
+def apply_retention(db: Database, cluster: str, retention: Retention, now: datetime) -> dict[str, Any]:
+    """Drop the expired partitions, then delete the cluster's expired rows; their counts."""
+    dropped = drop_expired_partitions(db, retention.partition_months, now) if retention.partition_months else []
+    deleted = delete_expired_rows(db, cluster, retention.rows, now)
+    return {"partitions_dropped": len(dropped), **{f"{table}_deleted": n for table, n in deleted.items()}}

@@ -51,7 +51,6 @@ from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from usecases.collect_allocations.assets import fetch_assets, store_assets
 from usecases.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
-from usecases.collect_allocations.retention import RowRetention, delete_expired_rows, drop_expired_partitions
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
 from usecases.rollups import fold_hour, rebuild_marked_days, unfold_hour
@@ -68,8 +67,6 @@ class CollectOptions:
     hours_lookback: int
     owner_label: str
     cost_center_label: str
-    retention_months: int = 0
-    row_retention: RowRetention | None = None  # job_runs, sync_events, cost_actuals; None keeps all
     insert_timeout_seconds: float | None = None  # a CostJob's databaseInsertTimeout, per hour written
     history_hours: int = 360  # how far back OpenCost still answers (its Prometheus retention)
     empty_grace_hours: int = 6  # an empty answer is retried this long after the hour ended
@@ -92,7 +89,6 @@ class CollectResult:
     rows: int = 0
     pricebook: str | None = None
     pricebook_id: int | None = None
-    partitions_dropped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -111,7 +107,6 @@ class CollectResult:
             "days_rolled_up": self.days_rolled_up,
             "rows_written": self.rows,
             "pricebook": self.pricebook,
-            "partitions_dropped": len(self.partitions_dropped),
         }
 
     def finish(self) -> None:
@@ -240,10 +235,6 @@ def _collect_hours(
         # Rebuilt whatever happened above: a day whose hours were written never waits for a
         # successful run to reach the reports.
         result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
-    if options.retention_months:
-        result.partitions_dropped = drop_expired_partitions(db, options.retention_months, now)
-    if options.row_retention is not None:
-        delete_expired_rows(db, options.cluster, options.row_retention, now)
     result.finish()
 
 

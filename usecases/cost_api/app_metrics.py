@@ -19,8 +19,8 @@ from datetime import datetime
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from functions.cost_api.metric_families import money
 from infra.postgres import Database
+from usecases.cost_api.metric_families import money
 
 RESOURCES = ("cpu", "ram", "gpu", "pv", "network", "lb", "shared", "external")
 

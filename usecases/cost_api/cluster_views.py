@@ -9,9 +9,9 @@ from typing import Any
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput, NotFound
 from finops.money import format_amount
-from functions.cost_api.views import actual
 from infra.postgres import Database
 from infra.settings import CostApiSettings
+from usecases.cost_api.views import actual
 from usecases.reports import service
 from usecases.reports.formats import load_policy
 

@@ -21,10 +21,10 @@ from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput, NotFound
-from functions.cost_api.views import _money
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.app_history.scope import app_scope
+from usecases.cost_api.views import _money
 
 DEFAULT_DAYS = 30
 

@@ -30,9 +30,9 @@ from typing import Any
 from finops import anomaly
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput
-from functions.cost_api.views import _money
 from infra.postgres import Database
 from infra.settings import CostApiSettings
+from usecases.cost_api.views import _money
 
 LOOKBACK_DAYS = 28  # the baseline's days are among the last four weeks
 MAX_LIMIT = 500
