@@ -37,20 +37,12 @@ COLUMNS = (
     "SubAccountId",
     "Tags",
 )
-_ASSETS = """
-SELECT (hour AT TIME ZONE 'UTC')::date AS day, kind, name, max(provider_id) AS provider_id,
-       sum(CASE WHEN kind = 'node' THEN cpu_cost_micros + ram_cost_micros + gpu_cost_micros + adjustment_micros
-                ELSE total_cost_micros END) AS micros
-FROM cluster_assets WHERE cluster = %s AND hour >= %s AND hour < %s AND kind IN ('node', 'disk')
-GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-"""
 
 
 def write_bill(db: Database, cluster: str, first: date, last: date, currency: str, path: Path) -> Path:
     """A FOCUS CSV billing the cluster's days ``[first, last)`` at ``path``."""
     start, end = (datetime.combine(day, time(), UTC) for day in (first, last))
-    with db.connection() as conn:
-        assets = conn.execute(_ASSETS, (cluster, start, end)).fetchall()
+    assets = db.fetch_all("demo_asset_days", cluster=cluster, start=start, end=end)
     nodes = sorted({row["name"] for row in assets if row["kind"] == "node"})
     factors = dict(zip(nodes, DEMO_FACTORS, strict=False))
     tag = json.dumps({"eks:cluster-name": cluster})

@@ -123,12 +123,7 @@ def webhook_body(
 def _sync_records(database_url: str, cluster: str) -> dict[tuple[str, str], int]:
     db = connect(database_url)
     try:
-        with db.connection() as conn:
-            rows = conn.execute(
-                "SELECT app_namespace, app_name, count(*) AS n FROM cost_actuals"
-                " WHERE cluster = %s AND measured_on = 'sync' GROUP BY app_namespace, app_name",
-                (cluster,),
-            ).fetchall()
+        rows = db.fetch_all("demo_sync_records", cluster=cluster)
     finally:
         db.close()
     return {(r["app_namespace"], r["app_name"]): int(r["n"]) for r in rows}

@@ -20,9 +20,17 @@ _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 
 def _load_queries() -> dict[str, LiteralString]:
-    text = importlib.resources.files("infra.postgres").joinpath("queries.sql").read_text()
-    parts = _HEADER.split(text)
-    return {name: cast(LiteralString, body.strip()) for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    """Every ``queries/*.sql`` file's named queries (one file per use case); a name is defined once."""
+    queries: dict[str, LiteralString] = {}
+    for file in sorted(importlib.resources.files("infra.postgres").joinpath("queries").iterdir(), key=str):
+        if not file.name.endswith(".sql"):
+            continue
+        parts = _HEADER.split(file.read_text())
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in queries:
+                raise RuntimeError(f"{file.name}: the query {name} is defined twice")
+            queries[name] = cast(LiteralString, body.strip())
+    return queries
 
 
 QUERIES = _load_queries()

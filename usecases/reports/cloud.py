@@ -117,11 +117,10 @@ def read_report(url: str, data: bytes) -> tuple[CloudFormat, list[CloudCost]]:
 
 def require_migrated(db: Database) -> None:
     """``PermanentError`` (one line: run ``finops migrate``) unless every migration is applied."""
-    with db.connection() as conn:
-        found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
-        applied = set()
-        if found is not None and found["present"]:
-            applied = {row["version"] for row in conn.execute("SELECT version FROM schema_migrations")}
+    found = db.fetch_one("schema_migrations_present")
+    applied = set()
+    if found is not None and found["present"]:
+        applied = {row["version"] for row in db.fetch_all("schema_migrations_applied")}
     pending = [m for m in available() if m.version not in applied]
     if pending:
         last = pending[-1]
