@@ -27,15 +27,12 @@ from usecases.runs import Run, recorded_run
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
     from pydantic import BaseModel, ValidationError
 
-    from infra.settings import CommonSettings, OnSyncSettings
-
-    # on_sync's settings are read without pydantic (infra.settings.plain), the others' with it
-    Common = CommonSettings | OnSyncSettings
+    from infra.settings import CommonSettings
 
 log = logging.getLogger("finops.edge")
 
 MAX_BODY_BYTES = 64 * 1024
-S = TypeVar("S", bound="Common")
+S = TypeVar("S", bound="CommonSettings")
 M = TypeVar("M", bound="BaseModel")
 
 
@@ -55,7 +52,7 @@ _secret_files: dict[str, tuple[tuple[int, int, int], str]] = {}
 _secret_files_lock = threading.Lock()
 
 
-def current_secret(settings: Common, name: str) -> str | None:
+def current_secret(settings: CommonSettings, name: str) -> str | None:
     """The current value of the token ``name``: the file ``SECRETS_DIR/name`` when there is one
     (re-read whenever its inode, size or mtime changes: the kubelet replaces a mounted Secret's
     files when the Secret changes), else the setting read at cold start."""
@@ -78,7 +75,7 @@ def current_secret(settings: Common, name: str) -> str | None:
                     _secret_files[path] = cached = (key, value)
             if cached[1]:  # an empty file (a key being rewritten) keeps the cold-start value
                 return cached[1]
-    reveal = getattr(getattr(settings, name, None), "get_secret_value", None)  # a Secret or a SecretStr
+    reveal = getattr(getattr(settings, name, None), "get_secret_value", None)  # a SecretStr
     return reveal() if callable(reveal) else None
 
 

@@ -24,9 +24,6 @@ if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs non
     from infra.prometheus import PrometheusClient
     from infra.settings import CommonSettings, KubeSettings, OnSyncSettings, OpenCostSettings
 
-    # on_sync's settings are read without pydantic (infra.settings.plain), the others' with it
-    Common = CommonSettings | OnSyncSettings
-
 
 class _Gateway(Statements, Protocol):
     def close(self) -> None: ...
@@ -141,7 +138,7 @@ os.register_at_fork(after_in_child=_forget_clients)
 _database_lock = threading.Lock()
 
 
-def database_from(settings: Common) -> Database:
+def database_from(settings: CommonSettings) -> Database:
     """The process's pool; one, however many threads ask first (the worker's background connect
     and its first requests: ``functools.cache`` alone would let each build a pool)."""
     with _database_lock:
@@ -174,5 +171,5 @@ DRIVERS: dict[Callable[..., object], str] = {
 (``functions.warmup``), so that its workers share it."""
 
 
-def _timeouts(settings: Common) -> Timeouts:
+def _timeouts(settings: CommonSettings) -> Timeouts:
     return Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS)

@@ -1,60 +1,47 @@
-"""The settings every function shares, the building blocks of each function's, as pydantic models
-(``on_sync``'s and the serving settings are read without pydantic: ``infra.settings.plain``, which
-also holds ``load``, ``environment`` and ``ConfigError``, re-exported here).
+"""The settings every function shares and the building blocks of each function's, as
+pydantic-settings classes, and ``load``, which reads one from the environment.
 
-Each class is a pydantic model read from the environment by ``load``, the way pydantic-settings'
-``BaseSettings`` read it (every field is a scalar: the variable's text is validated as-is), without
-importing pydantic-settings: 13 to 30 ms of every cold start, and scale-to-zero makes users wait
-for each one. ``Settings`` carries ``BaseSettings``' defaults (unknown fields refused, defaults
-validated, variable names matched without case unless ``case_sensitive``, empty values kept unless
-``env_ignore_empty``). A class combining several gets the configuration pydantic merges for it, as
-before: base by base, so the last base's wins (``CollectAllocationsSettings`` matches names without
-case and keeps empty values, although ``CommonSettings`` alone does neither).
+``Settings`` is the root: ``BaseSettings``' defaults (unknown fields refused, defaults validated,
+variable names matched without case, empty values kept), each class's validators built when it is
+first loaded (``defer_build``: a function builds only the classes it uses). A class combining
+several gets the configuration pydantic merges for it, base by base, so the last base's wins
+(``OnSyncSettings`` and ``CollectAllocationsSettings`` match names without case and keep empty
+values, although ``CommonSettings`` alone does neither).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from finops.errors import InvalidInput
+from finops.errors import InvalidInput, PermanentError
 from finops.hours import parse_timestamp
+from finops.labels import validate_namespace
 from infra.logs import redact
-from infra.settings.plain import ConfigError, cluster_name, database_url, environment, load, opencost_url, problems
 
 
-class SettingsConfig(ConfigDict, total=False):
-    """pydantic's configuration and how ``load`` reads the environment (pydantic-settings' names)."""
-
-    case_sensitive: bool
-    """Variable names match field names exactly; otherwise without regard to case."""
-
-    env_ignore_empty: bool
-    """A variable set to the empty string counts as unset."""
+class ConfigError(PermanentError):
+    """The function's configuration is invalid."""
 
 
-class Settings(BaseModel):
-    """The root of every settings class: ``BaseSettings``' defaults, and validators built when a
-    class is first loaded (``defer_build``: building every class at import costs a cold start)."""
+class Settings(BaseSettings):
+    """The root of every settings class: ``BaseSettings``' defaults, validators built when a class
+    is first loaded."""
 
-    model_config = SettingsConfig(
-        extra="forbid",
-        arbitrary_types_allowed=True,
-        validate_default=True,
-        defer_build=True,
-        case_sensitive=False,
-        env_ignore_empty=False,
-    )
+    model_config = SettingsConfigDict(defer_build=True)
 
 
 class CommonSettings(Settings):
     """Settings every function shares."""
 
-    model_config = SettingsConfig(env_ignore_empty=True, extra="ignore", case_sensitive=True, defer_build=True)
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True)
 
     DATABASE_URL: SecretStr
     """PostgreSQL DSN (``postgresql://user:pass@host:5432/db``). Required; a secret."""
@@ -94,7 +81,29 @@ class CommonSettings(Settings):
     @field_validator("CLUSTER_ID")
     @classmethod
     def _cluster_is_a_name(cls, value: str) -> str:
-        return cluster_name(value)
+        return as_config(validate_namespace, value, "CLUSTER_ID")
+
+
+class ServingSettings(Settings):
+    """How the served function protects its threads (read at import, before the target's settings)."""
+
+    model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True)
+
+    THREADS: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1, le=1024)
+    """gunicorn's threads (functions-framework reads the same variable; its default is 4 per CPU)."""
+
+    WORKERS: int = Field(default=1, ge=1, le=64)
+    """gunicorn's worker processes (functions-framework reads the same variable; its default is 1);
+    each holds its share of the per-replica limits (``functions.limits``)."""
+
+    HEALTH_RESERVED_THREADS: int = Field(default=2, ge=1, le=64)
+    """Threads never spent receiving request bodies (at most half of ``THREADS``): ``/healthz`` and
+    bodiless requests always find one, however many uploads stall; a body arriving while all the
+    others are receiving one gets 503 at once."""
+
+    BODY_READ_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=300)
+    """A request body must arrive within this long of its headers, else 408 and the connection is
+    closed (a stalled upload frees its thread)."""
 
 
 class PingSettings(CommonSettings):
@@ -117,8 +126,6 @@ class PingSettings(CommonSettings):
 class OpenCostSettings(Settings):
     """How to reach OpenCost."""
 
-    model_config = SettingsConfig(defer_build=True)  # validators built when first loaded: cold start
-
     OPENCOST_URL: str
     """Base URL of OpenCost's API, e.g. ``http://opencost.opencost:9003``. Required."""
 
@@ -131,13 +138,13 @@ class OpenCostSettings(Settings):
     @field_validator("OPENCOST_URL")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        return opencost_url(value)
+        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://opencost.opencost:9003")
+        return value.rstrip("/")
 
 
 class KubeSettings(Settings):
     """How to reach the Kubernetes API."""
-
-    model_config = SettingsConfig(defer_build=True)  # validators built when first loaded: cold start
 
     KUBE_API_URL: str | None = None
     """Plain-HTTP API URL (local stack and tests). Unset: in-cluster config, else ``KUBECONFIG``."""
@@ -148,8 +155,6 @@ class KubeSettings(Settings):
 
 class EventSettings(Settings):
     """The credential of CloudEvent deliveries (``on_sync``'s measurements, ``reconcile``'s changes)."""
-
-    model_config = SettingsConfig(defer_build=True)  # validators built when first loaded: cold start
 
     EVENT_TOKEN: SecretStr | None = None
     """Shared secret an event delivery must carry as the ``token`` query parameter of the URL it is
@@ -194,16 +199,62 @@ def as_config(check: Callable[..., object], value: str, field: str) -> str:
     return result if isinstance(result, str) else value
 
 
-S = TypeVar("S", bound=Settings)
+S = TypeVar("S", bound=BaseSettings)
 
 
-def validate(settings_class: type[S], values: dict[str, str]) -> S:
-    """``settings_class`` of the variables' texts ``values`` (``load`` found them), or a
-    ``ConfigError`` naming every bad variable."""
+def database_url() -> str:
+    """``DATABASE_URL`` for the ``finops`` commands, or a ``ConfigError`` saying it is unset."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        raise ConfigError("DATABASE_URL is not set (e.g. postgresql://finops@db.example:5432/finops)")
+    return url
+
+
+def environment(settings_class: type[BaseSettings]) -> dict[str, Any]:
+    """The variables of the process environment that ``settings_class`` reads, by field name, as
+    pydantic-settings finds them (by its ``case_sensitive`` and ``env_ignore_empty``)."""
+    return EnvSettingsSource(settings_class)()
+
+
+@functools.cache
+def _given_only(settings_class: type[S]) -> type[S]:
+    """``settings_class`` reading only the values it is given (pydantic-settings otherwise also
+    reads the process environment, even through ``model_validate``)."""
+
+    class Given(settings_class):  # type: ignore[valid-type,misc]
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **others: Any
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings,)
+
+    Given.__name__ = Given.__qualname__ = settings_class.__name__
+    return Given
+
+
+def load(settings_class: type[S], environ: Mapping[str, str] | None = None) -> S:
+    """Build ``settings_class`` from the environment (or only ``environ``: variables by their exact
+    name, empty ones unset), or raise a one-line ``ConfigError`` naming every bad variable, e.g.
+    ``invalid configuration of OnSyncSettings: DATABASE_URL: required`` (never a value)."""
     try:
-        return settings_class.model_validate(values)
+        if environ is None:
+            return settings_class()
+        fields = settings_class.model_fields
+        values = {k: v for k, v in environ.items() if k in fields and v != ""}
+        return _given_only(settings_class)(**values)  # type: ignore[no-any-return]  # a subclass of it
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration of {settings_class.__name__}: {problems(exc)}") from exc
+
+
+def problems(exc: ValidationError) -> str:
+    """``NAME: why; NAME: why`` of a ``ValidationError`` (``required`` if missing; the messages
+    only, never the input)."""
+    out = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        message = "required" if error["type"] == "missing" else error["msg"].removeprefix("Value error, ")
+        out.append(f"{name}: {message}")
+    return "; ".join(out)
 
 
 __all__ = [
@@ -215,10 +266,10 @@ __all__ = [
     "OpenCostSettings",
     "PingSettings",
     "RedriveSettings",
+    "ServingSettings",
     "Settings",
     "as_config",
     "database_url",
     "environment",
     "load",
-    "validate",
 ]

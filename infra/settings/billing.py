@@ -11,14 +11,11 @@ from infra.settings.base import (
     KubeSettings,
     PingSettings,
     Settings,
-    SettingsConfig,
 )
 
 
 class BillingSettings(Settings):
     """Where OpenCost's custom pricing lives (the active PriceBook is rendered there)."""
-
-    model_config = SettingsConfig(defer_build=True)  # validators built when first loaded: cold start
 
     OPENCOST_NAMESPACE: str = "opencost"
     """Namespace of OpenCost's Deployment and pricing ConfigMap."""

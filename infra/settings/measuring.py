@@ -1,5 +1,4 @@
-"""The settings of the functions that measure: ``collect_allocations`` and ``backfill`` (``on_sync``'s
-are read without pydantic: ``infra.settings.plain``)."""
+"""The settings of the functions that measure: ``collect_allocations``, ``on_sync`` and ``backfill``."""
 
 from __future__ import annotations
 
@@ -12,6 +11,8 @@ from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
 from finops.labels import validate_label_key
 from infra.logs import redact
 from infra.settings.base import (
+    CommonSettings,
+    EventReceiverSettings,
     KubeSettings,
     OpenCostSettings,
     PingSettings,
@@ -139,6 +140,31 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, R
     @classmethod
     def _label_key(cls, value: str) -> str:
         return as_config(validate_label_key, value, "label key")
+
+
+class OnSyncSettings(CommonSettings, OpenCostSettings, KubeSettings, EventReceiverSettings):
+    """``on_sync``: the Argo CD Notifications webhook and the measurement it triggers (names match
+    without case and empty values are kept: the configuration pydantic merges, the last base's)."""
+
+    WEBHOOK_TOKEN: SecretStr
+    """Bearer token Argo CD Notifications sends (``argocd-notifications-secret``). Required; a secret."""
+
+    MEASURE_SETTLE_SECONDS: float = Field(default=5, ge=0, le=300)
+    """Wait after the sync before measuring, so the new pods' metrics are recorded."""
+
+    MAX_IN_FLIGHT: int = Field(default=20, ge=1, le=1000)
+    """Measurements in flight per replica; a webhook beyond that gets 429."""
+
+    CLUSTER_SCOPE_APP: str = "argocd:cost-gate"
+    """The gate application (``namespace:name``) that authorises cluster-wide reads; its syncs are
+    not measured. ``off`` disables cluster-wide reads."""
+
+    K_SINK: str | None = None
+    """Where accepted sync events go (injected by a Knative SinkBinding). Unset: delivered to
+    this function's own URL (the local stack)."""
+
+    PORT: int = 8080
+    """The port functions-framework serves on (set by Knative); the local delivery target."""
 
 
 class BackfillSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings):

@@ -34,11 +34,10 @@ from infra.settings import (
     load,
 )
 from infra.settings.base import Settings
-from infra.settings.plain import PlainSettings, Secret
 from tests.deploy import manifests
 from tests.deploy.manifests import Obj
 
-SETTINGS: dict[str, type[Settings | PlainSettings]] = {
+SETTINGS: dict[str, type[Settings]] = {
     "collect_allocations": CollectAllocationsSettings,
     "on_sync": OnSyncSettings,
     "backfill": BackfillSettings,
@@ -65,10 +64,10 @@ def test_every_target_has_a_settings_class_and_one_service() -> None:
     assert set(manifests.services_by_target()) == set(TARGETS)
 
 
-SECRET_TYPES = (SecretStr, SecretStr | None, Secret, Secret | None)  # pydantic's, and infra.settings.plain's
+SECRET_TYPES = (SecretStr, SecretStr | None)
 
 
-def _secret_fields(cls: type[Settings | PlainSettings]) -> set[str]:
+def _secret_fields(cls: type[Settings]) -> set[str]:
     return {name for name, field in cls.model_fields.items() if field.annotation in SECRET_TYPES}
 
 
