@@ -3,7 +3,7 @@
 - ``finops`` (the domain) imports nothing of ours and no I/O library;
 - ``infra`` imports only ``finops``; ``functions`` imports ``finops`` and ``infra``
   (the CLI may also start the ``sandbox``); the sandbox imports nothing of the product;
-- each outside library is imported by its one adapter only (kubernetes, psycopg, psycopg2, httpx, boto3).
+- each outside library is imported by its one adapter only (kubernetes, psycopg, httpx, boto3).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ ADAPTERS = {
     "kubernetes": ("infra/kube/",),
     "psycopg": ("infra/postgres/", "sandbox/postgres.py"),
     "psycopg_pool": ("infra/postgres/",),
-    "psycopg2": ("infra/postgres/lean.py",),
     # The CLI and local stack call our own functions over HTTP; only the adapter calls OpenCost.
     "httpx": (
         "infra/opencost/",
