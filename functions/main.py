@@ -5,30 +5,21 @@ Targets are imported on first access (PEP 562), so a Service pays the import tim
 function only: scale-to-zero makes users wait for every cold start. At cold start the chosen
 target's settings are validated, so a missing or malformed variable stops the revision from
 becoming ready, with a message naming the variable, instead of failing requests one by one.
-
-The cyclic garbage collector is off while the cold start imports and builds (it would scan the
-growing heap again and again and free almost nothing: about 20% of the import time), then the
-heap is frozen and collection resumes: the gunicorn worker forked from this process never scans
-(and so never copies) the pages of the objects made here (the ``gc.freeze`` documentation).
 """
 
 from __future__ import annotations
 
-import gc
+import importlib
+import os
+import sys
+from typing import Any
 
-gc.disable()
+import flask
 
-import importlib  # noqa: E402 - after the collector is off
-import os  # noqa: E402
-import sys  # noqa: E402
-from typing import Any  # noqa: E402
-
-import flask  # noqa: E402
-
-from functions.body_guard import guard_bodies  # noqa: E402
-from functions.warmup import warm_up  # noqa: E402
-from infra.serving import TARGETS  # noqa: E402
-from infra.settings import ServingSettings, load  # noqa: E402
+from functions.body_guard import guard_bodies
+from infra.serving import TARGETS
+from functions.warmup import warm_up
+from infra.settings import ServingSettings, load
 
 __all__ = list(TARGETS)
 
@@ -43,11 +34,7 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *TARGETS])
 
 
-try:
-    if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
-        warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
-        if flask.has_app_context():  # functions-framework loads this module inside its app's context
-            guard_bodies(flask.current_app, load(ServingSettings), os.environ["FUNCTION_TARGET"])
-finally:
-    gc.freeze()
-    gc.enable()
+if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
+    warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
+    if flask.has_app_context():  # functions-framework loads this module inside its app's context
+        guard_bodies(flask.current_app, load(ServingSettings), os.environ["FUNCTION_TARGET"])

@@ -4,14 +4,13 @@
    target's settings are validated, so a missing or malformed variable stops the start naming it
    (exit 3). Nothing touches the database here unless ``MIGRATE_ON_START`` is set (the local
    stack's way: the migration runs before anything serves). Without it (the install Job
-   migrates), the master imports the target's driver, once for all its workers, and opens no
-   connection: the connection and the schema check would delay the fork, and so the first answer.
-   The driver is psycopg (``infra.clients.database_from``), unless the target's module names
-   its own gateway as ``database_at_start`` (``on_sync``: the webhook's psycopg2 connection).
+   migrates), the master imports psycopg and its pool (``infra.postgres.database``), once for
+   all its workers, and opens no connection: the connection and the schema check would delay the
+   fork, and so the first answer.
 2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
-   and the first request travels, the worker opens that gateway and one connection and checks
-   the schema. A schema newer than this code (or edited migrations) stops the
-   start: the worker exits with gunicorn's boot-error status (3), on which gunicorn's master
+   and the first request travels, the worker opens its pool (``infra.clients.database_from``)
+   and one connection and checks the schema. A schema newer than this code (or edited
+   migrations) stops the start: the worker exits with gunicorn's boot-error status (3), on which gunicorn's master
    halts, so the revision never becomes ready. A database that is down, or a schema still
    behind, does not: requests answer 503 until it is reachable and migrated.
 
@@ -25,19 +24,12 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from types import ModuleType
-from typing import Any, Protocol
 
 from finops.errors import FinOpsError, PermanentError, TemporaryError
-from infra.clients import DRIVERS, database_from
+from infra.clients import database_from
 from infra.logs import redact
-
-
-class Checked(Protocol):
-    def check(self, timeout: float) -> None: ...
-
 
 BOOT_ERROR = 3  # gunicorn's WORKER_BOOT_ERROR: a worker exiting with it halts the master
 
@@ -47,8 +39,7 @@ def warm_up(target: str, functions: ModuleType) -> None:
     if handler is None:
         return  # functions-framework reports the unknown target itself
     module = sys.modules[handler.__module__]
-    gateway = getattr(module, "database_at_start", database_from)
-    importlib.import_module(DRIVERS[gateway])  # once, before the fork: the workers share it
+    importlib.import_module("infra.postgres.database")  # once, before the fork: the workers share it
     try:
         settings = module.settings()
         if settings.MIGRATE_ON_START:
@@ -58,16 +49,16 @@ def warm_up(target: str, functions: ModuleType) -> None:
         raise SystemExit(BOOT_ERROR) from exc
     except TemporaryError as exc:
         _print("WARNING", f"{target} started without its database: {exc.message}", target)
-    os.register_at_fork(after_in_child=lambda: _connect_soon(module, target, gateway))
+    os.register_at_fork(after_in_child=lambda: _connect_soon(module, target))
 
 
-def _connect_soon(module: ModuleType, target: str, gateway: Callable[[Any], Checked]) -> None:
-    """In a forked worker: open the gateway, one connection and check the schema, in the background."""
+def _connect_soon(module: ModuleType, target: str) -> None:
+    """In a forked worker: open the pool, one connection and check the schema, in the background."""
 
     def connect() -> None:
         settings = module.settings()
         try:
-            gateway(settings).check(settings.DATABASE_CONNECT_TIMEOUT_SECONDS)
+            database_from(settings).check(settings.DATABASE_CONNECT_TIMEOUT_SECONDS)
         except PermanentError as exc:
             _print("CRITICAL", f"{target} cannot start: {exc.message}", target)
             os._exit(BOOT_ERROR)  # the whole process: gunicorn's master then halts

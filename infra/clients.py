@@ -1,6 +1,6 @@
-"""The process's adapters, one of each per process: the database (psycopg's pool, and the
-webhook's own connection), the OpenCost, Prometheus and Kubernetes clients. Built when first
-asked for, and forgotten in a forked worker (gunicorn's master builds the app).
+"""The process's adapters, one of each per process: the database (psycopg's pool), the OpenCost,
+Prometheus and Kubernetes clients. Built when first asked for, and forgotten in a forked worker
+(gunicorn's master builds the app).
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING
 
 from finops.errors import FinOpsError
-from infra.postgres.common import Statements, Timeouts
+from infra.postgres.common import Timeouts
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
     from pydantic import SecretStr
@@ -20,16 +20,11 @@ if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs non
     from infra.kube import KubeClient
     from infra.opencost import OpenCostClient
     from infra.postgres import Database
-    from infra.postgres.lean import LeanDatabase
     from infra.prometheus import PrometheusClient
     from infra.settings import CommonSettings, KubeSettings, OnSyncSettings, OpenCostSettings
 
-
-class _Gateway(Statements, Protocol):
-    def close(self) -> None: ...
-
-
-G = TypeVar("G", bound=_Gateway)
+    # on_sync's settings are read without pydantic (infra.settings.plain), the others' with it
+    Common = CommonSettings | OnSyncSettings
 
 
 _migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the master it was forked from
@@ -41,8 +36,8 @@ def database(
 ) -> Database:
     """One pool per process (per DSN), its schema checked on first use (``_checked``). With
     ``migrate`` (``MIGRATE_ON_START``), pending migrations are applied first instead, under the
-    migrations' lock. psycopg is imported here, when first needed (the webhook's modules do not
-    import it: ``functions.warmup`` decides where, once in gunicorn's master)."""
+    migrations' lock. psycopg is imported here, when first needed (``functions.warmup`` imports
+    it once in gunicorn's master, before the fork)."""
     from infra.postgres import apply_migrations, connect
 
     db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)
@@ -56,18 +51,7 @@ def database(
     return _checked(dsn, db, database.cache_clear)
 
 
-@functools.cache
-def lean_database(dsn: str, pool: str, timeout: float, timeouts: Timeouts) -> LeanDatabase:
-    """The webhook's one connection per process (``infra.postgres.lean``: psycopg2, not psycopg),
-    its schema checked on first use like ``database``'s. It cannot migrate: with
-    ``MIGRATE_ON_START``, gunicorn's master has migrated through ``database`` before the fork."""
-    from infra.postgres.lean import LeanDatabase
-
-    db = LeanDatabase(dsn, timeout=timeout, timeouts=timeouts, per_transaction=pool == "null")
-    return _checked(dsn, db, lean_database.cache_clear)
-
-
-def _checked(dsn: str, db: G, forget: Callable[[], None]) -> G:
+def _checked(dsn: str, db: Database, forget: Callable[[], None]) -> Database:
     """``db``, its schema checked on the DSN's first use in this process (or the master it was
     forked from): a schema newer than this code is refused (``SchemaTooNew``, the cold start
     stops), an older one answers 503 until ``finops migrate`` has run (``SchemaBehind``). On
@@ -128,7 +112,7 @@ def _forget_clients() -> None:
     """functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
     forks the worker. A pool's connector threads do not survive a fork, so the worker forgets
     whatever was made before it and opens its own on first use (migrations: a no-op check)."""
-    for cached in (database, lean_database, _opencost, _prometheus, _kube):
+    for cached in (database, _opencost, _prometheus, _kube):
         cached.cache_clear()
 
 
@@ -138,7 +122,7 @@ os.register_at_fork(after_in_child=_forget_clients)
 _database_lock = threading.Lock()
 
 
-def database_from(settings: CommonSettings) -> Database:
+def database_from(settings: Common) -> Database:
     """The process's pool; one, however many threads ask first (the worker's background connect
     and its first requests: ``functools.cache`` alone would let each build a pool)."""
     with _database_lock:
@@ -152,24 +136,5 @@ def database_from(settings: CommonSettings) -> Database:
         )
 
 
-def lean_database_from(settings: OnSyncSettings) -> LeanDatabase:
-    """The process's connection for the webhook's acknowledgement (``lean_database``)."""
-    with _database_lock:
-        return lean_database(
-            settings.DATABASE_URL.get_secret_value(),
-            settings.DATABASE_POOL,
-            settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
-            _timeouts(settings),
-        )
-
-
-DRIVERS: dict[Callable[..., object], str] = {
-    database_from: "infra.postgres.database",  # psycopg and its pool
-    lean_database_from: "infra.postgres.lean",  # psycopg2
-}
-"""The module holding each gateway's driver, which gunicorn's master imports once before the fork
-(``functions.warmup``), so that its workers share it."""
-
-
-def _timeouts(settings: CommonSettings) -> Timeouts:
+def _timeouts(settings: Common) -> Timeouts:
     return Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS)

@@ -40,6 +40,8 @@ import functions_framework
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError
 from finops.hours import parse_timestamp
+from usecases.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
+from infra.clients import database_from, kube_from, opencost_from
 from functions.edge import (
     current_secret,
     edge,
@@ -52,17 +54,14 @@ from functions.edge import (
 )
 from functions.limits import RateLimit, worker_count_share
 from functions.on_sync.webhook import SyncWebhook
-from infra import events
-from infra.clients import database_from, kube_from, lean_database_from, opencost_from
-from infra.settings import OnSyncSettings
-from usecases.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
 from usecases.runs import Run, record_of
+from infra import events
+from infra.settings import OnSyncSettings
 
 FUNCTION = "on_sync"
 MAX_NOTES = 10  # reasons for dropped resources echoed in a response
 log = logging.getLogger(__name__)
 settings = settings_for(FUNCTION, OnSyncSettings)
-database_at_start = lean_database_from  # what a worker connects at once (functions.warmup)
 
 
 class TooManyInFlight(TemporaryError):
@@ -128,7 +127,7 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
     if in_flight().full:
         raise TooManyInFlight(f"{in_flight().limit} measurements already in flight on this worker")
     assert hook.destinationNamespace is not None
-    run.db = lean_database_from(s)  # psycopg2: the measurement's psycopg is not imported for a 202
+    run.db = database_from(s)
     event = SyncEvent(
         cluster=s.CLUSTER_ID,
         app_namespace=hook.appNamespace,

@@ -1,9 +1,8 @@
-"""PostgreSQL: the gateways (``database``: psycopg's pool, for everything; ``lean``: one psycopg2
-connection, for the webhook's acknowledgement), migrations and named queries. Only this package
-imports a driver; everything else calls ``execute/fetch_one/fetch_all`` by query name.
+"""PostgreSQL: the gateway (``database``: psycopg's pool), migrations and named queries. Only this
+package imports psycopg; everything else calls ``execute/fetch_one/fetch_all`` by query name.
 
-The names below are loaded when first used: importing ``infra.postgres.lean`` or
-``infra.postgres.migrations`` must not import psycopg (the webhook's cold start).
+The names below are loaded when first used: importing ``infra.postgres.common`` or
+``infra.postgres.migrations`` does not import psycopg (the CLI's commands that need no database).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""What both PostgreSQL gateways share, without importing a driver: the named queries, the verbs'
-contract, the session's settings and the redacted cause of a failure.
-
-``infra.postgres.database`` (psycopg and its pool) serves every function. ``infra.postgres.lean``
-(psycopg2, one connection) serves only the webhook's acknowledgement, whose cold start cannot
-afford psycopg's import (``docs/architecture.md``, "Cold start and webhook latency").
+"""What the PostgreSQL gateway (``infra.postgres.database``) is built on, without importing psycopg:
+the named queries, the verbs' contract, the session's settings and the redacted cause of a failure.
 """
 
 from __future__ import annotations
@@ -78,7 +74,7 @@ class Timeouts:
         return f"{round(seconds * 1000)}ms"
 
     def set_session(self, conn: _Executes) -> None:
-        """For the session (a psycopg connection or a psycopg2 cursor runs it)."""
+        """For the session."""
         conn.execute(
             "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
             (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),

@@ -132,7 +132,7 @@ def _refuse_edited(applied: dict[int, str], known: Iterable[Migration]) -> None:
 def check_schema(db: Statements) -> None:
     """Is the schema exactly the one this code ships? ``SchemaTooNew`` (refuse to serve),
     ``SchemaBehind`` (run ``finops migrate``), ``MigrationError`` (edited or unknown migrations).
-    Either gateway checks it (``infra.postgres.database`` or ``infra.postgres.lean``)."""
+    ``db`` is the gateway (``infra.postgres.database``) or anything with its verbs."""
     known = available()
     applied = _applied(db.fetch_all)
     if not applied:

@@ -11,7 +11,7 @@
 - ``collect_allocations``, served as Knative runs it, writes an hour's rows and ledger;
 - two backfills at once: one measures, the other measures nothing (or is told to call again);
 - ``collect_charges`` prices Subscriptions (COPY into a temporary staging table, merge);
-- a burst of webhooks, served, stores every event once and every run (the webhook's own connection).
+- a burst of webhooks, served, stores every event once and every run.
 
 Never skipped: without the ``pgbouncer`` binary the module fails with how to install it.
 """
@@ -208,8 +208,8 @@ def test_collect_charges_through_pgbouncer(pooled: Database, db: Database) -> No
 
 
 def test_a_burst_of_webhooks_through_pgbouncer(stack: Stack, through: str, db: Database) -> None:
-    """The webhook's own connection (``infra.postgres.lean``) with ``DATABASE_POOL=null``: each
-    group of webhooks one transaction with ``SET LOCAL`` timeouts, every event once, every run."""
+    """The webhook's statements with ``DATABASE_POOL=null``: each one transaction with ``SET LOCAL``
+    timeouts, every event once, every run."""
     with serve_function(
         stack, "on_sync", DATABASE_URL=through, DATABASE_POOL="null", WEBHOOK_TOKEN=HOOK_TOKEN, WORKERS="2"
     ) as url:

@@ -4,7 +4,8 @@ of the ``finops`` command, HTTP bodies of the served functions, and the function
 under ``.local/test-logs/secrets/``):
 
 - a DATABASE_URL with a password: typo'd scheme (``postgres//``), a refused port, a missing
-  database, and a working one, in the CLI and in a served function (cold start and requests);
+  database, and a working one, in the CLI and in a served function (cold start and requests); the
+  webhook answers 503 naming the cause when its database is down;
 - an OPENCOST_URL with credentials: OpenCost working, down, and failing with a body that echoes
   the request's Authorization header;
 - PING_TOKEN, WEBHOOK_TOKEN and PROXY_TOKEN values, sent right and wrong;
@@ -227,6 +228,31 @@ def test_served_function_with_an_unavailable_database(
     ]
     mine = [o for o in outcomes if o.get("run_id") == body["run_id"]]
     assert mine and mine[0]["error"] == f"PostgreSQL is unavailable: {cause}"
+
+
+def test_the_webhook_with_its_database_down_is_a_503_naming_the_cause(
+    captured: Captured, secret_stack: Stack, closed: int
+) -> None:
+    env = {
+        "DATABASE_URL": f"postgresql://finops:{DB_PASSWORD}@127.0.0.1:{closed}/finops",
+        "DATABASE_CONNECT_TIMEOUT_SECONDS": "2",
+        "WEBHOOK_TOKEN": WEBHOOK,
+        "LOG_LEVEL": "DEBUG",
+    }
+    hook = {
+        "app": "web",
+        "appNamespace": "argocd",
+        "destinationNamespace": "shop",
+        "syncResult": "Succeeded",
+        "revision": "abc123",
+        "finishedAt": "2026-11-29T10:00:00Z",
+    }
+    with serve_function(secret_stack, "on_sync", **env) as url:
+        response = httpx.post(url, json=hook, headers={"Authorization": f"Bearer {WEBHOOK}"}, timeout=30)
+        body = answer(captured, "on_sync, database down", response)
+    assert response.status_code == 503, body
+    assert body["error"] == "PostgreSQL is unavailable: Connection refused"
+    assert "127.0.0.1" not in response.text and str(closed) not in response.text
 
 
 def test_served_functions_with_opencost_credentials_and_tokens(

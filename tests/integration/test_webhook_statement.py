@@ -1,43 +1,53 @@
-"""We test the database side of the webhook's 202 (one round trip) on a real PostgreSQL, through
-the webhook's own gateway (``infra.postgres.lean``, psycopg2) and the pooled one (psycopg) alike:
+"""We test the database side of the webhook's 202 (one round trip) and the gateway it goes through
+(``infra.postgres.database``: psycopg's pool) on a real PostgreSQL:
 
 - a new webhook stores its sync event and its run's ``job_runs`` row in one transaction (one
   statement), the run's counts completed with the event's id and ``replay``;
 - a replay finds the stored event and records its own run;
-- concurrent webhooks stored as a group (group commit): one transaction for all, each distinct
-  event once, the group's second webhook of an event a replay, every run recorded with its event;
-  a webhook the group's statement refuses fails alone, the others are stored;
-- many threads at once, through the group commit: every event once, every run recorded;
+- a webhook the statement refuses raises the driver's error and stores neither its event nor its run;
+- many threads at once: every event once, every run recorded, one new webhook per event;
 - a replay's stored event is found through the unique key's index, never by scanning the table
   (the statement's cost must not grow with the events stored);
 - a webhook racing an uncommitted twin (same event) falls back: the twin's event, run not recorded;
 - a run recorded early that fails afterwards has its row replaced by the failure;
 - a verb without a connection runs in autocommit and gives the connection back in transaction mode;
+- a named query through the pool: dict rows, a ``dict`` parameter stored as ``jsonb``, ``fetch_one``
+  of nothing is None, ``execute`` counts the rows;
+- sessions run with the configured timeouts; behind PgBouncer (``pool="null"``) they hold for the
+  statement's transaction only, and no statement is prepared (a session prepares the ones it runs
+  often);
+- a statement PostgreSQL refuses leaves the pooled connection usable, in either mode;
 - the pool checks a connection idle longer than ``RECENTLY_USED_SECONDS`` before handing it out
   (one the server killed is replaced), and not one used a moment ago (its use fails once), nor one
   ``Database.check`` has just checked (a forked worker's first request after its background
-  connect).
+  connect);
+- a server that is not there is a 503 naming the cause, without the address or the credentials; a
+  malformed DSN is a configuration error without the password; a caller waits at most the pool's
+  timeout for a connection another thread holds.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 import psycopg_pool
 import pytest
+from psycopg.types.json import Jsonb
 
 from finops.errors import DatabaseUnavailable, InvalidInput
-from infra.postgres import Database, common, connect
-from infra.postgres.common import QUERIES, Statements
-from infra.postgres.lean import LeanDatabase
 from usecases.appcost import syncs
 from usecases.appcost.syncs import SyncEvent, accept, accept_recorded
 from usecases.runs import Run, record_of, recorded_run
+from infra.postgres import Database, common, connect
+from infra.postgres.common import QUERIES, Timeouts
+from infra.settings import ConfigError
+from tests.net import refused_port
 
 
 def event(revision: str = "abc123") -> SyncEvent:
@@ -59,25 +69,14 @@ def webhook_run() -> Run:
     return run
 
 
-@pytest.fixture(params=["lean", "pooled"])
-def gateway(request: pytest.FixtureRequest, db: Database, database_url: str) -> Iterator[Statements]:
-    """The webhook's statements through ``infra.postgres.lean`` (as served), or the pool (``db``)."""
-    if request.param == "pooled":
-        yield db
-        return
-    lean = LeanDatabase(database_url)
-    yield lean
-    lean.close()
-
-
 def job_run(db: Database, run_id: str) -> dict[str, Any] | None:
     with db.connection() as conn:
         return conn.execute("SELECT *, xmin::text AS tx FROM job_runs WHERE run_id = %s", (run_id,)).fetchone()
 
 
-def test_a_new_webhook_stores_its_event_and_its_run_in_one_transaction(gateway: Statements, db: Database) -> None:
+def test_a_new_webhook_stores_its_event_and_its_run_in_one_transaction(db: Database) -> None:
     run = webhook_run()
-    event_id, status, new, recorded = accept_recorded(gateway, event(), record_of(run))
+    event_id, status, new, recorded = accept_recorded(db, event(), record_of(run))
     assert (status, new, recorded) == ("pending", True, True)
     row = job_run(db, run.run_id)
     assert row is not None
@@ -88,76 +87,31 @@ def test_a_new_webhook_stores_its_event_and_its_run_in_one_transaction(gateway: 
     assert stored is not None and stored["tx"] == row["tx"]
 
 
-def test_a_replay_finds_the_stored_event_and_records_its_own_run(gateway: Statements, db: Database) -> None:
-    first_id, _, _, _ = accept_recorded(gateway, event(), record_of(webhook_run()))
+def test_a_replay_finds_the_stored_event_and_records_its_own_run(db: Database) -> None:
+    first_id, _, _, _ = accept_recorded(db, event(), record_of(webhook_run()))
     again = webhook_run()
-    event_id, status, new, recorded = accept_recorded(gateway, event(), record_of(again))
+    event_id, status, new, recorded = accept_recorded(db, event(), record_of(again))
     assert (event_id, status, new, recorded) == (first_id, "pending", False, True)
     row = job_run(db, again.run_id)
     assert row is not None and row["counts"]["replay"] is True and row["counts"]["sync_event"] == first_id
 
 
-def test_a_group_of_webhooks_is_stored_by_one_statement_each_event_once(gateway: Statements, db: Database) -> None:
-    runs = [webhook_run() for _ in range(4)]
-    items = [(event("r1"), record_of(runs[0])), (event("r2"), record_of(runs[1]))]
-    items += [(event("r1"), record_of(runs[2])), (event("r3"), record_of(runs[3]))]
-    accepted = syncs._accept_group(gateway, items)
-    assert all(isinstance(a, tuple) for a in accepted)
-    ids = [a[0] for a in accepted if isinstance(a, tuple)]
-    assert ids[0] == ids[2] and len({ids[0], ids[1], ids[3]}) == 3
-    new = [a[2] for a in accepted if isinstance(a, tuple)]
-    assert new == [True, True, False, True]  # the group's second webhook of r1 is a replay
-    assert {a[1:4:2] for a in accepted if isinstance(a, tuple)} == {("pending", True)}  # status, recorded
-    rows = [job_run(db, run.run_id) for run in runs]
-    assert [(r["counts"]["sync_event"], r["counts"]["replay"]) for r in rows if r] == [
-        (ids[0], False),
-        (ids[1], False),
-        (ids[0], True),
-        (ids[3], False),
-    ]
+def test_a_webhook_the_statement_refuses_raises_the_drivers_error_and_stores_nothing(db: Database) -> None:
+    bad = {**record_of(webhook_run()), "outcome": "not-an-outcome"}  # job_runs' CHECK refuses it
+    with pytest.raises(psycopg.errors.CheckViolation):  # a 500: a bug, not a 503
+        accept_recorded(db, event(), bad)
+    assert job_run(db, bad["run_id"]) is None
     with db.connection() as conn:
-        stored = conn.execute("SELECT revision, xmin::text AS tx FROM sync_events ORDER BY id").fetchall()
-    assert [r["revision"] for r in stored] == ["r1", "r2", "r3"]
-    assert {r["tx"] for r in stored} | {r["tx"] for r in rows if r} == {stored[0]["tx"]}  # one transaction
+        assert conn.execute("SELECT count(*) AS n FROM sync_events").fetchone() == {"n": 0}
+    assert accept_recorded(db, event(), record_of(webhook_run()))[1:] == ("pending", True, True)
 
 
-def test_a_webhook_the_groups_statement_refuses_fails_alone(gateway: Statements, db: Database) -> None:
-    good, bad = webhook_run(), webhook_run()
-    bad_record = {**record_of(bad), "outcome": "not-an-outcome"}  # job_runs' CHECK refuses it
-    accepted = syncs._accept_group(gateway, [(event("r1"), record_of(good)), (event("r2"), bad_record)])
-    assert isinstance(accepted[0], tuple) and accepted[0][1:] == ("pending", True, True)
-    assert type(accepted[1]).__name__ == "CheckViolation"  # the driver's error, raised to its caller alone
-    assert job_run(db, good.run_id) is not None and job_run(db, bad.run_id) is None
-    with db.connection() as conn:
-        assert [r["revision"] for r in conn.execute("SELECT revision FROM sync_events").fetchall()] == ["r1"]
-
-
-def test_a_webhook_whose_fallback_fails_fails_alone(gateway: Statements, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A group's event committed by another process after the statement's snapshot is read back
-    alone (``accept``); if that read fails, only its webhook fails: the others are committed."""
-    real = gateway.fetch_all
-
-    def twin_committed_r2(query: str, /, **params: Any) -> list[dict[str, Any]]:
-        rows = real(query, **params)
-        return [{**r, "id": None} if r["n"] == 1 else r for r in rows]  # as if r2's twin had won
-
-    def unavailable(db: Statements, event: SyncEvent) -> tuple[int, str, bool]:
-        raise DatabaseUnavailable("PostgreSQL is unavailable: gone")
-
-    monkeypatch.setattr(gateway, "fetch_all", twin_committed_r2)
-    monkeypatch.setattr(syncs, "accept", unavailable)
-    good, other = webhook_run(), webhook_run()
-    accepted = syncs._accept_group(gateway, [(event("r1"), record_of(good)), (event("r2"), record_of(other))])
-    assert isinstance(accepted[0], tuple) and accepted[0][1:] == ("pending", True, True)
-    assert isinstance(accepted[1], DatabaseUnavailable)
-
-
-def test_many_concurrent_webhooks_store_every_event_once_and_every_run(gateway: Statements, db: Database) -> None:
+def test_many_concurrent_webhooks_store_every_event_once_and_every_run(db: Database) -> None:
     runs = [webhook_run() for _ in range(60)]
     results: dict[int, tuple[int, str, bool, bool]] = {}
 
     def call(n: int) -> None:
-        results[n] = accept_recorded(gateway, event(f"r{n % 20}"), record_of(runs[n]))
+        results[n] = accept_recorded(db, event(f"r{n % 20}"), record_of(runs[n]))
 
     threads = [threading.Thread(target=call, args=(n,)) for n in range(60)]
     for thread in threads:
@@ -185,20 +139,18 @@ def test_a_replays_stored_event_is_found_by_index_not_by_scanning_the_table(db: 
             " SELECT 'test', 'argocd', 'app-' || n, 'shop', 'r', now() FROM generate_series(1, 5000) AS n"
         )
         conn.execute("ANALYZE sync_events")
-    items = [(event(f"r{n}"), record_of(webhook_run())) for n in range(3)]
-    events = syncs._json([{"n": n, **syncs._row(e)} for n, (e, _) in enumerate(items)])
-    runs = syncs._json([{"event": n, "first": True, **r} for n, (_, r) in enumerate(items)])
+    params = {**syncs._row(event()), "resources": Jsonb(syncs._row(event())["resources"])}
     with db.connection() as conn:
-        plan = conn.execute(f"EXPLAIN {QUERIES['accept_sync_webhooks']}", {"events": events, "runs": runs}).fetchall()
+        plan = conn.execute(
+            f"EXPLAIN {QUERIES['accept_sync_webhook']}", {**params, "run": syncs._json(record_of(webhook_run()))}
+        ).fetchall()
         conn.rollback()
     text = "\n".join(row["QUERY PLAN"] for row in plan)
     assert "Seq Scan on sync_events" not in text, text
     assert "Index Scan using sync_events_cluster_app_namespace_app_name_revision" in text, text
 
 
-def test_a_webhook_racing_an_uncommitted_twin_falls_back_without_recording(
-    gateway: Statements, db: Database, database_url: str
-) -> None:
+def test_a_webhook_racing_an_uncommitted_twin_falls_back_without_recording(db: Database, database_url: str) -> None:
     twin = psycopg.connect(database_url)
     try:
         twin.execute(
@@ -208,7 +160,7 @@ def test_a_webhook_racing_an_uncommitted_twin_falls_back_without_recording(
         )
         run = webhook_run()
         result: list[tuple[int, str, bool, bool]] = []
-        racer = threading.Thread(target=lambda: result.append(accept_recorded(gateway, event(), record_of(run))))
+        racer = threading.Thread(target=lambda: result.append(accept_recorded(db, event(), record_of(run))))
         racer.start()
         deadline = time.monotonic() + 30
         while not _waiting_on_a_lock(database_url):  # the racer's insert waits for the twin's transaction
@@ -232,12 +184,10 @@ def _waiting_on_a_lock(dsn: str) -> bool:
     return row is not None and row[0] > 0
 
 
-def test_a_run_recorded_early_that_fails_afterwards_is_replaced_by_the_failure(
-    gateway: Statements, db: Database
-) -> None:
+def test_a_run_recorded_early_that_fails_afterwards_is_replaced_by_the_failure(db: Database) -> None:
     with pytest.raises(InvalidInput), recorded_run("on_sync", "test") as run:
-        run.db, run.http_status, run.counts = gateway, 202, {"app": "argocd:web"}
-        _, _, _, run.recorded = accept_recorded(gateway, event(), record_of(run))
+        run.db, run.http_status, run.counts = db, 202, {"app": "argocd:web"}
+        _, _, _, run.recorded = accept_recorded(db, event(), record_of(run))
         raise InvalidInput("something after the statement failed")
     row = job_run(db, run.run_id)
     assert row is not None
@@ -305,3 +255,106 @@ def test_a_connection_just_checked_is_handed_out_without_another_check(
         assert checked == []
     finally:
         db.close()
+
+
+SETTINGS = """SELECT current_setting('TimeZone') AS zone, current_setting('statement_timeout') AS statement,
+                     current_setting('lock_timeout') AS lock"""
+
+
+def a_run(outcome: str = "success") -> dict[str, Any]:
+    run = Run(function="on_sync", cluster="test", trigger="argocd", http_status=202, outcome=outcome)
+    run.counts = {"app": "argocd:web", "nested": {"list": [1, "two", None]}, "replay": False}
+    return record_of(run)
+
+
+def test_a_named_query_reads_dict_rows_and_stores_a_dict_as_jsonb(db: Database) -> None:
+    record = a_run()
+    assert db.execute("insert_job_run", **record) == 1
+    row = db.fetch_one("recent_job_runs", function="on_sync", limit=5)
+    assert row is not None and row["counts"] == record["counts"] and str(row["run_id"]) == record["run_id"]
+    assert db.fetch_all("recent_job_runs", function="on_sync", limit=5) == [row]
+    assert db.fetch_one("recent_job_runs", function="nobody", limit=5) is None
+    assert db.fetch_all("recent_job_runs", function="nobody", limit=5) == []
+
+
+@pytest.mark.parametrize("pool", ["pool", "null"])
+def test_sessions_run_with_the_configured_timeouts_behind_pgbouncer_per_transaction(
+    database_url: str, pool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(common.QUERIES, "test_settings", SETTINGS)
+    with closing(connect(database_url, pool=pool, max_size=1, timeouts=Timeouts(7, 70))) as db:
+        row = db.fetch_one("test_settings")
+        assert row == {"zone": "UTC", "statement": "70s", "lock": "7s"}
+        with db.connection() as conn:
+            assert db.fetch_one("test_settings", conn) == {"zone": "UTC", "statement": "70s", "lock": "7s"}
+            conn.commit()  # behind PgBouncer the next transaction may run on another server connection
+            after = conn.execute(SETTINGS).fetchone()
+        assert after is not None and after["zone"] == "UTC"
+        assert (after["statement"], after["lock"]) == (("70s", "7s") if pool == "pool" else ("0", "0"))
+
+
+@pytest.mark.parametrize("pool", ["pool", "null"])
+def test_a_session_prepares_the_queries_it_runs_often_but_not_behind_pgbouncer(
+    database_url: str, pool: str, db: Database
+) -> None:
+    with closing(connect(database_url, pool=pool, max_size=1)) as one, one.connection() as conn:
+        for _ in range(6):  # psycopg prepares a query on its fifth run in a session
+            assert one.fetch_all("recent_job_runs", conn, function=None, limit=1) == []
+        prepared = conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone()
+    assert prepared == {"n": 0 if pool == "null" else 1}
+
+
+@pytest.mark.parametrize("pool", ["pool", "null"])
+def test_a_refused_statement_is_the_drivers_error_and_the_connection_stays_usable(
+    database_url: str, db: Database, pool: str
+) -> None:
+    with closing(connect(database_url, pool=pool, max_size=1)) as one:
+        with pytest.raises(psycopg.errors.CheckViolation):  # job_runs' CHECK on the outcome
+            one.execute("insert_job_run", **a_run("not-an-outcome"))
+        assert one.execute("insert_job_run", **a_run()) == 1
+    assert len(db.fetch_all("recent_job_runs", function="on_sync", limit=5)) == 1
+
+
+def test_a_missing_server_is_a_503_without_address_or_credentials() -> None:
+    with refused_port() as port:
+        db = connect(f"postgresql://finops:hunter2-secret@127.0.0.1:{port}/nowhere", max_size=1, timeout=2)
+        try:
+            calls: list[Callable[[], object]] = [
+                lambda: db.check(2),
+                lambda: db.fetch_one("recent_job_runs", function=None, limit=1),
+            ]
+            for call in calls:
+                with pytest.raises(DatabaseUnavailable) as raised:
+                    call()
+                message = raised.value.message
+                assert message.startswith("PostgreSQL is unavailable: ") and "refused" in message
+                assert "hunter2" not in message and "127.0.0.1" not in message and str(port) not in message
+        finally:
+            db.close()
+
+
+def test_a_malformed_dsn_is_a_configuration_error_without_the_password() -> None:
+    with pytest.raises(ConfigError) as raised:
+        connect("host=db password=hunter2-secret port='unterminated")
+    assert "DATABASE_URL" in str(raised.value) and "hunter2" not in str(raised.value)
+
+
+def test_a_caller_waits_at_most_the_timeout_for_the_connection_another_holds(database_url: str) -> None:
+    quick = connect(database_url, max_size=1, timeout=0.2)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with quick.connection():
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(DatabaseUnavailable, match=r"no connection within 0\.2 s"):
+            quick.fetch_one("recent_job_runs", function=None, limit=1)
+    finally:
+        release.set()
+        holder.join(30)
+        quick.close()

@@ -17,27 +17,22 @@ it in a request of its own; nothing is measured in the re-driving request.
 
 from __future__ import annotations
 
-import functools
+import json
 import logging
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from finops.errors import DatabaseUnavailable, FinOpsError, TemporaryError
+from finops.errors import FinOpsError, TemporaryError
 from finops.ownership import Ref
 from infra import events
-from infra.group_commit import GroupCommit
 
-if TYPE_CHECKING:  # the webhook path (accept) needs neither the measurement's imports nor psycopg's
+if TYPE_CHECKING:  # the webhook path (accept) needs none of the measurement's imports
+    from usecases.appcost.measure import KubeLister
     from infra.opencost import OpenCostClient
     from infra.postgres import Database
     from infra.postgres.common import Statements
-    from usecases.appcost.measure import KubeLister
 
 log = logging.getLogger(__name__)
 
@@ -101,81 +96,29 @@ def accept(db: Statements, event: SyncEvent) -> tuple[int, str, bool]:
 Accepted = tuple[int, str, bool, bool]
 """``(id, status, new, recorded)`` of a webhook's event and whether its run was stored with it."""
 
-MAX_GROUP = 64  # concurrent webhooks whose events and runs are stored by one statement
-
 
 def accept_recorded(db: Statements, event: SyncEvent, run: dict[str, Any]) -> Accepted:
     """``accept``, and store ``run`` (a ``job_runs`` row, ``usecases.runs.record_of``) in the same
-    statement, its counts completed with ``sync_event`` and ``replay``: the webhook's 202 costs one
-    round trip. Concurrent calls on one pool share that statement and its commit (group commit,
-    ``infra.group_commit``): a burst of webhooks costs PostgreSQL and this process a
-    statement per group, not per webhook. ``(id, status, new, recorded)``: not recorded only when a
-    concurrent webhook in another process was committing the same event (then the caller records
-    the run itself)."""
-    return _group(db).submit((event, run))
+    statement (``accept_sync_webhook``), its counts completed with ``sync_event`` and ``replay``:
+    the webhook's 202 costs one round trip and one commit. A replay returns the first event's id,
+    ``new`` false. ``(id, status, new, recorded)``: not recorded only when a concurrent webhook in
+    another process was committing the same event (its row is read back with ``accept``, and the
+    caller records the run itself)."""
+    row = db.fetch_one("accept_sync_webhook", **_row(event), run=_json(run))
+    if row is None:  # committed by another process after the statement's snapshot
+        return (*accept(db, event), False)
+    return int(row["id"]), str(row["status"]), bool(row["new"]), True
 
 
-_groups: weakref.WeakKeyDictionary[Statements, GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]]
-_groups = weakref.WeakKeyDictionary()
-_groups_lock = threading.Lock()
+def _json(value: dict[str, Any]) -> str:
+    """``value`` as JSON text, timestamps in RFC 3339 (``datetime.isoformat``)."""
+    return json.dumps(value, default=_timestamp)
 
 
-def _group(db: Statements) -> GroupCommit[tuple[SyncEvent, dict[str, Any]], Accepted]:
-    with _groups_lock:
-        group = _groups.get(db)
-        if group is None:
-            group = _groups[db] = GroupCommit(functools.partial(_accept_group, db), MAX_GROUP)
-        return group
-
-
-def _accept_group(db: Statements, items: Sequence[tuple[SyncEvent, dict[str, Any]]]) -> list[Accepted | BaseException]:
-    """One statement for ``items``: each distinct event once, each run with its event. When it
-    fails on anything but an unavailable database, each webhook is stored alone, so a bad one
-    fails only itself."""
-    events: dict[tuple[Any, ...], int] = {}
-    event_rows: list[dict[str, Any]] = []
-    run_rows: list[dict[str, Any]] = []
-    for event, run in items:
-        key = tuple(_key(event).values())
-        n = events.get(key)
-        first = n is None  # the group's first webhook of its event; the others are replays
-        if n is None:
-            n = events[key] = len(event_rows)
-            event_rows.append({"n": n, **_row(event)})
-        run_rows.append({"event": n, "first": first, **run})
-    try:
-        rows = db.fetch_all("accept_sync_webhooks", events=_json(event_rows), runs=_json(run_rows))
-    except DatabaseUnavailable:
-        raise
-    except Exception as exc:
-        if len(items) == 1:
-            return [exc]
-        return [_one(db, item) for item in items]
-    accepted: list[Accepted | BaseException] = []
-    for (event, _), run_row in zip(items, run_rows, strict=True):
-        row = rows[run_row["event"]]
-        if row["id"] is None:  # committed by another process after the statement's snapshot
-            try:
-                accepted.append((*accept(db, event), False))
-            except Exception as exc:  # its caller's alone: the others' rows are committed
-                accepted.append(exc)
-        else:
-            accepted.append((int(row["id"]), str(row["status"]), bool(row["new"]) and run_row["first"], True))
-    return accepted
-
-
-def _one(db: Statements, item: tuple[SyncEvent, dict[str, Any]]) -> Accepted | BaseException:
-    (result,) = _accept_group(db, [item])
-    return result
-
-
-_ENCODER = msgspec.json.Encoder()
-
-
-def _json(rows: list[dict[str, Any]]) -> str:
-    """``rows`` as JSON text, timestamps in RFC 3339 (msgspec: a fifteenth of ``json.dumps``'s
-    CPU with a ``default`` for the timestamps, on every group of webhooks)."""
-    return _ENCODER.encode(rows).decode()
+def _timestamp(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _resources(stored: dict[str, Any]) -> list[Ref]:

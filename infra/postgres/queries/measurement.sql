@@ -13,50 +13,36 @@ SELECT id, status FROM sync_events
 WHERE cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
   AND revision = %(revision)s AND finished_at = %(finished_at)s;
 
--- name: accept_sync_webhooks
--- The 202 of a group of concurrent webhooks (usecases.appcost.syncs, group commit) in one round
--- trip: each distinct event is inserted (a replay finds the stored one), and each webhook's run
--- gets its job_runs row, whose counts gain the event's id and whether it was a replay (a run of
--- an event another webhook of the same group inserted is one). An event without id in the answer
--- was committed by a concurrent statement after this one's snapshot was taken: its webhooks fall
--- back to find_sync_event and record their runs themselves.
-WITH event_in AS (
-    SELECT * FROM jsonb_to_recordset(%(events)s::jsonb) AS e(
-        n integer, cluster text, app_namespace text, app_name text, project text, destination_namespace text,
-        revision text, finished_at timestamptz, resources jsonb)
-), inserted AS (
+-- name: accept_sync_webhook
+-- A webhook's 202 in one statement (usecases.appcost.syncs.accept_recorded): its event inserted
+-- (a replay finds the stored one by the unique key's index) and its run's job_runs row (%(run)s,
+-- the row as a JSON object), whose counts gain the event's id and whether it was a replay. No row
+-- when a concurrent statement committed the same event after this one's snapshot was taken: the
+-- caller then reads the event with find_sync_event and records its run itself.
+WITH inserted AS (
     INSERT INTO sync_events (cluster, app_namespace, app_name, project, destination_namespace, revision,
                              finished_at, resources)
-    SELECT cluster, app_namespace, app_name, project, destination_namespace, revision, finished_at, resources
-    FROM event_in ORDER BY n
+    VALUES (%(cluster)s, %(app_namespace)s, %(app_name)s, %(project)s, %(destination_namespace)s, %(revision)s,
+            %(finished_at)s, %(resources)s)
     ON CONFLICT (cluster, app_namespace, app_name, revision, finished_at) DO NOTHING
-    RETURNING id, status, cluster, app_namespace, app_name, revision, finished_at
+    RETURNING id, status
 ), event AS (
-    SELECT e.n, coalesce(i.id, s.id) AS id, coalesce(i.status, s.status) AS status, i.id IS NOT NULL AS new
-    FROM event_in e
-    LEFT JOIN inserted i USING (cluster, app_namespace, app_name, revision, finished_at)
-    LEFT JOIN LATERAL (  -- a replay's stored event, found by the unique key's index
-        SELECT s.id, s.status FROM sync_events s
-        WHERE i.id IS NULL AND s.cluster = e.cluster AND s.app_namespace = e.app_namespace
-          AND s.app_name = e.app_name AND s.revision = e.revision AND s.finished_at = e.finished_at
-        LIMIT 1  -- the key is unique; the limit keeps the lookup per row (never a scan of the table)
-    ) s ON true
-), run_in AS (
-    SELECT * FROM jsonb_to_recordset(%(runs)s::jsonb) AS r(
-        event integer, first boolean, run_id uuid, function text, cluster text, trigger text,
-        started_at timestamptz, finished_at timestamptz, duration_ms integer, outcome text, http_status integer,
-        counts jsonb, error text)
+    SELECT id, status, true AS new FROM inserted
+    UNION ALL
+    SELECT id, status, false AS new FROM sync_events
+    WHERE NOT EXISTS (SELECT FROM inserted)
+      AND cluster = %(cluster)s AND app_namespace = %(app_namespace)s AND app_name = %(app_name)s
+      AND revision = %(revision)s AND finished_at = %(finished_at)s
 ), recorded AS (
     INSERT INTO job_runs (run_id, function, cluster, trigger, started_at, finished_at, duration_ms,
                           outcome, http_status, counts, error)
     SELECT r.run_id, r.function, r.cluster, r.trigger, r.started_at, r.finished_at, r.duration_ms, r.outcome,
-           r.http_status, r.counts || jsonb_build_object('sync_event', e.id, 'replay', NOT (e.new AND r.first)),
+           r.http_status, coalesce(r.counts, '{}') || jsonb_build_object('sync_event', e.id, 'replay', NOT e.new),
            r.error
-    FROM run_in r JOIN event e ON e.n = r.event
-    WHERE e.id IS NOT NULL
+    FROM jsonb_populate_record(NULL::job_runs, %(run)s::jsonb) r, event e
     ON CONFLICT (run_id) DO NOTHING
 )
-SELECT n, id, status, new FROM event ORDER BY n;
+SELECT id, status, new FROM event;
 
 -- name: claim_sync_event
 -- Take an accepted event for measurement: pending, or claimed by a measurement that died.
