@@ -47,7 +47,7 @@ from bench.charges_world import (
 )
 from bench.common import database
 from finops.hours import HOUR
-from functions.collect_charges import service
+from usecases.collect_charges import service
 from infra.kube.client import KubeClient
 from infra.postgres import Database
 from sandbox.kube import KubeServer

@@ -17,8 +17,8 @@ from typing import Any
 import flask
 
 from functions.body_guard import guard_bodies
-from infra.serving import TARGETS
 from functions.warmup import warm_up
+from infra.serving import TARGETS
 from infra.settings import ServingSettings, load
 
 __all__ = list(TARGETS)

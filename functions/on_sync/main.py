@@ -40,8 +40,6 @@ import functions_framework
 
 from finops.errors import FinOpsError, InvalidInput, TemporaryError
 from finops.hours import parse_timestamp
-from usecases.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
-from infra.clients import database_from, kube_from, opencost_from
 from functions.edge import (
     current_secret,
     edge,
@@ -54,9 +52,11 @@ from functions.edge import (
 )
 from functions.limits import RateLimit, worker_count_share
 from functions.on_sync.webhook import SyncWebhook
-from usecases.runs import Run, record_of
 from infra import events
+from infra.clients import database_from, kube_from, opencost_from
 from infra.settings import OnSyncSettings
+from usecases.appcost.syncs import NotSettled, SyncEvent, accept_recorded, measure_event
+from usecases.runs import Run, record_of
 
 FUNCTION = "on_sync"
 MAX_NOTES = 10  # reasons for dropped resources echoed in a response

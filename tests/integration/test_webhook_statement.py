@@ -41,13 +41,13 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from finops.errors import DatabaseUnavailable, InvalidInput
-from usecases.appcost import syncs
-from usecases.appcost.syncs import SyncEvent, accept, accept_recorded
-from usecases.runs import Run, record_of, recorded_run
 from infra.postgres import Database, common, connect
 from infra.postgres.common import QUERIES, Timeouts
 from infra.settings import ConfigError
 from tests.net import refused_port
+from usecases.appcost import syncs
+from usecases.appcost.syncs import SyncEvent, accept, accept_recorded
+from usecases.runs import Run, record_of, recorded_run
 
 
 def event(revision: str = "abc123") -> SyncEvent:

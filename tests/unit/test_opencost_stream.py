@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from finops.errors import OpenCostUnavailable
-from functions.collect_allocations import rows
+from usecases.collect_allocations import rows
 from infra.opencost.models import RESPONSE
 from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_of, read_allocations
 

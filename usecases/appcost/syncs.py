@@ -29,10 +29,10 @@ from finops.ownership import Ref
 from infra import events
 
 if TYPE_CHECKING:  # the webhook path (accept) needs none of the measurement's imports
-    from usecases.appcost.measure import KubeLister
     from infra.opencost import OpenCostClient
     from infra.postgres import Database
     from infra.postgres.common import Statements
+    from usecases.appcost.measure import KubeLister
 
 log = logging.getLogger(__name__)
 
