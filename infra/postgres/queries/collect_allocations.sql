@@ -82,7 +82,7 @@ ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
 SELECT finops_drop_allocation_partitions(%(cutoff)s) AS partition;
 
 -- name: delete_hour_assets
--- The hour's assets are replaced with its rows, in its transaction (functions.collect_allocations.assets).
+-- The hour's assets are replaced with its rows, in its transaction (usecases.collect_allocations.assets).
 DELETE FROM cluster_assets
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
 
