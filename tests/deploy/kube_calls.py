@@ -8,7 +8,7 @@ not is an error naming the line. A method that needs no Role rule (``METHOD_VERB
 
 Reachability is by reference, and conservative: starting from the target's handler (its cold
 start, ``functions.warmup``, reads its settings and database only), a top-level function or
-class of the ``functions`` package is reached when a reached definition (or the module-level
+class of the ``functions`` or ``usecases`` package is reached when a reached definition (or the module-level
 code of any module the target imports) names it, directly or through an imported name or a
 module alias; a reached class brings all its methods. A definition
 never named from the target's code is not reached, so importing a model from a module that also
@@ -27,6 +27,7 @@ from pathlib import Path
 from infra.kube import METHOD_VERBS
 from tests.deploy.manifests import ROOT
 
+OURS = ("functions", "usecases")  # the edges and the use cases they call; infra holds the adapters
 Definition = tuple[str, str]  # (module, top-level function or class name)
 Call = tuple[str, str, str]  # (KubeClient method, API group, plural)
 
@@ -53,7 +54,8 @@ def module_file(module: str) -> Path | None:
 def all_modules() -> list[str]:
     return sorted(
         ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        for path in (ROOT / "functions").rglob("*.py")
+        for package in OURS
+        for path in (ROOT / package).rglob("*.py")
     )
 
 
@@ -75,14 +77,14 @@ def parse(name: str) -> Module:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             module.definitions[node.name] = node
     for node in ast.walk(module.tree):  # imports anywhere (also the lazy ones inside functions)
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("functions"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith(OURS):
             for alias in node.names:
                 local = alias.asname or alias.name
                 submodule = f"{node.module}.{alias.name}"
                 module.imports[local] = (submodule, None) if module_file(submodule) else (node.module, alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("functions.") and alias.asname:
+                if alias.name.startswith(OURS) and alias.asname:
                     module.imports[alias.asname] = (alias.name, None)
     return module
 
