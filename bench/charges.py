@@ -47,10 +47,10 @@ from bench.charges_world import (
 )
 from bench.common import database
 from finops.hours import HOUR
-from usecases.collect_charges import service
 from infra.kube.client import KubeClient
 from infra.postgres import Database
 from sandbox.kube import KubeServer
+from usecases.collect_charges import service
 from usecases.collect_charges.service import ChargesResult, collect_charges
 from usecases.reconcile.objects import GROUP, VERSION
 from usecases.reconcile.service import ObjectRef, reconcile_event

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from finops.errors import OpenCostUnavailable
-from usecases.collect_allocations import rows
 from infra.opencost.models import RESPONSE
 from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_of, read_allocations
+from usecases.collect_allocations import rows
 
 ORIGIN = "OpenCost at http://opencost answered /allocation"
 
