@@ -55,6 +55,13 @@ Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medi
   0.81, CPU 0.69; 124-134 MiB. Alone an hour later (the floor 2.14-2.25 s at 100,000): 1.03,
   1.03 and 1.03, CPU 0.92, 0.92 and 0.90; the tree before the rows' refusal of too-large costs
   0.98, CPU 0.88 (ours 2.17 / 2.22 s); 20,000: 1.02-1.10; 200,000: 0.70-0.81; 123-134 MiB.
+- msgspec replaced by the standard library's ``json`` (numbers as exact ``Decimal``s) and
+  pydantic's ``validate_python`` (issue 31), at load 8 to 32 on 2 CPUs, three runs each: 20,000:
+  CPU 0.91 / 0.39 s (2.34; the tree before: 0.36 / 0.39 s, 0.93); 100,000: CPU 4.78 / 1.96 s
+  (2.44; before: 1.85 / 2.30 s, 0.80), wall 18.3 / 5.6 s (3.25; before 4.96 / 4.30 s, 1.15);
+  132 MiB both. The stream and the rows alone (no database) at 100,000: CPU 4.0 s against 1.45
+  with msgspec; sampled (before the collector's pause, 4.8 s), ``json.loads`` took 39%,
+  pydantic's ``validate_python`` 26%, ``RowBuilder.lines`` 19%, the window's bytes 8%.
 """
 
 from __future__ import annotations

@@ -1,45 +1,47 @@
 """An ``/allocation`` answer read from a file in bounded windows, one allocation at a time.
 
-Why: ``json.loads`` (or pydantic) of a whole hour builds every allocation before the first row is
-written, so memory grows with the hour (about 12 KiB per container in a fresh process; a
-70,000-container hour outgrows the Service's 1 GiB). Here the answer is read from its spool file
-(``client.Spooled``) in windows of ``WINDOW`` bytes; each window is cut after its last complete
-allocation and that slice is decoded by msgspec into records with the stored fields of
-``models.Allocation`` and their checks (numbers as exact ``Decimal`` from their text, times as
-aware datetimes, quantities as their JSON text, ``null`` accepted; the fields no row stores are
-skipped, not built and not checked), so memory is bounded by a window's allocations,
-whatever the hour's size. A record reads like the models' dicts (``get``, ``[]``) but for its
-quantities (``quantities_text``, ``quantities_of``), and ``RowBuilder`` takes a row's fields from
-it in a few C calls.
+The answer is read from its spool file (``client.Spooled``) in windows of ``WINDOW`` bytes, so
+memory is bounded by a window's allocations whatever the hour's size (parsed whole, a
+70,000-container hour outgrows the Service's 1 GiB). Each window is cut after its last complete
+allocation, and that slice is parsed by the standard library's ``json`` with every JSON number
+that has a fraction or an exponent read as the exact ``Decimal`` of its text
+(``parse_float=Decimal``; integers are ``int``s), then validated by pydantic into records holding
+the fields of ``models.Allocation`` that a row stores: costs as finite ``Decimal``s (a numeric
+string is read as its number), times as aware datetimes, text and labels as ``str``, ``null``
+accepted. The other fields are parsed but neither kept nor checked. The quantities are kept as
+parsed and checked when ``quantities_text`` writes them, which names the field. A record is read
+by attribute (``RowBuilder`` does), or like the models' dicts (``get``, ``[]``).
 
-Why msgspec over windows rather than ijson: measured on a 100,000-container hour (161 MiB),
-ijson's C backend needs 2.0 s just to tokenise it (about as long as ``json.loads`` builds it),
-while msgspec decodes and validates the same bytes, window by window, in well under a second;
-records without cyclic garbage collection (``gc=False``: they hold no cycles) save a quarter more.
-msgspec cannot decode a partial document, hence the cut: candidate cuts are the ``},"key":{``
-sequences from the window's end backwards (those followed by ``{"name"``, OpenCost's first field,
-first); a candidate is right exactly when ``{`` + the slice + ``}`` decodes. A cut inside a nested
-object leaves a brace unclosed, a cut inside a string leaves it unterminated, so both fail to
-decode ("truncated"/"malformed") and the next candidate is tried; a ``ValidationError`` is a real
-bad field and fails the answer, naming the allocation's key and the field.
+pydantic's own JSON parser (``validate_json``) is not used for the allocations: it reads a JSON
+number through a float, so ``0.1000000000000000055511151231257827`` arrives as ``0.1`` and
+``100.10`` as ``100.1``, where the rows store the number as sent.
 
-The envelope: a small answer (one window) is decoded whole, in any field order. A larger one must
-open with its scalars before ``"data":[{`` (OpenCost's, Go's field order: code, status, data,
-message); the remainder after the last cut, with ``{"data":[{`` put back in front, is again a
-whole envelope and is decoded as such, so trailing fields, a second step set (refused: one hour is
-one accumulated set) and the closing brackets are all checked by the decoder, not by hand.
+The cut: the candidates are the ``},"key":{`` sequences, tried from the window's end backwards
+(those followed by ``{"name"``, OpenCost's first field, first). A candidate is right exactly when
+``{`` + the slice + ``}`` parses. A cut inside a nested object leaves a brace unclosed and a cut
+inside a string leaves it unterminated, so both fail to parse and the next candidate is tried. A
+validation error is a real bad field and fails the answer, naming the allocation's key and the
+field.
+
+The envelope: a small answer (one window) is parsed whole, in any field order. A larger one must
+open with its scalars before ``"data":[{`` (OpenCost's field order, which is Go's: code, status,
+data, message). The remainder after the last cut, with ``{"data":[{`` put back in front, is a
+whole envelope again and is parsed as one, so the parser and the validator check trailing
+fields, a second step set (refused: one hour is one accumulated set) and the closing brackets.
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import operator
 import re
 from collections.abc import Iterator
-from datetime import datetime
 from decimal import Decimal
-from typing import IO, Annotated, Any
+from typing import IO, Any
 
-import msgspec
+from pydantic import AwareDatetime, BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass
 
 from finops.errors import OpenCostUnavailable
 from infra.opencost.models import Allocation
@@ -47,19 +49,23 @@ from infra.opencost.models import Allocation
 WINDOW = 4 * 2**20  # bytes read at a time; one window's allocations are the batch in memory
 _HEAD_LIMIT = 2**20  # the envelope's fields before "data" (code, status) are a few bytes
 
+# A cost: the exact ``Decimal`` its JSON number was parsed as (an integer's ``Decimal``), or a
+# numeric string read as its ``Decimal``; a bool, a non-finite or non-numeric value is refused.
 Number = Decimal | None
-# A quantity (minutes, cores, bytes...) is stored as sent: its JSON text, kept as it is (any JSON
-# value; ``RowBuilder.lines`` passes it to COPY only if it is a number or null). Not a Decimal:
-# creating one per quantity, then its text again for COPY, was a fifth of the ingest.
-Quantity = msgspec.Raw
-NULL = msgspec.Raw(b"null")  # an absent quantity reads as JSON null
-Time = Annotated[datetime, msgspec.Meta(tz=True)] | None  # RFC 3339 with its offset, parsed in C
+# A quantity (minutes, cores, bytes...) is kept as parsed, whatever the JSON value, and checked
+# where it is written (``quantities_text``), whose refusal names the allocation and the field.
+Quantity = Any
+Time = AwareDatetime | None  # RFC 3339 with its offset
 
 
-class _Record(msgspec.Struct, gc=False):
-    """A decoded object, also read like ``models``' dicts: ``get(field)`` (None when absent or
-    null). Structs decode twice as fast as dicts (measured: a 20,000-container hour in 0.9 s
-    against 1.5 s), and ``RowBuilder`` reads a row's fields from one in a few C calls."""
+_LENIENT = ConfigDict(extra="ignore")
+
+
+class _Record:
+    """A validated object, also read like ``models``' dicts: ``get(field)`` (None when absent or
+    null), ``[field]``; ``RowBuilder`` reads a row's fields from its attributes."""
+
+    __slots__ = ()
 
     def get(self, field: str, default: Any = None) -> Any:
         value = getattr(self, field, default)
@@ -69,6 +75,7 @@ class _Record(msgspec.Struct, gc=False):
         return getattr(self, field)
 
 
+@dataclass(slots=True, config=_LENIENT)
 class _Properties(_Record):
     """The properties a row stores, and the namespace's labels (its owner)."""
 
@@ -81,32 +88,32 @@ class _Properties(_Record):
     namespaceLabels: dict[str, str] | None = None
 
 
+@dataclass(slots=True, config=_LENIENT)
 class _Allocation(_Record):
-    """The fields of ``models.Allocation`` that ``provider_allocations`` stores, and only those:
-    the decoder skips the others (``window``, the efficiencies, ``pvs``, ``lbAllocations``, pod
-    labels and annotations...) without building them, a quarter of the decoding saved. So those
-    fields are not type-checked here: a wrong type in a field never stored is not refused. The
-    quantities are their JSON text (``Quantity``), checked to be numbers where they are written."""
+    """The fields of ``models.Allocation`` that ``provider_allocations`` stores, and only those.
+    The others (``window``, the efficiencies, ``pvs``, ``lbAllocations``, pod labels and
+    annotations...) are parsed but not validated, so a wrong type in a field never stored is not
+    refused."""
 
     name: str = ""
     properties: _Properties | None = None
     start: Time = None
     end: Time = None
-    minutes: Quantity = NULL
-    cpuCores: Quantity = NULL
-    cpuCoreRequestAverage: Quantity = NULL
-    cpuCoreUsageAverage: Quantity = NULL
-    cpuCoreHours: Quantity = NULL
-    ramBytes: Quantity = NULL
-    ramByteRequestAverage: Quantity = NULL
-    ramByteUsageAverage: Quantity = NULL
-    ramByteHours: Quantity = NULL
-    gpuCount: Quantity = NULL
-    gpuHours: Quantity = NULL
-    pvBytes: Quantity = NULL
-    pvByteHours: Quantity = NULL
-    networkTransferBytes: Quantity = NULL
-    networkReceiveBytes: Quantity = NULL
+    minutes: Quantity = None
+    cpuCores: Quantity = None
+    cpuCoreRequestAverage: Quantity = None
+    cpuCoreUsageAverage: Quantity = None
+    cpuCoreHours: Quantity = None
+    ramBytes: Quantity = None
+    ramByteRequestAverage: Quantity = None
+    ramByteUsageAverage: Quantity = None
+    ramByteHours: Quantity = None
+    gpuCount: Quantity = None
+    gpuHours: Quantity = None
+    pvBytes: Quantity = None
+    pvByteHours: Quantity = None
+    networkTransferBytes: Quantity = None
+    networkReceiveBytes: Quantity = None
     cpuCost: Number = None
     cpuCostAdjustment: Number = None
     gpuCost: Number = None
@@ -126,21 +133,19 @@ class _Allocation(_Record):
 
 QUANTITIES = tuple(f for f, kind in _Allocation.__annotations__.items() if kind == "Quantity")
 _quantities = operator.attrgetter(*QUANTITIES)
-_NUMBER = b"0123456789.eE+-\t\\N"  # the bytes of JSON numbers, tabs and COPY's NULL (\\N)
 
 
 def quantities_text(record: Any, name: str) -> str:
-    """A streamed record's ``QUANTITIES`` for ``COPY``'s text format: their JSON texts joined by
-    tabs, null as ``\\N``. PostgreSQL parses a JSON number's text to the numeric a ``Decimal`` of
-    it would give (same digits, same scale: ``5e-05`` and ``Decimal("5e-05")``'s ``0.00005``
-    alike). Checked at once: msgspec has validated the JSON, so once nulls are replaced, a quantity
-    that is not a number leaves a byte no number has (a quote, a brace, a letter of true/false)."""
-    text = b"\t".join(_quantities(record))
-    if b"null" in text:
-        text = text.replace(b"null", b"\\N")
-    if text.translate(None, _NUMBER):
-        return _quantities_slowly(record, name)
-    return text.decode()
+    """A streamed record's ``QUANTITIES`` for ``COPY``'s text format: each number's text (a
+    ``Decimal`` of the JSON's, or an ``int``) joined by tabs, null as ``\\N``. PostgreSQL parses a
+    ``Decimal``'s text to the same numeric, scale included (``Decimal("5e-05")``'s ``0.00005``).
+    A JSON number is always a finite ``Decimal`` or an ``int``: any other value takes the slow
+    path, which reads a numeric string as its number and refuses the rest, naming the field."""
+    values = _quantities(record)
+    if not _NUMBERS.issuperset(map(type, values)):
+        values = _quantities_slowly(record, name)
+    text = "\t".join(map(str, values))
+    return text.replace("None", "\\N") if "None" in text else text
 
 
 def quantities_of(record: Any, name: str) -> tuple[Decimal | None, ...]:
@@ -149,32 +154,28 @@ def quantities_of(record: Any, name: str) -> tuple[Decimal | None, ...]:
     return tuple(None if text == "\\N" else Decimal(text) for text in quantities_text(record, name).split("\t"))
 
 
-def _quantities_slowly(record: Any, name: str) -> str:
+_NUMBERS = frozenset({Decimal, int, type(None)})
+_DECIMAL = TypeAdapter(Decimal)
+
+
+def _quantities_slowly(record: Any, name: str) -> tuple[Decimal | int | None, ...]:
     """A quantity sent as a string is read as a ``Decimal`` field reads it (``"0.5"``: 0.5); one
-    that is not finite (``"NaN"``) or not a number refuses the answer, naming the field."""
-    texts = []
-    for field, raw in zip(QUANTITIES, _quantities(record), strict=True):
-        value = bytes(raw)
-        if value == b"null":
-            texts.append("\\N")
-            continue
-        try:
-            number = _DECIMAL.decode(value)
-        except msgspec.ValidationError as exc:
-            message = str(exc).partition(" - at ")[0]
-            raise OpenCostUnavailable(f"OpenCost answered /allocation with {name}.{field}: {message}") from None
-        if not number.is_finite():
-            raise OpenCostUnavailable(
-                f"OpenCost answered /allocation with {name}.{field}: {number}, not a finite number"
-            )
-        texts.append(value.decode() if value[:1] != b'"' else str(number))
-    return "\t".join(texts)
+    that is not a finite number (``"NaN"``, true, an object) refuses the answer, naming the field."""
+    values = []
+    for field, value in zip(QUANTITIES, _quantities(record), strict=True):
+        if value is not None and type(value) not in _NUMBERS:
+            try:
+                value = _DECIMAL.validate_python(value)
+            except ValidationError as exc:
+                message = exc.errors(include_url=False, include_input=False)[0]["msg"]
+                raise OpenCostUnavailable(f"OpenCost answered /allocation with {name}.{field}: {message}") from None
+        values.append(value)
+    return tuple(values)
 
 
-_DECIMAL = msgspec.json.Decoder(Decimal)
+class _Envelope(BaseModel):
+    model_config = ConfigDict(extra="ignore")
 
-
-class _Envelope(msgspec.Struct):
     code: int | None = None
     status: str | None = None
     message: str | None = None
@@ -182,14 +183,26 @@ class _Envelope(msgspec.Struct):
     data: list[dict[str, _Allocation] | None] | None = None
 
 
-_ENTRIES = msgspec.json.Decoder(dict[str, _Allocation])
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
-_ALLOCATION = msgspec.json.Decoder(_Allocation)
-_RAW_ENTRIES = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ENTRIES = TypeAdapter(dict[str, _Allocation])
+_ENVELOPE = TypeAdapter(_Envelope)
 _DATA_START = re.compile(rb'"data"\s*:\s*\[\s*\{')
 _NAME_CUT = re.compile(rb'\}\s*,\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"name"')
 _NULL_TIME = re.compile(rb'("(?:start|end)"\s*:\s*)"null"')
 _ANY_CUT = re.compile(rb'\}\s*,\s*"(?:[^"\\]|\\.)*"\s*:\s*\{')
+
+
+def _validated(adapter: TypeAdapter[Any], text: bytes) -> Any:
+    """``text`` parsed (numbers as exact ``Decimal``s) and validated by ``adapter``: raises
+    ``ValidationError`` for a bad field, another ``ValueError`` if ``text`` is not JSON. The
+    garbage collector is paused meanwhile: the window's new objects hold no cycles, and
+    collecting them while they were being made took a sixth of the time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return adapter.validate_python(json.loads(_null_times(text), parse_float=Decimal))
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class AnswerError(Exception):
@@ -219,7 +232,7 @@ class _Refused(Exception):
 def _read(file: IO[bytes], window: int) -> Iterator[tuple[str, Allocation]]:
     head = file.read(window)
     more = file.read(1)
-    if not more:  # the whole answer fits one window: decode it whole, in any field order
+    if not more:  # the whole answer fits one window: parse it whole, in any field order
         yield from _whole(head)
         return
     head += more
@@ -234,7 +247,7 @@ def _read(file: IO[bytes], window: int) -> Iterator[tuple[str, Allocation]]:
     scalars = head[: found.start()].rstrip()
     if scalars.endswith(b","):
         scalars = scalars[:-1]
-    envelope = _decode_envelope(scalars + b"}")
+    envelope = _envelope(scalars + b"}")
     _check_code(envelope, has_data=True)
     buffer = head[found.end() :]
     while True:
@@ -252,17 +265,17 @@ def _read(file: IO[bytes], window: int) -> Iterator[tuple[str, Allocation]]:
 
 
 def _cut(buffer: bytes) -> tuple[dict[str, Any], int] | None:
-    """The allocations before the last boundary that decodes, and where the rest starts."""
+    """The allocations before the last boundary that parses, and where the rest starts."""
     for pattern in (_NAME_CUT, _ANY_CUT):
         position = len(buffer)
         while (position := buffer.rfind(b"}", 0, position)) >= 0:
             if not pattern.match(buffer, position):
                 continue
             try:
-                entries = _ENTRIES.decode(_null_times(b"{" + buffer[: position + 1] + b"}"))
-            except msgspec.ValidationError as exc:
-                raise _failure(b"{" + buffer[: position + 1] + b"}", exc, envelope=False) from None
-            except msgspec.DecodeError:
+                entries = _validated(_ENTRIES, b"{" + buffer[: position + 1] + b"}")
+            except ValidationError as exc:
+                raise AnswerError(_where(exc)) from None
+            except ValueError:
                 continue  # inside a nested object or a string: an earlier candidate
             # The rest starts after "}," (the comma and any whitespace around it).
             rest = buffer.index(b",", position + 1) + 1
@@ -272,7 +285,7 @@ def _cut(buffer: bytes) -> tuple[dict[str, Any], int] | None:
 
 def _tail(buffer: bytes) -> Iterator[tuple[str, Allocation]]:
     """The last allocations and the envelope's end, as a whole envelope of their own."""
-    envelope = _decode_envelope(b'{"data":[{' + buffer)
+    envelope = _envelope(b'{"data":[{' + buffer)
     _check_code(envelope, has_data=True, code_seen=True)
     sets = envelope.data or []
     if len(sets) > 1:
@@ -281,7 +294,7 @@ def _tail(buffer: bytes) -> Iterator[tuple[str, Allocation]]:
 
 
 def _whole(body: bytes) -> Iterator[tuple[str, Allocation]]:
-    envelope = _decode_envelope(body)
+    envelope = _envelope(body)
     _check_code(envelope, has_data=envelope.data is not None)
     sets = envelope.data or []
     if len(sets) > 1:
@@ -296,13 +309,14 @@ def _null_times(text: bytes) -> bytes:
     return _NULL_TIME.sub(rb"\1null", text) if b'"null"' in text else text
 
 
-def _decode_envelope(body: bytes) -> _Envelope:
+def _envelope(body: bytes) -> _Envelope:
     try:
-        return _ENVELOPE.decode(_null_times(body))
-    except msgspec.ValidationError as exc:
-        raise _failure(body, exc, envelope=True) from None
-    except msgspec.DecodeError as exc:
+        envelope: _Envelope = _validated(_ENVELOPE, body)
+    except ValidationError as exc:
+        raise AnswerError(_where(exc)) from None
+    except ValueError as exc:
         raise AnswerError(f"body: {exc}") from None
+    return envelope
 
 
 def _check_code(envelope: _Envelope, *, has_data: bool, code_seen: bool = False) -> None:
@@ -312,28 +326,19 @@ def _check_code(envelope: _Envelope, *, has_data: bool, code_seen: bool = False)
         raise _Refused(f"code {envelope.code}: {envelope.message or 'no data'}")
 
 
-class _RawEnvelope(msgspec.Struct):
-    data: list[dict[str, msgspec.Raw] | None] | None = None
+# pydantic's error types for a time that is not RFC 3339 with its offset
+_TIME_ERRORS = frozenset({"datetime_parsing", "datetime_from_date_parsing", "datetime_type", "timezone_aware"})
 
 
-def _failure(text: bytes, exc: msgspec.ValidationError, *, envelope: bool) -> AnswerError:
-    """The error naming the allocation (msgspec's path says ``[...]`` for a map key): on this
-    rare path the allocations are decoded again one by one to find the key."""
-    try:
-        sets = msgspec.json.decode(text, type=_RawEnvelope).data or [] if envelope else [_RAW_ENTRIES.decode(text)]
-        for entries in sets:
-            for key, raw in (entries or {}).items():
-                try:
-                    _ALLOCATION.decode(_null_times(bytes(raw)))
-                except msgspec.ValidationError as inner:
-                    return AnswerError(f"{key}{_where(inner)}")
-    except msgspec.DecodeError:
-        pass
-    return AnswerError(_where(exc))
-
-
-def _where(exc: msgspec.ValidationError) -> str:
-    """msgspec's "Expected `decimal | null`, got `str` - at `$[...].cpuCost`" as one line."""
-    text = str(exc)
-    message, _, path = text.partition(" - at ")
-    return f"{path.strip('`').removeprefix('$') or 'body'}: {message}" if path else text
+def _where(exc: ValidationError) -> str:
+    """The first error as one line: where (``key.field``, the envelope's ``data[0]`` left out:
+    the allocation's key names it) and what."""
+    error = exc.errors(include_url=False, include_input=False)[0]
+    location = list(error["loc"])
+    if location[:1] == ["data"] and len(location) > 2:
+        location = location[2:]  # data, the set's index: the key that follows names the allocation
+    where = ".".join(map(str, location)) or "body"
+    message = error["msg"]
+    if error["type"] in _TIME_ERRORS:
+        message = f"Invalid RFC3339 time with its offset ({message})"
+    return f"{where}: {message}"

@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import msgspec
 import pytest
 
 from finops.errors import OpenCostUnavailable
@@ -105,7 +104,7 @@ def streamed(answer: bytes) -> Iterator[tuple[str, Any]]:
 def exact(answer: bytes) -> Iterator[tuple[str, Any]]:
     """The reference: every number of the JSON as an exact ``Decimal`` of its text (what the
     streamed records held before their quantities were kept as text), in plain dicts."""
-    return iter(msgspec.json.Decoder(float_hook=Decimal).decode(answer)["data"][0].items())
+    return iter(json.loads(answer, parse_float=Decimal)["data"][0].items())
 
 
 def modelled(answer: bytes) -> Iterator[tuple[str, Any]]:

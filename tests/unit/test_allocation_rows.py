@@ -185,7 +185,7 @@ def test_a_cost_column_in_both_paths(path: str, cost: str, adjustment: str | Non
     [(3, None, 3_000_000), (3, 1, 4_000_000), (0, 2, 2_000_000), (3, Decimal("-0.5"), 2_500_000)],
 )
 def test_whole_numbers_are_costs_too(cost: int, adjustment: int | Decimal | None, micros: int) -> None:
-    """A JSON integer reaches the rows as an ``int`` (msgspec's exact decoding): the same micros."""
+    """A cost given as an ``int`` (a JSON integer kept as one): the same micros."""
     (row,) = stored(allocation("shop/web", "shop", figures={"ramCost": cost, "ramCostAdjustment": adjustment})).values()  # type: ignore[dict-item]
     assert row["ram_cost_micros"] == micros
 

@@ -4,6 +4,8 @@
 - every allocation arrives, equal to the reference (exact decimals, times, properties), whatever
   the window size (down to windows smaller than one allocation), with the answer compact or
   pretty-printed, and with ``},"x":{`` inside strings and nested objects that look like cuts;
+- a number arrives as the exact ``Decimal`` of its text, however many digits (not through a
+  float), a quantity's text keeping its scale;
 - a bad field fails with one line naming the allocation's field, wherever it lies in the answer;
 - an error envelope (``code`` other than 200) fails with OpenCost's message; two step sets for
   one accumulated hour are refused; a large answer must give its ``code`` before ``data``;
@@ -21,7 +23,7 @@ import pytest
 
 from finops.errors import OpenCostUnavailable
 from infra.opencost.models import RESPONSE
-from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_of, read_allocations
+from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_of, quantities_text, read_allocations
 from usecases.collect_allocations import rows
 
 ORIGIN = "OpenCost at http://opencost answered /allocation"
@@ -85,9 +87,9 @@ STORED_PROPERTIES = (*rows._PLACES, "namespace", "namespaceLabels")
 
 def test_the_record_decodes_every_stored_field() -> None:
     """A field a row stores but the decoder skipped would read as None: every one is declared."""
-    assert set(STORED) <= set(_Allocation.__struct_fields__)
+    assert set(STORED) <= set(_Allocation.__dataclass_fields__)
     assert rows._QUANTITIES[2:] == QUANTITIES  # the columns' order: their texts are written as one
-    assert set(STORED_PROPERTIES) <= set(_Properties.__struct_fields__)
+    assert set(STORED_PROPERTIES) <= set(_Properties.__dataclass_fields__)
 
 
 @pytest.mark.parametrize("window", [64, 700, 4096, 10**7], ids=["tiny", "under-one", "several", "whole"])
@@ -101,6 +103,32 @@ def test_every_allocation_equals_the_whole_body_parse(window: int, indent: int |
     assert first["cpuCost"] == Decimal("0.12345") and first["ramCost"] == Decimal("1e-05")
     assert first["totalCost"] == Decimal("123456789.12345")  # exact: not through float
     assert got["ns-1/pod-7/app"]["end"] is None  # "null" read as no time
+
+
+EXACT = {  # JSON numbers' texts (read through a float, as pydantic's JSON parser does: 0.1, ...5.13)
+    "totalCost": "0.1000000000000000055511151231257827",
+    "cpuCost": "123456789012345.123456789012345",
+    "ramCost": "123456789012345678901234567890",
+    "cpuCores": "100.10",
+    "ramBytes": "1.50e1",
+}
+
+
+@pytest.mark.parametrize("window", [700, 10**7])
+def test_numbers_are_the_exact_decimals_of_their_text(window: int) -> None:
+    doc = answer(25)
+    key = list(doc["data"][0])[12]
+    doc["data"][0][key].update({field: f"@{field}@" for field in EXACT})  # placeholders for the texts
+    body = json.dumps(doc).encode()
+    for field, text in EXACT.items():
+        body = body.replace(f'"@{field}@"'.encode(), text.encode())
+    record = read(body, window)[key]
+    assert {field: record.get(field) for field in ("totalCost", "cpuCost", "ramCost")} == {
+        field: Decimal(EXACT[field]) for field in ("totalCost", "cpuCost", "ramCost")
+    }
+    assert str(record["totalCost"]) == EXACT["totalCost"]  # digits and scale as sent
+    texts = dict(zip(QUANTITIES, quantities_text(record, key).split("\t"), strict=True))
+    assert (texts["cpuCores"], texts["ramBytes"]) == ("100.10", "15.0")  # a Decimal's text: the scale kept
 
 
 @pytest.mark.parametrize("position", [0, 12, 24])
