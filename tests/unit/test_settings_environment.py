@@ -8,8 +8,8 @@ modules it does not use.
 - A class combining several (``OnSyncSettings``) inherits the configuration pydantic merged for it
   (the last base's ``BaseSettings`` defaults): names match without case, an empty value is kept.
 - A bad variable read from the environment is a one-line ``ConfigError`` naming it.
-- ``import functions.on_sync.main`` imports no pydantic (nor pydantic-settings) and no settings
-  module but ``infra.settings.plain`` (a fresh interpreter).
+- ``import functions.on_sync.main`` imports no pydantic-settings and no settings module but
+  ``infra.settings.plain`` (a fresh interpreter; its webhook body is a pydantic model).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_a_bad_variable_in_the_environment_is_named(env: pytest.MonkeyPatch) -> 
 def test_the_webhook_imports_only_the_settings_it_uses() -> None:
     code = (
         "import json, sys; import functions.on_sync.main; "
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('pydantic', 'infra.settings')))))"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('pydantic_settings', 'infra.settings')))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
