@@ -23,9 +23,6 @@ import os  # noqa: E402
 import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
-import flask  # noqa: E402
-
-from functions.body_guard import guard_bodies  # noqa: E402
 from functions.targets import TARGETS  # noqa: E402
 from functions.warmup import warm_up  # noqa: E402
 from infra.settings import ServingSettings, load  # noqa: E402
@@ -46,8 +43,7 @@ def __dir__() -> list[str]:
 try:
     if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
         warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
-        if flask.has_app_context():  # functions-framework loads this module inside its app's context
-            guard_bodies(flask.current_app, load(ServingSettings), os.environ["FUNCTION_TARGET"])
+        load(ServingSettings)  # validated at cold start: the body limits (functions.edge) read it
 finally:
     gc.freeze()
     gc.enable()
