@@ -4,25 +4,28 @@ outcome to an HTTP response. The process's database and clients: ``infra.clients
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
+import io
 import itertools
 import json
 import logging
 import math
 import os
 import re
+import socket
 import threading
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 import flask
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
-from infra import logs
-from infra.settings import load
 from usecases.runs import Run, recorded_run
+from infra import logs
+from infra.settings import ServingSettings, load
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
     from pydantic import BaseModel, ValidationError
@@ -122,45 +125,104 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in _DEPTH_STEP)
 
 
 def json_depth(raw: bytes) -> int:
-    """How deep ``raw``'s brackets nest outside strings: checked before parsing, because the
-    parser and every later walk over the value recurse once per level."""
+    """How deep ``raw``'s brackets nest outside strings. Hand-made because ``json`` has no depth
+    limit below the recursion limit (about 1,000 levels, then ``RecursionError``), and ours is 64."""
     brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     return max(itertools.accumulate(_DEPTH_STEP[b] for b in brackets), default=0)
 
 
-def _too_deep(raw: bytes) -> bool:
-    """Whether ``raw`` nests deeper than ``MAX_JSON_DEPTH``. A depth needs as many opening
-    brackets, so a body with fewer is not walked (a webhook's has about six)."""
-    return raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and json_depth(raw) > MAX_JSON_DEPTH
+class PayloadTooLarge(InvalidInput):
+    """The request body is too large."""
+
+    http_status = 413
 
 
-def read_at_most(stream: IO[bytes], limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit and (chunk := stream.read(limit - size)):
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+class BodyTimeout(InvalidInput):
+    """The request body did not arrive in time."""
+
+    http_status = 408
+
+
+class BodiesBusy(TemporaryError):
+    """Every thread but the reserved ones is receiving a body."""
+
+    retry_after_seconds = 1
+
+
+@functools.cache
+def _body_readers() -> tuple[threading.BoundedSemaphore, float]:
+    """This process's body readers (``THREADS`` minus ``HEALTH_RESERVED_THREADS``, at most half)
+    and ``BODY_READ_TIMEOUT_SECONDS``."""
+    s = load(ServingSettings)
+    readers = s.THREADS - min(s.HEALTH_RESERVED_THREADS, s.THREADS // 2)
+    return threading.BoundedSemaphore(max(1, readers)), s.BODY_READ_TIMEOUT_SECONDS
+
+
+def read_body(request: flask.Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The whole body: 413 above ``limit`` bytes, declared or chunked (werkzeug's
+    ``max_content_length`` stops the read); 400 when it cannot be read (malformed chunked encoding, a client gone
+    mid-body); 408 when not complete ``BODY_READ_TIMEOUT_SECONDS`` after the headers (60 s at
+    least above ``MAX_BODY_BYTES``), and 503 at once while all the other threads receive one.
+
+    The deadline and the reserved threads are hand-made because gunicorn has neither: its
+    threads read a body for as long as the client takes, and ``/healthz`` must find a free one."""
+    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    if not chunked and not request.content_length:
+        return b""
+    try:
+        return _receive(request, limit)
+    except FinOpsError:
+        request.environ["finops.body_refused"] = True  # see _leave_the_rest_unread
+        raise
+
+
+def _receive(request: flask.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"body is larger than {limit} bytes")
+    # werkzeug reads a chunked body up to its maximum and stops there without a 413: one byte
+    # more is allowed, and counted below.
+    request.max_content_length = limit + 1
+    readers, timeout = _body_readers()
+    if not readers.acquire(blocking=False):
+        raise BodiesBusy("too many request bodies being received; retry")
+    late: list[bool] = []
+    sock: socket.socket | None = request.environ.get("gunicorn.socket")
+
+    def cut() -> None:  # wakes the blocked read: it sees the end of the stream
+        late.append(True)
+        with contextlib.suppress(OSError, AttributeError):  # AttributeError: no socket
+            sock.shutdown(socket.SHUT_RD)  # type: ignore[union-attr]
+
+    deadline = threading.Timer(max(timeout, 60.0) if limit > MAX_BODY_BYTES else timeout, cut)
+    try:
+        if sock is not None:
+            deadline.start()
+        raw = request.get_data(cache=False)
+    except Exception as exc:  # gunicorn's chunk parser errors, werkzeug's ClientDisconnected
+        if late:
+            raise BodyTimeout(f"body not received within {deadline.interval:g} s") from None
+        raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
+    finally:
+        deadline.cancel()
+        readers.release()
+    if late:
+        raise BodyTimeout(f"body not received within {deadline.interval:g} s")
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"body is larger than {limit} bytes")
+    if request.content_length is not None and len(raw) < request.content_length:
+        raise InvalidInput("body could not be read: ClientDisconnected")  # gunicorn returns it short
+    return raw
 
 
 def read_json(request: flask.Request, limit: int = MAX_BODY_BYTES, empty: str | None = None) -> Any:
-    """The JSON body: 413 above ``limit`` bytes (``MAX_BODY_BYTES`` unless the route allows more),
-    400 when it cannot be read (malformed chunked encoding, a client gone mid-body), is not JSON,
-    or nests deeper than ``MAX_JSON_DEPTH``. An empty body is ``{}``, or a 400 saying ``empty``
-    when given. Never more than ``limit + 1`` bytes are read."""
-    if request.content_length is not None and request.content_length > limit:
-        raise PayloadTooLarge(f"body is larger than {limit} bytes")
-    try:
-        raw = read_at_most(request.stream, limit + 1)
-    except Exception as exc:  # gunicorn's chunk parser errors, werkzeug's ClientDisconnected
-        raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
-    if len(raw) > limit:
-        raise PayloadTooLarge(f"body is larger than {limit} bytes")
+    """The JSON body (``read_body``): 400 when it is not JSON or nests deeper than
+    ``MAX_JSON_DEPTH``. An empty body is ``{}``, or a 400 saying ``empty`` when given."""
+    raw = read_body(request, limit)
     if not raw.strip():
         if empty is not None:
             raise InvalidInput(f"body: empty; {empty}")
         return {}
-    if _too_deep(raw):
+    if json_depth(raw) > MAX_JSON_DEPTH:
         raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(raw)
@@ -184,14 +246,6 @@ def parse_body(request: flask.Request, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidInput(validation_message(exc)) from exc
-    except RecursionError as exc:  # a backstop: the depth check above should make this unreachable
-        raise InvalidInput(f"body nests deeper than {MAX_JSON_DEPTH} levels") from exc
-
-
-class PayloadTooLarge(InvalidInput):
-    """The request body is too large."""
-
-    http_status = 413
 
 
 def respond(status: int, body: dict[str, Any]) -> flask.Response:
@@ -236,19 +290,30 @@ Handler = Callable[[flask.Request, S, Run], flask.Response]
 
 
 def edge(
-    function: str, settings: Callable[[], S], *, recorded: bool = True
+    function: str,
+    settings: Callable[[], S],
+    *,
+    recorded: bool = True,
+    body_limit: Callable[[flask.Request], int] | None = None,
 ) -> Callable[[Handler[S]], Callable[[flask.Request], flask.Response]]:
     """What every function's HTTP entry point does around its own logic (``handler(request,
     settings, run)``): answer ``/healthz`` without touching anything, load the settings, run the
     handler as one recorded run (``recorded_run``; ``recorded=False`` for reads such as cost_api,
     which only map errors), map any error to its HTTP answer (``Retry-After`` when the error names
-    one), and then call what the handler left in ``run.afterwards`` (a CostJob's execution record)."""
+    one), and then call what the handler left in ``run.afterwards`` (a CostJob's execution record).
+    A declared body above ``body_limit(request)`` (``MAX_BODY_BYTES`` by default) is a 413 before
+    the handler runs, on every route, whether it reads a body or not."""
 
     def wrap(handler: Handler[S]) -> Callable[[flask.Request], flask.Response]:
         @functools.wraps(handler)
         def entry(request: flask.Request) -> flask.Response:
             if (healthy := health(request)) is not None:
                 return healthy
+            limit = body_limit(request) if body_limit is not None else MAX_BODY_BYTES
+            if (request.content_length or 0) > limit:
+                request.environ["finops.body_refused"] = True
+                _leave_the_rest_unread(request)
+                return error_response(PayloadTooLarge(f"body is larger than {limit} bytes"))
             s = settings()
             run: Run | None = None
             try:
@@ -260,6 +325,7 @@ def edge(
                 if not recorded and not isinstance(exc, FinOpsError):
                     log.exception("request crashed")
                 response = error_response(exc, run.run_id if run else None)
+            _leave_the_rest_unread(request)
             if run is not None:
                 for then in run.afterwards:
                     then(run)
@@ -268,6 +334,19 @@ def edge(
         return entry
 
     return wrap
+
+
+def _leave_the_rest_unread(request: flask.Request) -> None:
+    """functions-framework reads the whole body after every answer (its ``read_request`` hook),
+    however large its declared length and however slowly it comes: a body the function did not
+    read is left to gunicorn instead, which drains at most 5 s of it. A body ``read_body`` refused
+    is not drained at all (hand-made: gunicorn has no setting for it): the socket's read side is
+    shut, so gunicorn closes the connection once the answer is sent and the thread is free."""
+    request.stream = io.BytesIO()
+    sock = request.environ.get("gunicorn.socket")
+    if request.environ.get("finops.body_refused") and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RD)
 
 
 def health(request: flask.Request) -> flask.Response | None:

@@ -14,9 +14,7 @@ import os
 import sys
 from typing import Any
 
-import flask
 
-from functions.body_guard import guard_bodies
 from functions.warmup import warm_up
 from infra.serving import TARGETS
 from infra.settings import ServingSettings, load
@@ -36,5 +34,4 @@ def __dir__() -> list[str]:
 
 if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
     warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
-    if flask.has_app_context():  # functions-framework loads this module inside its app's context
-        guard_bodies(flask.current_app, load(ServingSettings), os.environ["FUNCTION_TARGET"])
+    load(ServingSettings)  # validated at cold start: the body limits (functions.edge) read it

@@ -8,34 +8,41 @@ secret header and ``Argocd-Application-Name`` are never read on this path, so a 
 through Argo CD cannot write, and CI never holds the proxy's token. Without ``CI_TOKEN`` the route
 answers 404 naming it.
 
-The body may be up to ``MAX_ESTIMATE_BYTES`` (10 MiB; every other request keeps the 64 KiB limit:
-``functions.body_guard.LARGE_BODIES``): a declared ``Content-Length`` above it is a 413 before
-anything is read, a chunked body is counted while it is read and cut at the limit. Then 415 for a
-body that is not JSON, 400 naming the field for anything malformed. Every refusal happens before
-the one transaction that replaces the key's estimate, so a refused push changes nothing.
+The body may be up to ``CLOUD_ESTIMATE_BODY`` (10 MiB; every other request keeps the 64 KiB limit
+of ``functions.edge.read_body``) and is read only once the bearer token matched: a declared
+``Content-Length`` above it is a 413 before anything is read, a chunked body is cut at the limit.
+At most ``LARGE_AT_ONCE`` such bodies are read and parsed at once per process (memory, not
+threads, is what a 10 MiB JSON costs); beyond, 503 at once. Then 415 for a body that is not JSON,
+400 naming the field for anything malformed. Every refusal happens before the one transaction
+that replaces the key's estimate, so a refused push changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
 import flask
 
 from finops.cloud_estimates import SOURCES, parse_infracost
-from finops.errors import InvalidInput, NotFound
+from finops.errors import InvalidInput, NotFound, TemporaryError
 from finops.labels import validate_namespace
-from functions.body_guard import CLOUD_ESTIMATE_BODY
-from functions.edge import bearer_matches, current_secret, read_json, require_bearer, respond
+from functions.cost_api import routes
+from functions.edge import MAX_BODY_BYTES, current_secret, read_json, require_bearer, respond
 from infra.clients import database_from
 from infra.settings import CostApiSettings
 from usecases.cost_api.cloud_estimates import money, store
 
 log = logging.getLogger(__name__)
 
-MAX_ESTIMATE_BYTES = CLOUD_ESTIMATE_BODY.limit  # 10 MiB
+CLOUD_ESTIMATE_BODY = 10 * 1024 * 1024  # bytes: the push's body limit
+MAX_ESTIMATE_BYTES = CLOUD_ESTIMATE_BODY
+LARGE_AT_ONCE = 2  # pushes read and parsed at once per process
+# Hand-made: no library bounds the bodies one route reads at once (werkzeug bounds their size only).
+_large_bodies = threading.BoundedSemaphore(LARGE_AT_ONCE)
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # DNS-1123 subdomain (an Application's name)
 
 
@@ -43,6 +50,12 @@ class UnsupportedMediaType(InvalidInput):
     """The body is not JSON."""
 
     http_status = 415
+
+
+class LargeBodiesBusy(TemporaryError):
+    """``LARGE_AT_ONCE`` pushes are being read already."""
+
+    retry_after_seconds = 5
 
 
 def _app(namespace: str, name: str) -> tuple[str, str]:
@@ -63,24 +76,22 @@ def _read_document(request: flask.Request) -> Any:
     if request.mimetype != "application/json" and not request.mimetype.endswith("+json"):
         shown = request.mimetype or "none"
         raise UnsupportedMediaType(f"Content-Type is {shown[:60]}; send application/json (infracost --format json)")
-    return read_json(request, MAX_ESTIMATE_BYTES, empty="send the output of infracost breakdown --format json")
+    if not _large_bodies.acquire(blocking=False):
+        raise LargeBodiesBusy("too many large bodies being received; retry")
+    try:
+        return read_json(request, MAX_ESTIMATE_BYTES, empty="send the output of infracost breakdown --format json")
+    finally:
+        _large_bodies.release()
 
 
 NOT_ENABLED = "cloud estimates are not enabled: set CI_TOKEN (the bearer token CI pushes with)"
 BEARER_REFUSED = "missing or wrong bearer token in the Authorization header"
 
 
-def precheck(environ: dict[str, Any]) -> tuple[int, str] | None:
-    """Asked by the body guard before a push's body (up to 10 MiB) is read: without CI_TOKEN's
-    bearer nothing is read; ``push`` checks the same again."""
-    from functions.cost_api.main import settings
-
-    token = current_secret(settings(), "CI_TOKEN")
-    if not token:
-        return 404, NOT_ENABLED
-    if not bearer_matches(environ.get("HTTP_AUTHORIZATION", ""), token):
-        return 401, BEARER_REFUSED
-    return None
+def body_limit(request: flask.Request) -> int:
+    """The largest body ``request`` may declare: ``CLOUD_ESTIMATE_BODY`` on the push, else 64 KiB."""
+    pushing = request.method == "POST" and routes.match(request.path, "post") is not None
+    return CLOUD_ESTIMATE_BODY if pushing else MAX_BODY_BYTES
 
 
 def push(request: flask.Request, s: CostApiSettings, namespace: str, name: str) -> flask.Response:

@@ -50,7 +50,7 @@ def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
 
 
 @functions_framework.http
-@edge(FUNCTION, settings, recorded=False)  # reads: errors mapped (409 with coverage), no run records
+@edge(FUNCTION, settings, recorded=False, body_limit=estimates.body_limit)  # reads: errors mapped, no run records
 def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Response:
     if request.method == "POST" and (pushed := routes.match(request.path, "post")) is not None:
         # CI's cloud estimate: CI_TOKEN's bearer only; the proxy's headers are never read

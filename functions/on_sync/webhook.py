@@ -1,8 +1,9 @@
 """The webhook body our Argo CD Notifications template sends (``knative/argocd/``), validated.
 
 Field names are exactly the template's; extra fields are ignored. Validation is total: any body
-is either a ``SyncWebhook`` or a ``WebhookInvalid`` (a 400) naming the bad field, never an
-exception of another kind.
+is either a ``SyncWebhook`` or a ``WebhookInvalid`` (a 400) naming the first bad field as
+pydantic words it (``revisions.3: Input should be a valid string``), never an exception of
+another kind.
 
 - The application's names are checked against Kubernetes rules (with ``fullmatch``: a name
   ending in a newline is refused) and every stored text is free of what PostgreSQL cannot
@@ -13,26 +14,32 @@ exception of another kind.
   Names follow their kind's rule: RBAC objects allow ``:`` (``system:controller:foo``).
 - ``finishedAt`` must lie in ``[2000-01-01, 2100-01-01)``: outside, converting it to UTC can
   overflow, and no real sync finished there.
-
-The models are ``msgspec`` structs filled by the checks below, not pydantic models: the webhook
-is the path a scale-to-zero cold start waits for, and importing pydantic and building the models
-cost about 35 ms of it. The checks run field by field in the order pydantic ran them, and each
-problem reads as pydantic's did (``app: Field required``, ``revisions.3: Input should be a valid
-string``, ``finishedAt: Value error, ...``): the first problem is the one reported.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-import msgspec
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from finops.applications import is_local
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
 from finops.labels import is_label, is_subdomain, validate_namespace, validate_object_name
+
+__all__ = ["BODY_FIELDS", "Resource", "SyncWebhook", "WebhookInvalid"]
 
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
 _REVISION = re.compile(r"[\x21-\x7e]{1,256}")  # printable, no spaces: a SHA, tag or chart version
@@ -42,239 +49,196 @@ MAX_RESOURCES = 2000
 MAX_REVISION_KEY = 2000  # the joined revisions are part of a unique index (btree rows: about 2.7 kB)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
-REQUIRED = "Field required"
-NOT_TEXT = "Input should be a valid string"
-NOT_LIST = "Input should be a valid list"
-
-Loc = tuple[str | int, ...]
-
-
-class Problem(Exception):
-    """One value refused: where (``("revisions", 3)``) and why."""
-
-    def __init__(self, loc: Loc, msg: str) -> None:
-        super().__init__(msg)
-        self.loc, self.msg = loc, msg
 
 
 class WebhookInvalid(InvalidInput):
     """The body is not a usable webhook: ``loc`` names the bad field (``()``: the body itself)."""
 
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(f"{'.'.join(str(part) for part in problem.loc) or 'body'}: {problem.msg}")
-        self.loc = problem.loc
+    def __init__(self, exc: ValidationError) -> None:
+        error = exc.errors(include_url=False)[0]
+        super().__init__(f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}")
+        self.loc: tuple[str | int, ...] = tuple(error["loc"])
 
 
-def _value_error(loc: Loc, why: str) -> Problem:
-    return Problem(loc, f"Value error, {why}")
-
-
-def _text(data: dict[str, Any], key: str, default: Any = ..., loc: Loc = ()) -> Any:
-    """``data[key]`` if a string (or the default when absent, or ``None`` when allowed)."""
-    if key not in data:
-        if default is ...:
-            raise Problem((*loc, key), REQUIRED)
-        return default
-    value = data[key]
-    if isinstance(value, str) or (value is None and default is None):
-        return value
-    raise Problem((*loc, key), NOT_TEXT)
-
-
-def _stored(data: dict[str, Any], key: str, max_length: int) -> str | None:
-    """An optional text that is stored: at most ``max_length`` characters, no NUL or surrogate."""
-    value = _text(data, key, None)
-    if value is not None:
-        if _UNSTORABLE.search(value):
-            raise _value_error((key,), "contains a NUL character or a lone surrogate, which cannot be stored")
-        if len(value) > max_length:  # pydantic's wording: its limit applied after the check above
-            raise Problem((key,), f"Value should have at most {max_length} items after validation, not {len(value)}")
-    return value  # type: ignore[no-any-return]
-
-
-def _name(value: str, key: str) -> str:
-    if not is_subdomain(value):
-        raise _value_error((key,), f"{value[:80]!r} is not a valid Kubernetes name (DNS-1123 subdomain)")
+def _storable(value: str) -> str:
+    if _UNSTORABLE.search(value):
+        raise ValueError("contains a NUL character or a lone surrogate, which cannot be stored")
     return value
 
 
-def _namespace(value: str, loc: Loc) -> str:
+Text = Annotated[str, AfterValidator(_storable)]
+
+
+def _name(value: str) -> str:
+    if not is_subdomain(value):
+        raise ValueError(f"{value[:80]!r} is not a valid Kubernetes name (DNS-1123 subdomain)")
+    return value
+
+
+def _namespace(value: str) -> str:
     try:
         return validate_namespace(value)
     except InvalidInput as exc:
-        raise _value_error(loc, f"{value[:80]!r} is not a valid namespace (DNS-1123 label)") from exc
+        raise ValueError(f"{value[:80]!r} is not a valid namespace (DNS-1123 label)") from exc
 
 
-class Resource(msgspec.Struct, frozen=True):
+class Resource(BaseModel):
     """One entry of ``.app.status.resources``; its name is checked against its kind's rule."""
 
-    kind: str
-    name: str
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
     group: str = ""
     version: str = ""
+    kind: str
     namespace: str = ""
+    name: str
 
+    @field_validator("group")
     @classmethod
-    def parse(cls, entry: object) -> Resource:
-        """The entry as a ``Resource``, or the ``Problem`` with it (``loc`` within the entry)."""
-        if not isinstance(entry, dict):
-            raise Problem((), "Input should be a valid dictionary or instance of Resource")
-        group = _text(entry, "group", "")
-        if group and not is_subdomain(group):
-            raise _value_error(("group",), f"{group[:80]!r} is not an API group (DNS-1123 subdomain)")
-        version = _text(entry, "version", "")
-        if version and not is_label(version):
-            raise _value_error(("version",), f"{version[:80]!r} is not an API version")
-        kind = _text(entry, "kind")
-        if not _KIND.fullmatch(kind):
-            raise _value_error(("kind",), f"{kind[:80]!r} is not a Kubernetes kind")
-        namespace = _text(entry, "namespace", "")
-        if namespace:
-            _namespace(namespace, ("namespace",))
-        name = _text(entry, "name")
+    def _group(cls, value: str) -> str:
+        if value and not is_subdomain(value):
+            raise ValueError(f"{value[:80]!r} is not an API group (DNS-1123 subdomain)")
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        if value and not is_label(value):
+            raise ValueError(f"{value[:80]!r} is not an API version")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if not _KIND.fullmatch(value):
+            raise ValueError(f"{value[:80]!r} is not a Kubernetes kind")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _resource_namespace(cls, value: str) -> str:
+        return _namespace(value) if value else value
+
+    @model_validator(mode="after")
+    def _name_for_kind(self) -> Resource:
         try:
-            validate_object_name(kind, name)
+            validate_object_name(self.kind, self.name)
         except InvalidInput as exc:
-            raise _value_error((), exc.message) from exc
-        return cls(kind=kind, name=name, group=group, version=version, namespace=namespace)
+            raise ValueError(exc.message) from exc
+        return self
 
     def as_dict(self) -> dict[str, str]:
         """``{"group", "version", "kind", "namespace", "name"}``, as stored in the event."""
-        return {
-            "group": self.group,
-            "version": self.version,
-            "kind": self.kind,
-            "namespace": self.namespace,
-            "name": self.name,
-        }
+        return self.model_dump()
 
 
-def _problem(index: int, problem: Problem) -> str:
+def _problem(index: int, exc: ValidationError) -> str:
     """``resources[3].name: why``, the note for a dropped entry."""
-    where = "".join(f".{part}" if isinstance(part, str) else f"[{part}]" for part in problem.loc)
-    return f"resources[{index}]{where}: {problem.msg}"
+    error = exc.errors(include_url=False)[0]
+    where = "".join(f".{part}" if isinstance(part, str) else f"[{part}]" for part in error["loc"])
+    return f"resources[{index}]{where}: {error['msg']}"
 
 
-def _revisions(data: dict[str, Any]) -> list[str] | None:
-    value = data.get("revisions")
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise Problem(("revisions",), NOT_LIST)
-    if len(value) > 64:
-        raise Problem(("revisions",), f"List should have at most 64 items after validation, not {len(value)}")
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise Problem(("revisions", index), NOT_TEXT)
-    for item in value:
-        if not _REVISION.fullmatch(item):
-            why = "every revision must be printable, without spaces, at most 256 characters"
-            raise _value_error(("revisions",), why)
-    if value and len(",".join(value)) > MAX_REVISION_KEY:
-        raise _value_error(("revisions",), f"the revisions joined must be at most {MAX_REVISION_KEY} characters")
-    return list(value)
-
-
-def _finished(data: dict[str, Any]) -> datetime:
-    if "finishedAt" not in data:
-        raise Problem(("finishedAt",), REQUIRED)
-    value = data["finishedAt"]
-    if not isinstance(value, str):
-        raise _value_error(("finishedAt",), "must be an RFC 3339 timestamp string")
-    try:
-        moment = parse_timestamp(value, field="finishedAt")
-    except InvalidInput as exc:
-        raise _value_error(("finishedAt",), exc.message.removeprefix("finishedAt: ")) from exc
-    except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 is past year 9999 in UTC
-        raise _value_error(("finishedAt",), f"{value[:40]!r} is out of range") from exc
-    if not EARLIEST <= moment < LATEST:
-        raise _value_error(("finishedAt",), f"{value[:40]!r} is out of range (2000-01-01 to 2100-01-01)")
-    return moment
-
-
-def _resources(data: dict[str, Any], notes: list[str]) -> list[Resource] | None:
-    entries = data.get("resources")
-    if entries is None:
-        return None
-    if not isinstance(entries, list):
-        raise Problem(("resources",), NOT_LIST)
-    if len(entries) > MAX_RESOURCES:
-        raise Problem(
-            ("resources",), f"List should have at most {MAX_RESOURCES} items after validation, not {len(entries)}"
-        )
-    kept: list[Resource] = []
-    for index, entry in enumerate(entries):
-        try:
-            kept.append(Resource.parse(entry))
-        except Problem as problem:
-            notes.append(_problem(index, problem))
-    return kept
-
-
-class SyncWebhook(msgspec.Struct, frozen=True):
+class SyncWebhook(BaseModel):
     """``{"app", "appNamespace", "project", "destinationNamespace", "destinationServer",
     "destinationName", "syncResult", "revision", "revisions", "finishedAt", "resources"}``."""
 
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
     app: str
     appNamespace: str
-    finishedAt: datetime
     project: str | None = None
     destinationNamespace: str | None = None
-    destinationServer: str | None = None
-    destinationName: str | None = None
-    syncResult: str | None = None
+    destinationServer: Text | None = Field(default=None, max_length=2048)
+    destinationName: Text | None = Field(default=None, max_length=253)
+    syncResult: Text | None = Field(default=None, max_length=64)
     revision: str | None = None
-    revisions: list[str] | None = None
-    resources: list[Resource] | None = None
-    notes: tuple[str, ...] = ()  # not read from the body: the entries of resources dropped, and why
+    revisions: list[str] | None = Field(default=None, max_length=64)
+    finishedAt: datetime
+    resources: list[Resource] | None = Field(default=None, max_length=MAX_RESOURCES)
+    _skipped: tuple[str, ...] = PrivateAttr(default=())  # not read from the body: see ``skipped``
 
     @classmethod
     def parse(cls, data: object) -> SyncWebhook:
         """``data`` (a JSON value) as a webhook, or ``WebhookInvalid`` naming its first problem."""
         try:
-            return cls._parse(data)
-        except Problem as problem:
-            raise WebhookInvalid(problem) from None
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise WebhookInvalid(exc) from None
 
+    @model_validator(mode="wrap")
     @classmethod
-    def _parse(cls, data: object) -> SyncWebhook:
-        if not isinstance(data, dict):
-            raise Problem((), "Input should be a valid dictionary or instance of SyncWebhook")
-        app = _name(_text(data, "app"), "app")
-        app_namespace = _namespace(_text(data, "appNamespace"), ("appNamespace",))
-        project = _text(data, "project", None)
-        project = _name(project, "project") if project else None  # an AppProject is a Kubernetes object
-        destination = _text(data, "destinationNamespace", None)
-        destination = _namespace(destination, ("destinationNamespace",)) if destination else None
-        server = _stored(data, "destinationServer", 2048)
-        destination_name = _stored(data, "destinationName", 253)
-        sync_result = _stored(data, "syncResult", 64)
-        revision = _text(data, "revision", None)
-        if revision and not _REVISION.fullmatch(revision):
-            raise _value_error(("revision",), "must be a printable revision without spaces, at most 256 characters")
-        revisions = _revisions(data)
-        finished = _finished(data)
+    def _usable_resources(cls, data: Any, handler: ModelWrapValidatorHandler[SyncWebhook]) -> SyncWebhook:
         notes: list[str] = []
-        resources = _resources(data, notes)
-        return cls(
-            app=app,
-            appNamespace=app_namespace,
-            project=project,
-            destinationNamespace=destination,
-            destinationServer=server,
-            destinationName=destination_name,
-            syncResult=sync_result,
-            revision=revision or None,
-            revisions=revisions,
-            finishedAt=finished,
-            resources=resources,
-            notes=tuple(notes),
-        )
+        entries = data.get("resources") if isinstance(data, dict) else None
+        if isinstance(entries, list) and len(entries) <= MAX_RESOURCES:  # else the field refuses it
+            kept: list[Resource] = []
+            for index, entry in enumerate(entries):
+                try:
+                    kept.append(Resource.model_validate(entry))
+                except ValidationError as exc:
+                    notes.append(_problem(index, exc))
+            data = {**data, "resources": kept}
+        hook = handler(data)
+        hook._skipped = tuple(notes)
+        return hook
 
     @property
     def skipped(self) -> list[str]:
         """``resources[i]...: why`` for every entry dropped as unusable."""
-        return list(self.notes)
+        return list(self._skipped)
+
+    @field_validator("app")
+    @classmethod
+    def _app(cls, value: str) -> str:
+        return _name(value)
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str | None) -> str | None:
+        return _name(value) if value else None  # an AppProject is a Kubernetes object
+
+    @field_validator("appNamespace")
+    @classmethod
+    def _app_namespace(cls, value: str) -> str:
+        return _namespace(value)
+
+    @field_validator("destinationNamespace")
+    @classmethod
+    def _destination(cls, value: str | None) -> str | None:
+        return _namespace(value) if value else None
+
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: str | None) -> str | None:
+        if value and not _REVISION.fullmatch(value):
+            raise ValueError("must be a printable revision without spaces, at most 256 characters")
+        return value or None
+
+    @field_validator("revisions")
+    @classmethod
+    def _revisions(cls, value: list[str] | None) -> list[str] | None:
+        for item in value or []:
+            if not _REVISION.fullmatch(item):
+                raise ValueError("every revision must be printable, without spaces, at most 256 characters")
+        if value and len(",".join(value)) > MAX_REVISION_KEY:
+            raise ValueError(f"the revisions joined must be at most {MAX_REVISION_KEY} characters")
+        return value
+
+    @field_validator("finishedAt", mode="before")
+    @classmethod
+    def _finished(cls, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError("must be an RFC 3339 timestamp string")
+        try:
+            moment = parse_timestamp(value, field="finishedAt")
+        except InvalidInput as exc:
+            raise ValueError(exc.message.removeprefix("finishedAt: ")) from exc
+        except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 is past year 9999 in UTC
+            raise ValueError(f"{value[:40]!r} is out of range") from exc
+        if not EARLIEST <= moment < LATEST:
+            raise ValueError(f"{value[:40]!r} is out of range (2000-01-01 to 2100-01-01)")
+        return moment
 
     @property
     def is_local(self) -> bool:
@@ -293,5 +257,5 @@ class SyncWebhook(msgspec.Struct, frozen=True):
         return self.revision or ""
 
 
-BODY_FIELDS = tuple(name for name in SyncWebhook.__struct_fields__ if name != "notes")
+BODY_FIELDS = tuple(SyncWebhook.model_fields)
 """The fields read from the body (the template's)."""

@@ -1,5 +1,5 @@
-"""We test these aspects of reading Infracost's JSON (``finops.cloud_estimates``) and of the body
-guard's larger limit for the push route (``functions.body_guard.LARGE_BODIES``):
+"""We test these aspects of reading Infracost's JSON (``finops.cloud_estimates``) and of the push
+route's larger body limit (``functions.cost_api.estimates.CLOUD_ESTIMATE_BODY``):
 
 - amounts are exact: parsed from their text, every digit kept; null stays unknown (never 0);
   JSON numbers, exponents, signs and oversized figures are refused naming the field;
@@ -10,28 +10,29 @@ guard's larger limit for the push route (``functions.body_guard.LARGE_BODIES``):
 - every field read is stored where it was read (components, project totals, timestamps); every
   refusal names its field by its full path; limits (digits, places, projects, text length, the
   10^12 total) hold exactly at their boundary;
-- the body guard allows 10 MiB on the push route only (method and path), 64 KiB elsewhere, and
-  refuses a second large body at once beyond the route's own count.
+- the push reads up to 10 MiB, every other body 64 KiB, and a push beyond the route's own count
+  of large bodies at once is refused at once.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
-import io
 import json
 import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import flask
 import pytest
+from werkzeug.test import EnvironBuilder
 
 from finops import cloud_estimates
 from finops.cloud_estimates import amount, parse_infracost
 from finops.errors import InvalidInput
-from functions.body_guard import CLOUD_ESTIMATE_BODY, LARGE_BODIES, BodyGuard
-from functions.edge import MAX_BODY_BYTES
+from functions.cost_api import estimates
+from functions.cost_api.estimates import CLOUD_ESTIMATE_BODY, LARGE_AT_ONCE, LargeBodiesBusy
+from functions.edge import MAX_BODY_BYTES, PayloadTooLarge, read_json
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "infracost" / "breakdown.json"
 
@@ -118,97 +119,50 @@ def test_the_digest_follows_content_not_bytes() -> None:
     assert parse_infracost(changed).digest != first.digest
 
 
-def _call(guard: BodyGuard, path: str, size: int, method: str = "POST") -> str:
-    env: dict[str, Any] = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "wsgi.input": io.BytesIO(b"x" * size),
-        "CONTENT_LENGTH": str(size),
-    }
-    seen: dict[str, str] = {}
-
-    def start_response(status: str, _headers: list[tuple[str, str]]) -> None:
-        seen["status"] = status
-
-    b"".join(guard(env, start_response))
-    return seen["status"]
+def _push(size: int) -> flask.Request:
+    body = b'"' + b"x" * (size - 2) + b'"'  # a JSON string of ``size`` bytes
+    env = EnvironBuilder(method="POST", data=body, content_type="application/json").get_environ()
+    return flask.Request(env)
 
 
-def _ok(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-    environ["wsgi.input"].read()
-    start_response("200 OK", [])
-    return [b""]
-
-
-# The guard's size rules without the CI token's precheck (tested end to end in
-# tests/e2e/test_cost_api_estimates.py, and below with a precheck of this module's own).
-UNCHECKED = tuple(dataclasses.replace(route, precheck="") for route in LARGE_BODIES["cost_api"])
-
-
-def refuse_all(_environ: dict[str, Any]) -> tuple[int, str]:
-    return 401, "no token"
-
-
-def test_a_precheck_refusal_answers_before_any_byte_is_read() -> None:
-    guarded = dataclasses.replace(CLOUD_ESTIMATE_BODY, precheck=f"{__name__}:refuse_all")
-    assert CLOUD_ESTIMATE_BODY.precheck  # the push route has one
-    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=5, readers=4, large=(guarded,))
-    unread = io.BytesIO(b"x" * 100)
-    env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/apps/a/b/cloud-estimate", "wsgi.input": unread}
-    assert _status(guard, {**env, "CONTENT_LENGTH": "100"}).startswith("401")
-    assert unread.tell() == 0
-
-
-def test_the_push_route_alone_gets_10_mib() -> None:
-    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=5, readers=4, large=UNCHECKED)
-    push = "/api/v1/apps/argocd/web/cloud-estimate"
-    assert CLOUD_ESTIMATE_BODY.limit == 10 * 1024 * 1024
-    assert _call(guard, push, MAX_BODY_BYTES + 1).startswith("200")
-    assert _call(guard, push, CLOUD_ESTIMATE_BODY.limit).startswith("200")
-    assert _call(guard, push, CLOUD_ESTIMATE_BODY.limit + 1).startswith("413")
-    assert _call(guard, push, MAX_BODY_BYTES + 1, method="PUT").startswith("413")
-    assert _call(guard, "/api/v1/apps/argocd/web/actual", MAX_BODY_BYTES + 1).startswith("413")
-    assert _call(guard, push + "/x", MAX_BODY_BYTES + 1).startswith("413")
-    plain = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=5, readers=4)  # another function: no large route
-    assert _call(plain, push, MAX_BODY_BYTES + 1).startswith("413")
+def test_the_push_alone_reads_10_mib() -> None:
+    assert CLOUD_ESTIMATE_BODY == 10 * 1024 * 1024
+    assert estimates._read_document(_push(MAX_BODY_BYTES + 1))
+    assert estimates._read_document(_push(CLOUD_ESTIMATE_BODY))
+    with pytest.raises(PayloadTooLarge):
+        estimates._read_document(_push(CLOUD_ESTIMATE_BODY + 1))
+    with pytest.raises(PayloadTooLarge):  # every other body: 64 KiB
+        read_json(_push(MAX_BODY_BYTES + 1))
 
 
 def test_large_bodies_beyond_their_count_are_503_at_once() -> None:
     entered, release = threading.Event(), threading.Event()
 
-    class Slow(io.BytesIO):
-        def read(self, size: int | None = -1) -> bytes:
+    class Slow(flask.Request):
+        def get_data(self, *args: Any, **kwargs: Any) -> Any:
             entered.set()
             release.wait(10)
-            return super().read(size)
+            return super().get_data(*args, **kwargs)
 
-    guard = BodyGuard(_ok, limit=MAX_BODY_BYTES, timeout=30, readers=8, large=UNCHECKED)
-    path = "/api/v1/apps/argocd/web/cloud-estimate"
+    def slow_push() -> flask.Request:
+        return Slow(_push(100).environ)
+
     holders = []
-    statuses: list[str] = []
-    for _ in range(CLOUD_ESTIMATE_BODY.at_once):
+    results: list[object] = []
+    for _ in range(LARGE_AT_ONCE):
         entered.clear()
-        env = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "wsgi.input": Slow(b"{}"), "CONTENT_LENGTH": "2"}
-        holder = threading.Thread(target=lambda e=env: statuses.append(_status(guard, e)))
+        holder = threading.Thread(target=lambda: results.append(estimates._read_document(slow_push())))
         holder.start()
         assert entered.wait(10)
         holders.append(holder)
-    assert _call(guard, path, 100).startswith("503")
-    assert _call(guard, "/healthz-like", 100).startswith("200")  # small bodies are not held up
+    with pytest.raises(LargeBodiesBusy) as refused:
+        estimates._read_document(_push(100))
+    assert refused.value.http_status == 503
+    assert read_json(_push(100))  # small bodies are not held up
     release.set()
     for holder in holders:
         holder.join(10)
-    assert statuses == ["200 OK"] * CLOUD_ESTIMATE_BODY.at_once
-
-
-def _status(guard: BodyGuard, env: dict[str, Any]) -> str:
-    seen: dict[str, str] = {}
-
-    def start_response(status: str, _headers: list[tuple[str, str]]) -> None:
-        seen["status"] = status
-
-    b"".join(guard(env, start_response))
-    return seen["status"]
+    assert len(results) == LARGE_AT_ONCE
 
 
 # --- every field read lands where it is stored, and every refusal names its field ------------

@@ -5,9 +5,9 @@
 - the event token: query parameter or bearer, constant-time, accepted without ``EVENT_TOKEN``,
   appended to our own delivery URLs; an empty expected token accepts nothing;
 - tokens from ``SECRETS_DIR``: the file's value once it exists, re-read when it is replaced;
-- the body guard: a declared body above the limit is refused before anything is read, a body is
-  handed to the function from memory, a short or oversized body is refused, and bodiless
-  requests pass straight through;
+- reading a body: a declared body above the limit is refused before anything is read, a short or
+  oversized (also chunked) body is refused, a body is refused at once while every thread but the
+  reserved ones receives one, and bodiless requests read nothing;
 - the edge decorator: health first, errors mapped (with ``Retry-After`` when the error names one),
   and the run's ``afterwards`` called once answered, also after a failure.
 """
@@ -15,23 +15,26 @@
 from __future__ import annotations
 
 import io
-import json
 import os
-import socket
+import threading
 from pathlib import Path
 from typing import Any
 
 import flask
 import pytest
 from pydantic import SecretStr
+from werkzeug.test import EnvironBuilder
 
-from finops.errors import TemporaryError, Unauthorized
+from finops.errors import InvalidInput, TemporaryError, Unauthorized
+from functions import edge as edge_module
 from functions import limits
-from functions.body_guard import BodyGuard
 from functions.edge import (
     MAX_BODY_BYTES,
+    BodiesBusy,
+    PayloadTooLarge,
     current_secret,
     edge,
+    read_body,
     require_bearer,
     require_event_token,
     with_event_token,
@@ -125,60 +128,51 @@ def test_our_deliveries_carry_the_event_token() -> None:
     assert with_event_token("http://x/?a=1", "t") == "http://x/?a=1&token=t"
 
 
-def _call(guard: BodyGuard, body: bytes | None, **environ: Any) -> tuple[str, dict[str, str], bytes]:
-    env: dict[str, Any] = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "wsgi.input": io.BytesIO(body or b"")}
-    if body is not None:
-        env["CONTENT_LENGTH"] = str(len(body))
+class _Unread(io.BytesIO):
+    """A body stream that records whether anything was read from it."""
+
+    touched = False
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.touched = True
+        return super().read(size)
+
+
+def _body_request(body: bytes, **environ: Any) -> flask.Request:
+    env = EnvironBuilder(method="POST", data=body).get_environ()
     env.update(environ)
-    seen: dict[str, Any] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
-        seen.update(status=status, headers=dict(headers))
-
-    payload = b"".join(guard(env, start_response))
-    return seen["status"], seen["headers"], payload
+    return flask.Request(env)
 
 
-def _echo(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-    body = environ["wsgi.input"].read()
-    start_response("200 OK", [("Content-Type", "text/plain")])
-    return [b"echo:" + body]
+def test_reading_a_body() -> None:
+    assert read_body(_body_request(b'{"a": 1}')) == b'{"a": 1}'
+    assert read_body(_body_request(b"")) == b""  # bodiless: nothing read
+    unread = _Unread(b"{")
+    with pytest.raises(PayloadTooLarge, match="larger than"):
+        read_body(_body_request(b"", CONTENT_LENGTH=str(10 * 1024**3), **{"wsgi.input": unread}))
+    assert not unread.touched
+    with pytest.raises(PayloadTooLarge):
+        read_body(_body_request(b"x" * (MAX_BODY_BYTES + 1)))
+    chunked = {"CONTENT_LENGTH": "", "HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input_terminated": True}
+    with pytest.raises(PayloadTooLarge):  # no length declared: cut at the limit while read
+        read_body(_body_request(b"x" * (MAX_BODY_BYTES + 1), **chunked))
+    assert read_body(_body_request(b"x" * MAX_BODY_BYTES, **chunked)) == b"x" * MAX_BODY_BYTES
+    with pytest.raises(InvalidInput, match="body could not be read"):  # the client went away mid-body
+        read_body(_body_request(b"{", CONTENT_LENGTH="100"))
+    with pytest.raises(InvalidInput, match="body could not be read"):  # gunicorn's stream: short, no error
+        read_body(_body_request(b"{", CONTENT_LENGTH="100", **{"wsgi.input_terminated": True}))
 
 
-def test_body_guard() -> None:
-    guard = BodyGuard(_echo, limit=MAX_BODY_BYTES, timeout=5, readers=2)
-    assert _call(guard, b'{"a": 1}')[2] == b'echo:{"a": 1}'
-    assert _call(guard, None)[2] == b"echo:"  # bodiless: straight through
-    status, headers, payload = _call(guard, b"{", CONTENT_LENGTH=str(10 * 1024**3))
-    assert status.startswith("413") and headers["Connection"] == "close"
-    assert "larger than" in json.loads(payload)["error"]
-    assert _call(guard, b"x" * (MAX_BODY_BYTES + 1))[0].startswith("413")
-    status, _, payload = _call(guard, b"{", CONTENT_LENGTH="100")  # the client went away mid-body
-    assert status.startswith("400") and "body could not be read" in json.loads(payload)["error"]
-
-
-def test_a_refusal_closes_the_connection_once_its_answer_is_sent() -> None:
-    """gunicorn drops the answer's ``Connection: close`` (hop-by-hop) and keeps the connection;
-    the refusal's iterable shuts the socket down when the server closes it after sending."""
-    guard = BodyGuard(_echo, limit=MAX_BODY_BYTES, timeout=5, readers=2)
-    server, client = socket.socketpair()
-    try:
-        client.settimeout(5)
-        env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "wsgi.input": io.BytesIO(b"{")}
-        env.update({"CONTENT_LENGTH": str(10 * 1024**3), "gunicorn.socket": server})
-        answer = guard(env, lambda status, headers: None)
-        server.sendall(b"".join(answer))  # as the server writes it, then calls close()
-        answer.close()
-        received = b""
-        while chunk := client.recv(4096):
-            received += chunk
-        assert b"larger than" in received  # the whole answer, then the end of the connection
-        kept = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "gunicorn.socket": server}
-        kept.update({"CONTENT_LENGTH": "8", "wsgi.input": io.BytesIO(b'{"a": 1}')})
-        assert guard(kept, lambda *a: None) == [b'echo:{"a": 1}']  # an accepted body: the function's own answer
-    finally:
-        server.close()
-        client.close()
+def test_a_body_beyond_the_readers_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    readers = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(edge_module, "_body_readers", lambda: (readers, 5.0))
+    readers.acquire()  # another thread is receiving a body
+    with pytest.raises(BodiesBusy) as refused:
+        read_body(_body_request(b"{}"))
+    assert refused.value.http_status == 503 and refused.value.retry_after_seconds == 1
+    assert read_body(_body_request(b"")) == b""  # a bodiless request needs no reader
+    readers.release()
+    assert read_body(_body_request(b"{}")) == b"{}"
 
 
 class _Settings(CommonSettings):
