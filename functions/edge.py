@@ -23,9 +23,9 @@ from urllib.parse import urlencode
 import flask
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
-from usecases.runs import Run, recorded_run
 from infra import logs
 from infra.settings import ServingSettings, load
+from usecases.runs import Run, recorded_run
 
 if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
     from pydantic import BaseModel, ValidationError
@@ -248,12 +248,13 @@ def parse_body(request: flask.Request, model: type[M]) -> M:
         raise InvalidInput(validation_message(exc)) from exc
 
 
-def respond(status: int, body: dict[str, Any]) -> flask.Response:
-    """A JSON answer; its ``error`` and ``warnings`` (dependency messages) are redacted."""
+def respond(status: int, body: dict[str, Any], retry_after: int | None = None) -> flask.Response:
+    """A JSON answer; its ``error`` and ``warnings`` (dependency messages) are redacted. A 429 or
+    503 says when to retry (``retry_after`` seconds; else 5 for a 429, 60 for a 503)."""
     body = {k: logs.redact_value(v) if k in ("error", "warnings") else v for k, v in body.items()}
     response = flask.Response(json.dumps(body, default=str), status=status, mimetype="application/json")
     if status in (429, 503):
-        response.headers["Retry-After"] = "60" if status == 503 else "5"
+        response.headers["Retry-After"] = str(retry_after or (60 if status == 503 else 5))
     return response
 
 

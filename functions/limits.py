@@ -73,3 +73,45 @@ class RateLimit:
                     wait,
                 )
             self._tokens -= 1
+
+
+class TooManyInFlight(TemporaryError):
+    """Too many measurements in flight on this worker; retry later."""
+
+    http_status = 429
+
+
+class InFlight:
+    """A worker's count of measurements, checked before accepting more work."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        """``TooManyInFlight`` when the worker is full (a webhook is refused before it is stored)."""
+        if self._count >= self.limit:
+            raise TooManyInFlight(f"{self.limit} measurements already in flight on this worker")
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._count >= self.limit:
+                raise TooManyInFlight(f"{self._count} measurements in flight on this worker (limit {self.limit})")
+            self._count += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+@functools.cache
+def in_flight(per_replica: int) -> InFlight:
+    """This worker's count of measurements: its share of the replica's ``MAX_IN_FLIGHT``."""
+    return InFlight(worker_count_share(per_replica))
+
+
+@functools.cache
+def event_rate(per_second: float, burst: int) -> RateLimit:
+    """This worker's share of the replica's budget of event deliveries."""
+    return RateLimit.per_replica(per_second, burst)

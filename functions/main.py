@@ -14,7 +14,6 @@ import os
 import sys
 from typing import Any
 
-
 from functions.warmup import warm_up
 from infra.serving import TARGETS
 from infra.settings import ServingSettings, load

@@ -17,13 +17,13 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from finops.errors import TemporaryError
+from infra.clock import SYSTEM, Clock
 
 log = logging.getLogger(__name__)
 
@@ -161,12 +161,13 @@ def send_detached(
     data: dict[str, Any],
     *,
     delay: float = 0.0,
+    clock: Clock = SYSTEM,
 ) -> None:
     """Deliver one event to a sink that handles it inline (the local stack's own URL, or the
     on-sync Service without a Broker) without waiting for its answer, ``delay`` seconds from now.
     A sink that answers 429 or 503 gets it again after its ``Retry-After``, up to
     ``MAX_DELIVERIES`` attempts, as a Broker would redeliver it: the wait is a timer, never a
-    sleeping request thread. The receiving request holds its own work; if this process dies
+    sleeping request thread (``clock.call_later``). The receiving request holds its own work; if this process dies
     first, the event stays pending and the hourly run re-drives it."""
 
     def deliver(attempt: int) -> None:
@@ -174,19 +175,16 @@ def send_detached(
             _post(url, event_type, event_id, source, data, timeout=600.0)
         except SinkBusy as exc:
             if attempt < MAX_DELIVERIES:
-                _schedule(exc.retry_after, deliver, attempt + 1, event_id)
+                later(exc.retry_after, attempt + 1)
                 return
             _not_delivered(exc)
         except SinkUnavailable as exc:
             _not_delivered(exc)
 
-    _schedule(delay, deliver, 1, event_id)
+    def later(delay: float, attempt: int) -> None:
+        clock.call_later(delay, lambda: deliver(attempt), name=f"event-{event_id}-{attempt}")
 
-
-def _schedule(delay: float, deliver: Callable[[int], None], attempt: int, event_id: str) -> None:
-    timer = threading.Timer(max(delay, 0.0), deliver, args=(attempt,))
-    timer.name, timer.daemon = f"event-{event_id}-{attempt}", True
-    timer.start()
+    later(delay, 1)
 
 
 def _not_delivered(exc: SinkUnavailable) -> None:

@@ -38,6 +38,7 @@ from finops.applications import is_local
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
 from finops.labels import is_label, is_subdomain, validate_namespace, validate_object_name
+from usecases.appcost.syncs import SyncEvent
 
 __all__ = ["BODY_FIELDS", "Resource", "SyncWebhook", "WebhookInvalid"]
 
@@ -46,6 +47,7 @@ _REVISION = re.compile(r"[\x21-\x7e]{1,256}")  # printable, no spaces: a SHA, ta
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # PostgreSQL text refuses NUL; UTF-8 has no surrogates
 
 MAX_RESOURCES = 2000
+MAX_NOTES = 10  # reasons for dropped resources echoed in a response
 MAX_REVISION_KEY = 2000  # the joined revisions are part of a unique index (btree rows: about 2.7 kB)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
@@ -255,6 +257,50 @@ class SyncWebhook(BaseModel):
         if self.revisions:
             return ",".join(self.revisions)
         return self.revision or ""
+
+    def skip_reason(self, gate: str) -> str | None:
+        """Why this sync is not measured, if it is not (``gate``: ``CLUSTER_SCOPE_APP``)."""
+        if self.syncResult is not None and self.syncResult != "Succeeded":
+            return f"sync result is {self.syncResult}, not Succeeded"
+        if not self.is_local:
+            return "the application deploys to another cluster"
+        if gate != "off" and self.identity == gate:
+            return "the cluster-access gate application is not measured"
+        if self.destinationNamespace is None:
+            return "the application has no destination namespace"
+        return None
+
+    def notes(self, limit: int = MAX_NOTES) -> dict[str, Any]:
+        """``resources_skipped`` and the first ``limit`` reasons, when entries were dropped."""
+        if not self._skipped:
+            return {}
+        return {"resources_skipped": len(self._skipped), "resources_skipped_notes": list(self._skipped[:limit])}
+
+    def event(self, cluster: str) -> SyncEvent:
+        """The sync event to accept; its resources are the destination namespace's only (the
+        application's share is of that namespace's pods)."""
+        assert self.destinationNamespace is not None  # skip_reason refuses the webhook without one
+        return SyncEvent(
+            cluster=cluster,
+            app_namespace=self.appNamespace,
+            app_name=self.app,
+            project=self.project,
+            destination_namespace=self.destinationNamespace,
+            revision=self.revision_key,
+            finished_at=self.finishedAt,
+            resources=[r.as_dict() for r in self.resources or [] if r.namespace in ("", self.destinationNamespace)],
+        )
+
+
+def parse_delivery(body: object) -> tuple[int, datetime | None]:
+    """A ``dev.finops.sync.accepted`` CloudEvent's data: ``syncEventId`` and its ``notBefore``."""
+    event_id = body.get("syncEventId") if isinstance(body, dict) else None
+    if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
+        raise InvalidInput("syncEventId: must be a positive integer")
+    not_before = body.get("notBefore") if isinstance(body, dict) else None
+    if not_before is not None and not isinstance(not_before, str):
+        raise InvalidInput("notBefore: must be an RFC 3339 timestamp")
+    return event_id, None if not_before is None else parse_timestamp(not_before, field="notBefore")
 
 
 BODY_FIELDS = tuple(SyncWebhook.model_fields)

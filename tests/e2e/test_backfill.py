@@ -40,11 +40,13 @@ def backfill_url(stack: Stack) -> Iterator[str]:
 
 def invoke(url: str, busy: list[float] | None = None) -> dict[str, Any]:
     """As the install Job: a 503 (another replica runs it) is called again after its Retry-After."""
+    deadline = time.monotonic() + BACKFILL_BUDGET
     while True:
         response = httpx.post(url, json={}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
         if response.status_code != 503 or busy is None:
             break
         busy.append(float(response.headers["Retry-After"]))
+        assert time.monotonic() < deadline, f"still busy after {BACKFILL_BUDGET} s: {response.text}"
         time.sleep(busy[-1])
     assert response.status_code == 200, response.text
     return dict(response.json())

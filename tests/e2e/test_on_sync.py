@@ -297,10 +297,11 @@ def measurement_runs(db: Database) -> int:
     return sum(r["trigger"] == "event" and r["outcome"] == "success" for r in on_sync_runs(db))
 
 
-def test_a_measurement_before_the_settle_time_is_answered_503_and_delivered_again(stack: Stack, db: Database) -> None:
-    # No sink: on_sync's own timer delivers the event once it has settled (the Broker's Trigger
-    # retries the 503 in a cluster). No request thread sleeps meanwhile.
-    with serve_function(replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="6") as url:
+def test_a_measurement_before_the_settle_time_is_answered_503(stack: Stack, db: Database) -> None:
+    # No request thread sleeps meanwhile: the Broker's Trigger retries the 503 in a cluster, and
+    # without a sink on_sync's own timer delivers the event once settled (tested on a clock the
+    # test moves: tests/integration/test_event_sender.py), so nothing here waits for the settle.
+    with serve_function(replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="600") as url:
         accepted = post(url, hook())
         assert accepted.status_code == 202, accepted.text
         event_id = accepted.json()["sync_event"]
@@ -312,10 +313,8 @@ def test_a_measurement_before_the_settle_time_is_answered_503_and_delivered_agai
         assert [(e["status"], e["attempts"]) for e in events(db)] == [("pending", 0)]  # not even claimed
         # Without notBefore the event's receipt decides: claimed, released, answered 503.
         bare = httpx.post(url, json={"syncEventId": event_id}, headers=ce, timeout=30)
-        assert bare.status_code == 503 and 1 <= int(bare.headers["Retry-After"]) <= 6, bare.text
+        assert bare.status_code == 503 and 590 <= int(bare.headers["Retry-After"]) <= 600, bare.text
         assert events(db)[0]["status"] == "pending" and records(db) == []
-        wait_for(lambda: len(records(db)) == 1, timeout=40)  # the timer's delivery, once settled
-        assert events(db)[0]["status"] == "measured"
 
 
 def post_and_kill(stack: Stack, db: Database) -> str:

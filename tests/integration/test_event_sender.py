@@ -8,7 +8,10 @@
   naming the sink but never its credentials or query (an event token); an answer that is not
   HTTP is ``SinkUnavailable``;
 - a header value or path with a line break is refused before anything is sent (no header
-  injection).
+  injection);
+- a detached delivery waits for its delay, and for a busy sink's ``Retry-After`` (capped, at most
+  ``MAX_DELIVERIES`` attempts), on the clock it is given; an accepted sync event goes to the sink
+  at once saying when it settles, or, without a sink, to the function itself once settled.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from infra import events
+from sandbox.clock import FakeClock
 from tests.net import refused_port
+from usecases.appcost.syncs import Delivery, NotSettled, dispatch, ensure_settled
 
 
 @dataclass
@@ -174,3 +180,68 @@ def test_a_header_with_a_line_break_is_refused_before_sending(sink: Sink, source
     with pytest.raises(events.SinkUnavailable, match="control character"):
         send(f"{sink.url}/a b")
     assert sink.received == []
+
+
+# A detached delivery on a clock the test moves (sandbox.clock.FakeClock): nothing waits on the
+# wall clock for the settle time or a sink's Retry-After.
+
+
+def test_a_detached_delivery_is_posted_once_its_delay_has_passed(sink: Sink) -> None:
+    clock = FakeClock()
+    events.send_detached(sink.url, events.SYNC_ACCEPTED, "sync-3", "/t", {"syncEventId": 3}, delay=6, clock=clock)
+    clock.advance(5.9)
+    assert sink.received == []
+    clock.advance(0.1)
+    assert [got["body"] for got in sink.received] == [{"syncEventId": 3}]
+
+
+def test_a_busy_sink_gets_the_event_again_after_its_retry_after_up_to_the_limit(sink: Sink) -> None:
+    sink.answer, sink.retry_after = 503, "30"
+    clock = FakeClock()
+    events.send_detached(sink.url, events.SYNC_ACCEPTED, "sync-4", "/t", {"syncEventId": 4}, clock=clock)
+    clock.advance(0)
+    assert len(sink.received) == 1
+    clock.advance(29)
+    assert len(sink.received) == 1  # not before the sink's Retry-After
+    clock.advance(1)
+    assert len(sink.received) == 2
+    clock.advance(30 * events.MAX_DELIVERIES)
+    assert len(sink.received) == events.MAX_DELIVERIES and clock.pending == 0  # then given up, logged
+    assert [delay for _, delay in clock.scheduled] == [0, *[30.0] * (events.MAX_DELIVERIES - 1)]
+
+
+def test_a_sinks_retry_after_is_capped(sink: Sink) -> None:
+    sink.answer, sink.retry_after = 429, "86400"
+    clock = FakeClock()
+    events.send_detached(sink.url, events.SYNC_ACCEPTED, "sync-5", "/t", {"syncEventId": 5}, clock=clock)
+    clock.advance(0)
+    assert clock.scheduled[-1][1] == events.MAX_RETRY_AFTER
+
+
+def test_an_accepted_event_without_a_sink_is_delivered_to_itself_once_settled(sink: Sink) -> None:
+    clock = FakeClock()
+    delivery = Delivery("/finops/test/on_sync", settle_seconds=6, sink=None, self_url=f"{sink.url}/?token=t")
+    dispatch(delivery, 9, clock)
+    clock.advance(5)
+    assert sink.received == []
+    clock.advance(1)
+    (got,) = sink.received
+    assert got["path"] == "/?token=t"
+    assert got["body"] == {"syncEventId": 9, "notBefore": (clock.now()).isoformat()}  # sent when it settled
+
+
+def test_an_accepted_event_goes_to_the_sink_at_once_saying_when_it_settles(sink: Sink) -> None:
+    clock = FakeClock()
+    dispatch(Delivery("/finops/test/on_sync", settle_seconds=6, sink=f"{sink.url}/broker"), 9, clock)
+    (got,) = sink.received
+    assert got["body"] == {"syncEventId": 9, "notBefore": (clock.now() + timedelta(seconds=6)).isoformat()}
+
+
+def test_a_delivery_before_its_not_before_is_not_settled() -> None:
+    clock = FakeClock()
+    with pytest.raises(NotSettled) as raised:
+        ensure_settled(9, clock.now() + timedelta(seconds=6), clock)
+    assert raised.value.retry_after == 6
+    clock.advance(6)
+    ensure_settled(9, clock.now(), clock)
+    ensure_settled(9, None, clock)

@@ -77,7 +77,7 @@ def test_the_check_sees_the_whole_tree() -> None:
 
 
 FUNCTION_PACKAGES = sorted(p.parent.name for p in (ROOT / "functions").glob("*/main.py"))
-EDGE_LINES = 80  # an edge parses, calls one use case and answers: past this, logic is hiding in it
+EDGE_LINES = 85  # about 80: an edge parses, calls a use case and answers; past this, logic hides in it
 
 
 @pytest.mark.parametrize("name", FUNCTION_PACKAGES)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from finops.errors import FinOpsError, TemporaryError
 from finops.ownership import Ref
 from infra import events
+from infra.clock import SYSTEM, Clock
 
 if TYPE_CHECKING:  # the webhook path (accept) needs none of the measurement's imports
     from infra.opencost import OpenCostClient
@@ -121,6 +122,60 @@ def _timestamp(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """Where an accepted event's CloudEvent goes: to ``sink`` at once (``K_SINK``: the Broker,
+    whose Trigger redelivers the 503 it gets until the event has settled) or, without a sink, to
+    this function's own ``self_url`` once ``settle_seconds`` have passed (a timer)."""
+
+    source: str
+    settle_seconds: float
+    sink: str | None = None
+    self_url: str = ""
+
+
+def accept_sync(
+    db: Statements, event: SyncEvent, run: dict[str, Any], delivery: Delivery, clock: Clock = SYSTEM
+) -> Accepted:
+    """The webhook's use case: ``accept_recorded``, then the CloudEvent that has the event
+    measured, unless a replay finds it measured (or being measured) already."""
+    accepted = accept_recorded(db, event, run)
+    event_id, status, new, _ = accepted
+    if new or status == "pending":
+        dispatch(delivery, event_id, clock)
+    return accepted
+
+
+def dispatch(delivery: Delivery, event_id: int, clock: Clock = SYSTEM) -> None:
+    """Send the CloudEvent that has ``event_id`` measured (``notBefore``: when it has settled).
+    A sink that refuses it is logged: the event is persisted, and the hourly run re-drives it."""
+    not_before = clock.now() + timedelta(seconds=delivery.settle_seconds)
+    data: dict[str, Any] = {"syncEventId": event_id, "notBefore": not_before.isoformat()}
+    if delivery.sink:
+        try:
+            events.send(delivery.sink, events.SYNC_ACCEPTED, f"sync-{event_id}", delivery.source, data)
+        except FinOpsError as exc:
+            log.warning("sync event not delivered to K_SINK", extra={"fields": {"error": exc.message}})
+    else:
+        events.send_detached(
+            delivery.self_url,
+            events.SYNC_ACCEPTED,
+            f"sync-{event_id}",
+            delivery.source,
+            data,
+            delay=delivery.settle_seconds,
+            clock=clock,
+        )
+
+
+def ensure_settled(event_id: int, not_before: datetime | None, clock: Clock = SYSTEM) -> None:
+    """``NotSettled`` while a delivery's ``notBefore`` is still ahead (checked before any database
+    work; without it, ``measure_event`` judges by the event's receipt)."""
+    left = 0.0 if not_before is None else (not_before - clock.now()).total_seconds()
+    if left > 0:
+        raise NotSettled(f"sync event {event_id} settles for {left:.1f} s more", left)
+
+
 def _resources(stored: dict[str, Any]) -> list[Ref]:
     items = (stored or {}).get("items") or []
     return [(str(r.get("kind", "")), str(r.get("name", ""))) for r in items if r.get("kind") and r.get("name")]
@@ -133,6 +188,7 @@ def measure_event(
     event_id: int,
     *,
     settle_seconds: float = 0.0,
+    clock: Clock = SYSTEM,
 ) -> str:
     """Measure one accepted event and store its record. Returns what happened:
     ``measured``, or ``skipped`` when it is already measured or being measured elsewhere.
@@ -142,14 +198,14 @@ def measure_event(
     event = db.fetch_one("claim_sync_event", id=event_id, stale_seconds=STALE_AFTER.total_seconds())
     if event is None:
         return "skipped"
-    left = settle_seconds - (datetime.now(UTC) - event["received_at"]).total_seconds()
+    left = settle_seconds - (clock.now() - event["received_at"]).total_seconds()
     if left > 0:  # let the new pods' metrics be recorded: measured on a later delivery
         db.execute("release_sync_event", id=event_id, error=None, max_attempts=MAX_ATTEMPTS)
         raise NotSettled(f"sync event {event_id} settles for {left:.1f} s more (MEASURE_SETTLE_SECONDS)", left)
     try:
         ns = event["destination_namespace"]
         own = [(kind, name) for kind, name in _resources(event["resources"])]
-        measurement = with_share(measure_namespace(opencost, ns, now=datetime.now(UTC)), kube, own)
+        measurement = with_share(measure_namespace(opencost, ns, now=clock.now()), kube, own)
         for warning in measurement.warnings:
             log.warning(warning, extra={"fields": {"sync_event": event_id, "namespace": ns}})
         with db.connection() as conn:
