@@ -34,7 +34,7 @@ from infra.postgres import connect
 from usecases.collect_allocations.answers import ShardOptions
 from usecases.collect_allocations.pricing import ActivePricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
-from usecases.collect_allocations.service import CollectOptions, _write_hour
+from usecases.collect_allocations.service import CollectOptions, HourContext, _write_hour
 
 BASE = datetime(2026, 1, 5, tzinfo=UTC)
 
@@ -59,18 +59,9 @@ def main() -> int:
         client = OpenCostClient(args.url, timeout=600)
 
         def ingest(target: Hour) -> int:
-            written = _write_hour(
-                db,
-                client,
-                options,
-                ActivePricing(None, "USD", "bench", None),
-                target,
-                True,
-                BASE,
-                str(uuid.uuid4()),
-                timedelta(hours=6),
-                False,
-            )
+            pricing = ActivePricing(None, "USD", "bench", None)
+            ctx = HourContext(options, pricing, BASE, str(uuid.uuid4()), timedelta(hours=6), retry_lost=False)
+            written = _write_hour(db, client, ctx, target, True)
             return written.rows if written else 0
 
         # Untimed, in this process: connection, type adapters, plans. Its peak memory is the

@@ -301,7 +301,7 @@ def test_a_measurement_before_the_settle_time_is_answered_503(stack: Stack, db: 
     # No request thread sleeps meanwhile: the Broker's Trigger retries the 503 in a cluster, and
     # without a sink on_sync's own timer delivers the event once settled (tested on a clock the
     # test moves: tests/integration/test_event_sender.py), so nothing here waits for the settle.
-    with serve_function(replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="600") as url:
+    with serve_function(replace(stack), "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="300") as url:
         accepted = post(url, hook())
         assert accepted.status_code == 202, accepted.text
         event_id = accepted.json()["sync_event"]
@@ -313,7 +313,7 @@ def test_a_measurement_before_the_settle_time_is_answered_503(stack: Stack, db: 
         assert [(e["status"], e["attempts"]) for e in events(db)] == [("pending", 0)]  # not even claimed
         # Without notBefore the event's receipt decides: claimed, released, answered 503.
         bare = httpx.post(url, json={"syncEventId": event_id}, headers=ce, timeout=30)
-        assert bare.status_code == 503 and 590 <= int(bare.headers["Retry-After"]) <= 600, bare.text
+        assert bare.status_code == 503 and 290 <= int(bare.headers["Retry-After"]) <= 300, bare.text
         assert events(db)[0]["status"] == "pending" and records(db) == []
 
 

@@ -37,7 +37,7 @@ from infra.postgres import Database, apply_migrations, connect
 from infra.postgres.migrations import available
 from sandbox.postgres import scratch_database
 from usecases.collect_allocations.pricing import ActivePricing
-from usecases.collect_allocations.service import CollectOptions, _write_hour
+from usecases.collect_allocations.service import CollectOptions, HourContext, _write_hour
 from usecases.rollups import rebuild_marked_days
 
 AGGREGATION = "namespace,controllerKind,controller,pod,container"
@@ -174,18 +174,8 @@ class Collector:
         source = source or self.source
         source.answers[step.hour] = step.entries
         pricing = ActivePricing(None, step.currency, "test", None)
-        _write_hour(
-            self.db,
-            source,
-            self.options,
-            pricing,
-            Hour(step.hour),
-            step.finalize,
-            NOW,
-            str(uuid.uuid4()),
-            timedelta(hours=6),
-            step.retry_lost,
-        )
+        ctx = HourContext(self.options, pricing, NOW, str(uuid.uuid4()), timedelta(hours=6), step.retry_lost)
+        _write_hour(self.db, source, ctx, Hour(step.hour), step.finalize)
 
     def give_up(self, hour: datetime) -> None:
         self.db.fetch_all(

@@ -212,14 +212,13 @@ def _collect_hours(
         result.warnings.append(pricing.warning)
     deadline = time.monotonic() + options.budget_seconds
     grace = timedelta(hours=options.empty_grace_hours)
+    ctx = HourContext(options, pricing, now, run_id, grace, retry_lost, retry_until=deadline)
     try:
         for done, (hour, finalize) in enumerate(todo):
             if done and time.monotonic() >= deadline:
                 result.remaining = len(todo) - done
                 break
-            written = _write_hour(
-                db, source, options, pricing, hour, finalize, now, run_id, grace, retry_lost, retry_until=deadline
-            )
+            written = _write_hour(db, source, ctx, hour, finalize)
             if written is None:
                 result.hours_skipped.append(hour)
             elif written.state is HourState.LOST:
@@ -246,64 +245,54 @@ class Written:
     reason: str | None = None
 
 
-def _write_hour(
-    db: Database,
-    source: AllocationSource,
-    options: CollectOptions,
-    pricing: ActivePricing,
-    hour: Hour,
-    finalize: bool,
-    now: datetime,
-    run_id: str,
-    grace: timedelta,
-    retry_lost: bool,
-    *,
-    retry_until: float | None = None,
-) -> Written | None:
+@dataclass(frozen=True)
+class HourContext:
+    """What every hour of one run is written with."""
+
+    options: CollectOptions
+    pricing: ActivePricing
+    now: datetime
+    run_id: str
+    grace: timedelta  # an empty answer is retried this long after the hour ended
+    retry_lost: bool  # a history load tries lost hours again
+    retry_until: float | None = None  # no OpenCost retry starts after this (the run's time budget)
+
+
+def _write_hour(db: Database, source: AllocationSource, ctx: HourContext, hour: Hour, finalize: bool) -> Written | None:
     """Replace one hour's rows and ledger state; None when it is settled (another run finalized
     it meanwhile, or it is lost and this is not a history load). No OpenCost retry starts after
-    ``retry_until`` (the run's time budget)."""
+    ``ctx.retry_until`` (the run's time budget)."""
     # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers. An
     # OpenCost answer waits in a temporary file and is streamed into COPY (``answers``).
     # The hour's assets too (nodes, disks, load balancers), stored with its rows (``assets``).
-    answer = fetch_hour(source, hour, options.aggregation, options.shards, retry_until=retry_until)
+    answer = fetch_hour(source, hour, ctx.options.aggregation, ctx.options.shards, retry_until=ctx.retry_until)
     try:
-        assets = fetch_assets(source, hour, retry_until=retry_until)
-        return _store_hour(db, answer, assets, options, pricing, hour, finalize, now, run_id, grace, retry_lost)
+        assets = fetch_assets(source, hour, retry_until=ctx.retry_until)
+        return _store_hour(db, answer, assets, ctx, hour, finalize)
     finally:
         answer.close()
 
 
 def _store_hour(
-    db: Database,
-    answer: Answer,
-    assets: Assets | None,
-    options: CollectOptions,
-    pricing: ActivePricing,
-    hour: Hour,
-    finalize: bool,
-    now: datetime,
-    run_id: str,
-    grace: timedelta,
-    retry_lost: bool,
+    db: Database, answer: Answer, assets: Assets | None, ctx: HourContext, hour: Hour, finalize: bool
 ) -> Written | None:
     """``_write_hour``'s transaction: the answer is read (parsed) only here, as COPY consumes it."""
-    key = {"cluster": options.cluster, "aggregation": options.aggregation, "hour": hour.start}
+    key = {"cluster": ctx.options.cluster, "aggregation": ctx.options.aggregation, "hour": hour.start}
     # A new month's partition in its own short transaction: creating it locks the parent table
     # until commit, which must not be held while waiting for the day's lock below.
     db.execute("ensure_allocation_partition", hour=hour.start)
     with db.connection() as conn:
-        if options.insert_timeout_seconds:
-            db.execute("set_statement_timeout", conn, milliseconds=int(options.insert_timeout_seconds * 1000))
+        if ctx.options.insert_timeout_seconds:
+            db.execute("set_statement_timeout", conn, milliseconds=int(ctx.options.insert_timeout_seconds * 1000))
         db.execute("lock_allocation_hour", conn, **key)
         before = db.fetch_one("hour_state", conn, **key)
         state = HourState(before["state"]) if before else HourState.MISSING
-        if state is HourState.FINAL or (state is HourState.LOST and not retry_lost):
+        if state is HourState.FINAL or (state is HourState.LOST and not ctx.retry_lost):
             return None
         entries = answer.entries()
         first = next(entries, None)
         if first is None:
-            empty_state, reason = empty_answer(hour, finalize=finalize, now=now, grace=grace)
+            empty_state, reason = empty_answer(hour, finalize=finalize, now=ctx.now, grace=ctx.grace)
             if state is HourState.LOST:  # a retried lost hour stays lost
                 empty_state = HourState.LOST
             db.execute(
@@ -312,26 +301,26 @@ def _store_hour(
                 **key,
                 state=empty_state,
                 reason=reason,
-                empty_since=now,
-                run_id=run_id,
-                source=options.source,
+                empty_since=ctx.now,
+                run_id=ctx.run_id,
+                source=ctx.options.source,
             )
             log.info("hour answered empty", extra={"fields": {"hour": str(hour), "state": empty_state.value}})
             return Written(empty_state, empty=True, reason=reason)
-        folding = unfold_hour(db, conn, key, pricing.currency)  # the day's rollup loses the old rows
+        folding = unfold_hour(db, conn, key, ctx.pricing.currency)  # the day's rollup loses the old rows
         if state is not HourState.MISSING:
             db.execute("delete_allocation_hour", conn, **key)
         builder = RowBuilder(
-            cluster=options.cluster,
-            aggregation=options.aggregation,
+            cluster=ctx.options.cluster,
+            aggregation=ctx.options.aggregation,
             hour=hour.start,
             finalized=finalize,
-            pricebook_id=pricing.pricebook_id,
-            currency=pricing.currency,
-            owner_label_key=options.owner_label,
-            cost_center_label_key=options.cost_center_label,
-            collected_at=now,
-            source=options.source,
+            pricebook_id=ctx.pricing.pricebook_id,
+            currency=ctx.pricing.currency,
+            owner_label_key=ctx.options.owner_label,
+            cost_center_label_key=ctx.options.cost_center_label,
+            collected_at=ctx.now,
+            source=ctx.options.source,
         )
         with relaxed_gc():
             lines = builder.lines(itertools.chain([first], entries))  # COPY's text, not per-value adaptation
@@ -349,12 +338,12 @@ def _store_hour(
             **key,
             state=written,
             row_count=count,
-            pricebook_id=pricing.pricebook_id,
-            currency=pricing.currency,
-            run_id=run_id,
+            pricebook_id=ctx.pricing.pricebook_id,
+            currency=ctx.pricing.currency,
+            run_id=ctx.run_id,
             reason=None,
             empty_since=None,
-            source=options.source,
+            source=ctx.options.source,
         )
         store_assets(db, conn, key, assets)
         fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
