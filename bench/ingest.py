@@ -15,53 +15,8 @@ at 200,000 containers.) Last, the 200,000-container hour is ingested from the sa
 one request and once in namespace batches (``OPENCOST_SHARD_NAMESPACES``), timed end to end
 (OpenCost's computing included), and the two clusters' rows are compared column for column.
 
-Measured on 2 CPUs shared with other work (``ours / floor`` wall, then CPU; medians; peak RSS):
-
-- before (issue 17 part 1 as first written: every field decoded, exact ``Decimal`` for every
-  number, rows through psycopg's ``write_row``): 100,000 containers 5.39 / 4.08 s (1.32), CPU
-  3.29 / 2.70 s (1.22), about 130 MiB;
-- fields no row stores skipped, rows as ``COPY`` text, costs' micros inlined (load 13): 20,000:
-  0.69 / 0.51 s (1.35), CPU 1.18; 100,000: 4.64 / 3.18 s (1.46), CPU 2.93 / 2.54 s (1.15);
-  200,000: 0.99, CPU 0.85; 120 MiB;
-- quantities kept as their JSON text (load 1.6): 20,000: 0.93, CPU 0.82; 100,000: 3.49 / 3.61 s
-  (0.97), CPU 2.46 / 2.82 s (0.87); 200,000: 1.06, CPU 0.80; 125 MiB;
-- with psycopg's queued (threaded) COPY writer, two runs: 100,000: 1.05 and 1.10, CPU 0.93 and
-  0.91 (20,000: 1.11 and 1.04; 200,000: 0.94 and 0.86): no better, not kept;
-- as kept (times' text cached per hour), two runs (load 3.5, 1.4): 20,000: 0.77 / 0.76 s (1.02)
-  and 0.61 / 0.57 s (1.06), CPU 0.92 and 0.90; 100,000: 2.40 / 2.63 s (0.91) and 2.54 / 3.10 s
-  (0.82), CPU 1.96 / 2.52 s (0.78) and 2.10 / 2.93 s (0.72); 200,000: 0.85 and 0.96, CPU 0.74
-  and 0.83; peak RSS 125-130 MiB at every size. At 20,000 the wall ratio stays about 1: ours
-  includes the download to the spool file, which the floor does before its clock starts;
-- COPY written 64 KiB at a time instead of 1 MiB (``infra.postgres.copy_text.BATCH``: a write
-  larger than the socket's buffer waited while PostgreSQL parsed it), on a slower day (the floor
-  took 5.01 s at 100,000): 20,000: 0.99, CPU 0.88; 100,000: 4.76 / 5.01 s (0.95), CPU 0.84;
-  200,000: 0.79, CPU 0.69; 124-137 MiB. Inside ``make bench`` the same day: 0.85 / 0.99 / 0.78,
-  CPU 0.73 / 0.88 / 0.67, 123-134 MiB;
-- the same code on a faster day (the floor 4.2 to 5.2 s at 100,000), alone and inside ``make
-  bench``: 20,000: 0.85 and 1.08, CPU 0.77 and 0.86; 100,000: 0.79 and 0.92, CPU 0.68 and 0.84;
-  200,000: 0.72 and 0.91, CPU 0.67 and 0.77; 125-136 MiB;
-- the same code on another machine (the floor 2.71 s at 100,000), inside ``make bench``: 20,000:
-  1.13, CPU 0.95; 100,000: 0.79, CPU 0.71; 200,000: 0.81, CPU 0.68; 124-134 MiB;
-- on a machine three times slower (the floor 7.81 s at 100,000), inside ``make bench``: 20,000:
-  1.10, CPU 0.98; 100,000: 8.26 / 7.81 s (1.06), CPU 0.93; 200,000: 1.15, CPU 0.97; 123-134 MiB.
-  Of ours at 100,000: the download 0.56 s, the parse and ``COPY`` 5.6 (CPU 5.3), the fold 0.65, all
-  of it waiting for PostgreSQL, which sorted the hour to a temporary file (no statistics for rows
-  just written); hashed instead (migration 019), the fold took 0.45 s, and alone the same day:
-  20,000: 1.13, CPU 0.98; 100,000: 7.08 / 7.27 s (0.97), CPU 0.91; 200,000: 0.92, CPU 0.86;
-  123-138 MiB.
-- the next day, a machine three times faster again, inside ``make bench``: on PostgreSQL 15,
-  20,000: 0.92, CPU 0.83; 100,000: 2.55 / 2.98 s (0.86), CPU 0.86; 200,000: 0.78, CPU 0.69;
-  on the embedded 18, 20,000: 1.08, CPU 0.96; 100,000: 2.70 / 2.88 s (0.94), CPU 0.86; 200,000:
-  0.81, CPU 0.69; 124-134 MiB. Alone an hour later (the floor 2.14-2.25 s at 100,000): 1.03,
-  1.03 and 1.03, CPU 0.92, 0.92 and 0.90; the tree before the rows' refusal of too-large costs
-  0.98, CPU 0.88 (ours 2.17 / 2.22 s); 20,000: 1.02-1.10; 200,000: 0.70-0.81; 123-134 MiB.
-- msgspec replaced by the standard library's ``json`` (numbers as exact ``Decimal``s) and
-  pydantic's ``validate_python`` (issue 31), at load 8 to 32 on 2 CPUs, three runs each: 20,000:
-  CPU 0.91 / 0.39 s (2.34; the tree before: 0.36 / 0.39 s, 0.93); 100,000: CPU 4.78 / 1.96 s
-  (2.44; before: 1.85 / 2.30 s, 0.80), wall 18.3 / 5.6 s (3.25; before 4.96 / 4.30 s, 1.15);
-  132 MiB both. The stream and the rows alone (no database) at 100,000: CPU 4.0 s against 1.45
-  with msgspec; sampled (before the collector's pause, 4.8 s), ``json.loads`` took 39%,
-  pydantic's ``validate_python`` 26%, ``RowBuilder.lines`` 19%, the window's bytes 8%.
+The ratio printed is ours over the floor, wall and CPU, at each size, with ours' peak RSS (bounded
+by a window of the answer, whatever the hour's size).
 """
 
 from __future__ import annotations
