@@ -32,7 +32,6 @@ fields, a second step set (refused: one hour is one accumulated set) and the clo
 
 from __future__ import annotations
 
-import gc
 import json
 import operator
 import re
@@ -193,16 +192,9 @@ _ANY_CUT = re.compile(rb'\}\s*,\s*"(?:[^"\\]|\\.)*"\s*:\s*\{')
 
 def _validated(adapter: TypeAdapter[Any], text: bytes) -> Any:
     """``text`` parsed (numbers as exact ``Decimal``s) and validated by ``adapter``: raises
-    ``ValidationError`` for a bad field, another ``ValueError`` if ``text`` is not JSON. The
-    garbage collector is paused meanwhile: the window's new objects hold no cycles, and
-    collecting them while they were being made took a sixth of the time."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return adapter.validate_python(json.loads(_null_times(text), parse_float=Decimal))
-    finally:
-        if collecting:
-            gc.enable()
+    ``ValidationError`` for a bad field, another ``ValueError`` if ``text`` is not JSON. (The
+    collector writes an hour under ``infra.heap.relaxed_gc``: the windows' objects hold no cycles.)"""
+    return adapter.validate_python(json.loads(_null_times(text), parse_float=Decimal))
 
 
 class AnswerError(Exception):
