@@ -34,8 +34,8 @@ from tests.deploy.test_schemas import _validator
 ROOT = Path(__file__).resolve().parents[2]
 UNIT_TESTS = Path(__file__).resolve().parent / "monitoring" / "rules_test.yaml"
 EXPORTER = [
-    ROOT / "functions" / "cost_api" / name
-    for name in ("metrics.py", "metric_families.py", "app_metrics.py", "budget_views.py")
+    ROOT / "functions" / "cost_api" / "metrics.py",
+    *(ROOT / "usecases" / "cost_api" / name for name in ("metric_families.py", "app_metrics.py", "budget_views.py")),
 ]
 
 
