@@ -116,7 +116,11 @@ def cmd_run(options: list[str]) -> int:
     root = Path(__file__).resolve().parents[1]
     if not (root / "sandbox" / "run.py").is_file():
         raise ConfigError("finops run is the local demo: it needs a checkout of the repository (make run)")
-    return subprocess.call([sys.executable, "-m", "sandbox.run", *options], cwd=root)  # noqa: S603 - our own module
+    with subprocess.Popen([sys.executable, "-m", "sandbox.run", *options], cwd=root) as demo:  # noqa: S603 - ours
+        try:
+            return demo.wait()
+        except KeyboardInterrupt:  # the demo got the same Ctrl-C: it stops its stack and exits
+            return demo.wait()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure is one redacted line on stderr and an exit status."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
-        return cmd_run(argv[1:])
+        try:
+            return cmd_run(argv[1:])
+        except PermanentError as exc:
+            return _fail(exc.message, 2)
     args = build_parser().parse_args(argv)  # usage errors: argparse's own message, exit 2
     configure_cli()
     if os.environ.get("FINOPS_DEBUG"):
