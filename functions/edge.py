@@ -17,26 +17,22 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import flask
+from pydantic import BaseModel, ValidationError
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
 from infra import logs
-from infra.settings import ServingSettings, load
+from infra.settings import CommonSettings, ServingSettings, load
 from usecases.runs import Run, recorded_run
-
-if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
-    from pydantic import BaseModel, ValidationError
-
-    from infra.settings import CommonSettings
 
 log = logging.getLogger("finops.edge")
 
 MAX_BODY_BYTES = 64 * 1024
-S = TypeVar("S", bound="CommonSettings")
-M = TypeVar("M", bound="BaseModel")
+S = TypeVar("S", bound=CommonSettings)
+M = TypeVar("M", bound=BaseModel)
 
 
 def settings_for(function: str, settings_class: type[S]) -> Callable[[], S]:
@@ -82,17 +78,10 @@ def current_secret(settings: CommonSettings, name: str) -> str | None:
     return reveal() if callable(reveal) else None
 
 
-def bearer_matches(header: str, token: str | None) -> bool:
-    """Whether an ``Authorization`` header is ``Bearer <token>`` (constant-time; no token: never)."""
-    if not token:
-        return False
-    scheme, _, given = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-
-
 def require_bearer(request: flask.Request, token: str) -> None:
-    """Constant-time check of ``Authorization: Bearer <token>``."""
-    if not bearer_matches(request.headers.get("Authorization", ""), token):
+    """Constant-time check of ``Authorization: Bearer <token>`` (no token: always refused)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not token or scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         raise Unauthorized("missing or wrong bearer token in the Authorization header")
 
 
@@ -239,8 +228,6 @@ def validation_message(exc: ValidationError) -> str:
 
 def parse_body(request: flask.Request, model: type[M]) -> M:
     """The JSON body (see ``read_json``) as ``model``; 400 names the bad field."""
-    from pydantic import ValidationError
-
     data = read_json(request)
     try:
         return model.model_validate(data)
@@ -308,8 +295,8 @@ def edge(
     def wrap(handler: Handler[S]) -> Callable[[flask.Request], flask.Response]:
         @functools.wraps(handler)
         def entry(request: flask.Request) -> flask.Response:
-            if (healthy := health(request)) is not None:
-                return healthy
+            if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
+                return respond(200, {"status": "ok"})  # readiness: touches no dependency
             limit = body_limit(request) if body_limit is not None else MAX_BODY_BYTES
             if (request.content_length or 0) > limit:
                 request.environ["finops.body_refused"] = True
@@ -348,10 +335,3 @@ def _leave_the_rest_unread(request: flask.Request) -> None:
     if request.environ.get("finops.body_refused") and sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RD)
-
-
-def health(request: flask.Request) -> flask.Response | None:
-    """``GET /healthz``: a cheap readiness answer that touches no dependency."""
-    if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
-        return respond(200, {"status": "ok"})
-    return None

@@ -99,7 +99,8 @@ def _shown(url: str) -> str:
     return urlunsplit((parts.scheme, f"{host}{port}", parts.path, "", ""))
 
 
-def _post(url: str, event_type: str, event_id: str, source: str, data: dict[str, Any], timeout: float) -> None:
+def send(url: str, event_type: str, event_id: str, source: str, data: dict[str, Any], *, timeout: float = 5.0) -> None:
+    """Deliver one event and wait for the sink to accept it (a broker answers at once)."""
     shown = _shown(url)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -148,11 +149,6 @@ def _seconds(retry_after: str | None, default: float = 5.0) -> float:
         return default
 
 
-def send(url: str, event_type: str, event_id: str, source: str, data: dict[str, Any], *, timeout: float = 5.0) -> None:
-    """Deliver one event and wait for the sink to accept it (a broker answers at once)."""
-    _post(url, event_type, event_id, source, data, timeout)
-
-
 def send_detached(
     url: str,
     event_type: str,
@@ -172,7 +168,7 @@ def send_detached(
 
     def deliver(attempt: int) -> None:
         try:
-            _post(url, event_type, event_id, source, data, timeout=600.0)
+            send(url, event_type, event_id, source, data, timeout=600.0)
         except SinkBusy as exc:
             if attempt < MAX_DELIVERIES:
                 later(exc.retry_after, attempt + 1)

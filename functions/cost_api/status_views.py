@@ -27,7 +27,7 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.cloud_estimates import SOURCES
 from finops.errors import PermanentError
 from finops.money import format_amount
-from functions.cost_api.estimates import MAX_ESTIMATE_BYTES
+from functions.cost_api.estimates import CLOUD_ESTIMATE_BODY
 from functions.edge import current_secret
 from infra.clients import database_from
 from infra.settings import CostApiSettings
@@ -183,7 +183,7 @@ def config(s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
             "enabled": bool(current_secret(s, "CI_TOKEN")),
             "sources": list(SOURCES),
             "staleAfterSeconds": STALE_AFTER_SECONDS,
-            "maxBodyBytes": MAX_ESTIMATE_BYTES,
+            "maxBodyBytes": CLOUD_ESTIMATE_BODY,
         },
         "opencost": {"configured": s.OPENCOST_URL is not None},
     }
