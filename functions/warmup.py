@@ -10,11 +10,9 @@
 2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
    and the first request travels, the worker opens its pool (``infra.clients.database_from``)
    and one connection and checks the schema. A schema newer than this code (or edited
-   migrations) stops the start: the worker exits with gunicorn's boot-error status (3), on which gunicorn's master
-   halts, so the revision never becomes ready. A database that is down, or a schema still
-   behind, does not: requests answer 503 until it is reachable and migrated.
-
-A pool's threads do not survive a fork, so each worker opens its own pool in any case.
+   migrations) stops the start: the worker exits with gunicorn's boot-error status (3), on which
+   gunicorn's master halts, so the revision never becomes ready. A database that is down, or a
+   schema still behind, does not: requests answer 503 until it is reachable and migrated.
 """
 
 from __future__ import annotations

@@ -4,11 +4,9 @@ The measurement of an accepted sync runs in a request of its own: the event carr
 persisted sync event's id, so a duplicate or forged delivery can at most re-measure an event that
 is already accepted and still pending (claims are idempotent).
 
-The POST goes through one ``httpx.Client`` per process (kept-alive connections shared by the
-request threads; a forked worker builds its own). The binary-mode headers are four ``ce-*``
-headers and the JSON data as the body: written here rather than with the ``cloudevents`` SDK,
-which would add a dependency for four headers. An error names the sink without its credentials
-or query (where an event token travels).
+Binary mode is four ``ce-*`` headers and the JSON data as the body, written here: the
+``cloudevents`` SDK would be a dependency for four headers. An error names the sink without its
+credentials or query (where an event token travels).
 """
 
 from __future__ import annotations
@@ -54,16 +52,15 @@ _client_lock = threading.Lock()
 def _http() -> httpx.Client:
     """The process's client, built on first use."""
     global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                _client = httpx.Client(
-                    timeout=httpx.Timeout(5.0),
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=MAX_IDLE_CONNECTIONS),
-                    follow_redirects=False,
-                    trust_env=False,
-                )
-    return _client
+    with _client_lock:
+        if _client is None:
+            _client = httpx.Client(
+                timeout=httpx.Timeout(5.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=MAX_IDLE_CONNECTIONS),
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return _client
 
 
 def _forget_client() -> None:

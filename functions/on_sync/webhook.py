@@ -87,6 +87,7 @@ def _rule(ok: Callable[[str], object], what: str, *, optional: bool = False) -> 
 NAMESPACE = "a valid namespace (DNS-1123 label)"
 Name = Annotated[str, _rule(is_subdomain, "a valid Kubernetes name (DNS-1123 subdomain)")]
 Namespace = Annotated[str, _rule(is_label, NAMESPACE)]
+Revision = Annotated[str, _rule(_REVISION.fullmatch, "a printable revision without spaces, at most 256 characters")]
 _EMPTY_IS_NONE = BeforeValidator(lambda value: None if value == "" else value)
 
 
@@ -109,10 +110,6 @@ class Resource(BaseModel):
             raise ValueError(exc.message) from exc
         return self
 
-    def as_dict(self) -> dict[str, str]:
-        """``{"group", "version", "kind", "namespace", "name"}``, as stored in the event."""
-        return self.model_dump()
-
 
 def _problem(index: int, exc: ValidationError) -> str:
     """``resources[3].name: why``, the note for a dropped entry."""
@@ -134,8 +131,8 @@ class SyncWebhook(BaseModel):
     destinationServer: Text | None = Field(default=None, max_length=2048)
     destinationName: Text | None = Field(default=None, max_length=253)
     syncResult: Text | None = Field(default=None, max_length=64)
-    revision: str | None = None
-    revisions: list[str] | None = Field(default=None, max_length=64)
+    revision: Annotated[Revision | None, _EMPTY_IS_NONE] = None
+    revisions: list[Revision] | None = Field(default=None, max_length=64)
     finishedAt: datetime
     resources: list[Resource] | None = Field(default=None, max_length=MAX_RESOURCES)
     _skipped: tuple[str, ...] = PrivateAttr(default=())  # not read from the body: see ``skipped``
@@ -170,19 +167,9 @@ class SyncWebhook(BaseModel):
         """``resources[i]...: why`` for every entry dropped as unusable."""
         return list(self._skipped)
 
-    @field_validator("revision")
-    @classmethod
-    def _revision(cls, value: str | None) -> str | None:
-        if value and not _REVISION.fullmatch(value):
-            raise ValueError("must be a printable revision without spaces, at most 256 characters")
-        return value or None
-
     @field_validator("revisions")
     @classmethod
     def _revisions(cls, value: list[str] | None) -> list[str] | None:
-        for item in value or []:
-            if not _REVISION.fullmatch(item):
-                raise ValueError("every revision must be printable, without spaces, at most 256 characters")
         if value and len(",".join(value)) > MAX_REVISION_KEY:
             raise ValueError(f"the revisions joined must be at most {MAX_REVISION_KEY} characters")
         return value
@@ -248,7 +235,7 @@ class SyncWebhook(BaseModel):
             destination_namespace=self.destinationNamespace,
             revision=self.revision_key,
             finished_at=self.finishedAt,
-            resources=[r.as_dict() for r in self.resources or [] if r.namespace in ("", self.destinationNamespace)],
+            resources=[r.model_dump() for r in self.resources or [] if r.namespace in ("", self.destinationNamespace)],
         )
 
 
