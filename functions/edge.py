@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import flask
+import functions_framework
 from pydantic import BaseModel, ValidationError
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
@@ -285,13 +286,14 @@ def edge(
     recorded: bool = True,
     body_limit: Callable[[flask.Request], int] | None = None,
 ) -> Callable[[Handler[S]], Callable[[flask.Request], flask.Response]]:
-    """What every function's HTTP entry point does around its own logic (``handler(request,
-    settings, run)``): answer ``/healthz`` without touching anything, load the settings, run the
-    handler as one recorded run (``recorded_run``; ``recorded=False`` for reads such as cost_api,
-    which only map errors), map any error to its HTTP answer (``Retry-After`` when the error names
-    one), and then call what the handler left in ``run.afterwards`` (a CostJob's execution record).
-    A declared body above ``body_limit(request)`` (``MAX_BODY_BYTES`` by default) is a 413 before
-    the handler runs, on every route, whether it reads a body or not."""
+    """A function's HTTP entry point (registered with functions-framework), which does around its
+    own logic (``handler(request, settings, run)``): answer ``/healthz`` without touching
+    anything, load the settings, run the handler as one recorded run (``recorded_run``;
+    ``recorded=False`` for reads such as cost_api, which only map errors), map any error to its
+    HTTP answer (``Retry-After`` when the error names one), and then call what the handler left
+    in ``run.afterwards`` (a CostJob's execution record). A declared body above
+    ``body_limit(request)`` (``MAX_BODY_BYTES`` by default) is a 413 before the handler runs, on
+    every route, whether it reads a body or not."""
 
     def wrap(handler: Handler[S]) -> Callable[[flask.Request], flask.Response]:
         @functools.wraps(handler)
@@ -320,6 +322,7 @@ def edge(
                     then(run)
             return response
 
+        functions_framework.http(entry)  # registers the target's signature type; entry is served as is
         return entry
 
     return wrap

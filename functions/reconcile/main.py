@@ -16,7 +16,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import flask
-import functions_framework
 
 from functions.edge import current_secret, edge, read_json, require_bearer, require_event_token, respond, settings_for
 from functions.limits import event_rate
@@ -31,7 +30,6 @@ EVENT_PREFIX = "dev.knative.apiserver.ref."
 settings = settings_for(FUNCTION, ReconcileSettings)
 
 
-@functions_framework.http
 @edge(FUNCTION, settings)
 def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.Response:
     event_type = request.headers.get("ce-type")
