@@ -17,26 +17,23 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import flask
+import functions_framework
+from pydantic import BaseModel, ValidationError
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
 from infra import logs
-from infra.settings import ServingSettings, load
+from infra.settings import CommonSettings, ServingSettings, load
 from usecases.runs import Run, recorded_run
-
-if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
-    from pydantic import BaseModel, ValidationError
-
-    from infra.settings import CommonSettings
 
 log = logging.getLogger("finops.edge")
 
 MAX_BODY_BYTES = 64 * 1024
-S = TypeVar("S", bound="CommonSettings")
-M = TypeVar("M", bound="BaseModel")
+S = TypeVar("S", bound=CommonSettings)
+M = TypeVar("M", bound=BaseModel)
 
 
 def settings_for(function: str, settings_class: type[S]) -> Callable[[], S]:
@@ -82,17 +79,10 @@ def current_secret(settings: CommonSettings, name: str) -> str | None:
     return reveal() if callable(reveal) else None
 
 
-def bearer_matches(header: str, token: str | None) -> bool:
-    """Whether an ``Authorization`` header is ``Bearer <token>`` (constant-time; no token: never)."""
-    if not token:
-        return False
-    scheme, _, given = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-
-
 def require_bearer(request: flask.Request, token: str) -> None:
-    """Constant-time check of ``Authorization: Bearer <token>``."""
-    if not bearer_matches(request.headers.get("Authorization", ""), token):
+    """Constant-time check of ``Authorization: Bearer <token>`` (no token: always refused)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not token or scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         raise Unauthorized("missing or wrong bearer token in the Authorization header")
 
 
@@ -160,9 +150,10 @@ def _body_readers() -> tuple[threading.BoundedSemaphore, float]:
 
 def read_body(request: flask.Request, limit: int = MAX_BODY_BYTES) -> bytes:
     """The whole body: 413 above ``limit`` bytes, declared or chunked (werkzeug's
-    ``max_content_length`` stops the read); 400 when it cannot be read (malformed chunked encoding, a client gone
-    mid-body); 408 when not complete ``BODY_READ_TIMEOUT_SECONDS`` after the headers (60 s at
-    least above ``MAX_BODY_BYTES``), and 503 at once while all the other threads receive one.
+    ``max_content_length`` stops the read); 400 when it cannot be read (malformed chunked
+    encoding, a client gone mid-body); 408 when not complete ``BODY_READ_TIMEOUT_SECONDS`` after
+    the headers (60 s at least above ``MAX_BODY_BYTES``), and 503 at once while all the other
+    threads receive one.
 
     The deadline and the reserved threads are hand-made because gunicorn has neither: its
     threads read a body for as long as the client takes, and ``/healthz`` must find a free one."""
@@ -199,9 +190,9 @@ def _receive(request: flask.Request, limit: int) -> bytes:
             deadline.start()
         raw = request.get_data(cache=False)
     except Exception as exc:  # gunicorn's chunk parser errors, werkzeug's ClientDisconnected
-        if late:
-            raise BodyTimeout(f"body not received within {deadline.interval:g} s") from None
-        raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
+        if not late:
+            raise InvalidInput(f"body could not be read: {type(exc).__name__}") from exc
+        raw = b""  # cut by the deadline
     finally:
         deadline.cancel()
         readers.release()
@@ -239,8 +230,6 @@ def validation_message(exc: ValidationError) -> str:
 
 def parse_body(request: flask.Request, model: type[M]) -> M:
     """The JSON body (see ``read_json``) as ``model``; 400 names the bad field."""
-    from pydantic import ValidationError
-
     data = read_json(request)
     try:
         return model.model_validate(data)
@@ -297,19 +286,20 @@ def edge(
     recorded: bool = True,
     body_limit: Callable[[flask.Request], int] | None = None,
 ) -> Callable[[Handler[S]], Callable[[flask.Request], flask.Response]]:
-    """What every function's HTTP entry point does around its own logic (``handler(request,
-    settings, run)``): answer ``/healthz`` without touching anything, load the settings, run the
-    handler as one recorded run (``recorded_run``; ``recorded=False`` for reads such as cost_api,
-    which only map errors), map any error to its HTTP answer (``Retry-After`` when the error names
-    one), and then call what the handler left in ``run.afterwards`` (a CostJob's execution record).
-    A declared body above ``body_limit(request)`` (``MAX_BODY_BYTES`` by default) is a 413 before
-    the handler runs, on every route, whether it reads a body or not."""
+    """A function's HTTP entry point (registered with functions-framework), which does around its
+    own logic (``handler(request, settings, run)``): answer ``/healthz`` without touching
+    anything, load the settings, run the handler as one recorded run (``recorded_run``;
+    ``recorded=False`` for reads such as cost_api, which only map errors), map any error to its
+    HTTP answer (``Retry-After`` when the error names one), and then call what the handler left
+    in ``run.afterwards`` (a CostJob's execution record). A declared body above
+    ``body_limit(request)`` (``MAX_BODY_BYTES`` by default) is a 413 before the handler runs, on
+    every route, whether it reads a body or not."""
 
     def wrap(handler: Handler[S]) -> Callable[[flask.Request], flask.Response]:
         @functools.wraps(handler)
         def entry(request: flask.Request) -> flask.Response:
-            if (healthy := health(request)) is not None:
-                return healthy
+            if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
+                return respond(200, {"status": "ok"})  # readiness: touches no dependency
             limit = body_limit(request) if body_limit is not None else MAX_BODY_BYTES
             if (request.content_length or 0) > limit:
                 request.environ["finops.body_refused"] = True
@@ -332,6 +322,7 @@ def edge(
                     then(run)
             return response
 
+        functions_framework.http(entry)  # registers the target's signature type; entry is served as is
         return entry
 
     return wrap
@@ -348,10 +339,3 @@ def _leave_the_rest_unread(request: flask.Request) -> None:
     if request.environ.get("finops.body_refused") and sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RD)
-
-
-def health(request: flask.Request) -> flask.Response | None:
-    """``GET /healthz``: a cheap readiness answer that touches no dependency."""
-    if request.path == "/healthz" and request.method in {"GET", "HEAD"}:
-        return respond(200, {"status": "ok"})
-    return None

@@ -26,11 +26,6 @@ def workers() -> int:
     return load(ServingSettings).WORKERS
 
 
-def worker_share(per_replica: float) -> float:
-    """This worker's share of a per-replica amount."""
-    return per_replica / workers()
-
-
 def worker_count_share(per_replica: int) -> int:
     """This worker's share of a per-replica count, rounded up (at least 1)."""
     return max(1, math.ceil(per_replica / workers()))
@@ -57,7 +52,7 @@ class RateLimit:
     @classmethod
     def per_replica(cls, per_second: float, burst: int) -> RateLimit:
         """This worker's bucket of a replica's ``per_second`` and ``burst``."""
-        return cls(worker_share(per_second), worker_count_share(burst))
+        return cls(per_second / workers(), worker_count_share(burst))
 
     def take(self) -> None:
         """Take one delivery's token, or raise ``TooManyEvents`` saying when one is free."""

@@ -27,10 +27,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__() -> list[str]:
-    return sorted([*globals(), *TARGETS])
-
-
 if __name__ != "__main__" and os.environ.get("FUNCTION_TARGET"):
     warm_up(os.environ["FUNCTION_TARGET"], sys.modules[__name__])
     load(ServingSettings)  # validated at cold start: the body limits (functions.edge) read it

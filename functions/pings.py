@@ -38,9 +38,8 @@ class RangePing(Ping):
         if self.from_ is None and self.to is None:
             return None
         if self.from_ is None or self.to is None:
-            raise InvalidInput(
-                f"{'to' if self.to is None else 'from'}: required with {'from' if self.to is None else 'to'}"
-            )
+            missing, given = ("to", "from") if self.to is None else ("from", "to")
+            raise InvalidInput(f"{missing}: required with {given}")
         return parse_timestamp(self.from_, field="from"), parse_timestamp(self.to, field="to")
 
 

@@ -4,22 +4,19 @@
    target's settings are validated, so a missing or malformed variable stops the start naming it
    (exit 3). Nothing touches the database here unless ``MIGRATE_ON_START`` is set (the local
    stack's way: the migration runs before anything serves). Without it (the install Job
-   migrates), the master imports psycopg and its pool (``infra.postgres.database``), once for
-   all its workers, and opens no connection: the connection and the schema check would delay the
-   fork, and so the first answer.
+   migrates), the master only imports psycopg and its pool (``infra.clients`` does), once for
+   all its workers: a connection and the schema check would delay the fork, and so the first
+   answer.
 2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
    and the first request travels, the worker opens its pool (``infra.clients.database_from``)
    and one connection and checks the schema. A schema newer than this code (or edited
-   migrations) stops the start: the worker exits with gunicorn's boot-error status (3), on which gunicorn's master
-   halts, so the revision never becomes ready. A database that is down, or a schema still
-   behind, does not: requests answer 503 until it is reachable and migrated.
-
-A pool's threads do not survive a fork, so each worker opens its own pool in any case.
+   migrations) stops the start: the worker exits with gunicorn's boot-error status (3), on which
+   gunicorn's master halts, so the revision never becomes ready. A database that is down, or a
+   schema still behind, does not: requests answer 503 until it is reachable and migrated.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -39,7 +36,6 @@ def warm_up(target: str, functions: ModuleType) -> None:
     if handler is None:
         return  # functions-framework reports the unknown target itself
     module = sys.modules[handler.__module__]
-    importlib.import_module("infra.postgres.database")  # once, before the fork: the workers share it
     try:
         settings = module.settings()
         if settings.MIGRATE_ON_START:

@@ -8,24 +8,17 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
 
 from finops.errors import FinOpsError
+from infra.kube import KubeClient
+from infra.opencost import OpenCostClient
+from infra.postgres import Database, apply_migrations, connect
 from infra.postgres.common import Timeouts
-
-if TYPE_CHECKING:  # imported where first used: a webhook's cold start needs none of them
-    from pydantic import SecretStr
-
-    from infra.kube import KubeClient
-    from infra.opencost import OpenCostClient
-    from infra.postgres import Database
-    from infra.prometheus import PrometheusClient
-    from infra.settings import CommonSettings, KubeSettings, OnSyncSettings, OpenCostSettings
-
-    # on_sync's settings are read without pydantic (infra.settings.plain), the others' with it
-    Common = CommonSettings | OnSyncSettings
-
+from infra.postgres.migrations import check_schema
+from infra.prometheus import PrometheusClient
+from infra.settings import CommonSettings, KubeSettings, OpenCostSettings
 
 _migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the master it was forked from
 
@@ -34,36 +27,20 @@ _migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the
 def database(
     dsn: str, pool: str, max_size: int, timeout: float, migrate: bool, timeouts: Timeouts | None = None
 ) -> Database:
-    """One pool per process (per DSN), its schema checked on first use (``_checked``). With
-    ``migrate`` (``MIGRATE_ON_START``), pending migrations are applied first instead, under the
-    migrations' lock. psycopg is imported here, when first needed (``functions.warmup`` imports
-    it once in gunicorn's master, before the fork)."""
-    from infra.postgres import apply_migrations, connect
-
+    """One pool per process (per DSN), its schema checked on the DSN's first use in this process
+    (or the master it was forked from); with ``migrate`` (``MIGRATE_ON_START``), pending
+    migrations are applied first, under the migrations' lock. A schema newer than this code is
+    refused (``SchemaTooNew``, the cold start stops), an older one answers 503 until ``finops
+    migrate`` has run (``SchemaBehind``). On any error the pool is closed and forgotten: the next
+    request tries again rather than run on a wrong schema."""
     db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)
-    try:
-        if migrate and dsn not in _migrated:
-            apply_migrations(db)
-    except FinOpsError:
-        database.cache_clear()
-        db.close()
-        raise
-    return _checked(dsn, db, database.cache_clear)
-
-
-def _checked(dsn: str, db: Database, forget: Callable[[], None]) -> Database:
-    """``db``, its schema checked on the DSN's first use in this process (or the master it was
-    forked from): a schema newer than this code is refused (``SchemaTooNew``, the cold start
-    stops), an older one answers 503 until ``finops migrate`` has run (``SchemaBehind``). On
-    either, ``db`` is closed and its cache forgotten (``forget``): the next request tries again
-    rather than run on a wrong schema."""
-    from infra.postgres.migrations import check_schema
-
     if dsn not in _migrated:
         try:
+            if migrate:
+                apply_migrations(db)
             check_schema(db)
         except FinOpsError:
-            forget()
+            database.cache_clear()
             db.close()
             raise
         _migrated.add(dsn)
@@ -72,38 +49,28 @@ def _checked(dsn: str, db: Database, forget: Callable[[], None]) -> Database:
 
 @functools.cache
 def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
-    from infra.opencost import OpenCostClient
-
     return OpenCostClient(url, timeout=timeout, retries=retries)
 
 
-def opencost_from(settings: OpenCostSettings | OnSyncSettings, timeout: float | None = None) -> OpenCostClient:
+def opencost_from(settings: OpenCostSettings, timeout: float | None = None) -> OpenCostClient:
     """The process's OpenCost client (one per distinct timeout, e.g. a CostJob's)."""
     return _opencost(settings.OPENCOST_URL, timeout or settings.OPENCOST_TIMEOUT_SECONDS, settings.OPENCOST_RETRIES)
 
 
 @functools.cache
-def _prometheus(url: str, timeout: float, token: SecretStr | None) -> PrometheusClient:
-    from infra.prometheus import PrometheusClient
-
-    return PrometheusClient(url, timeout=timeout, bearer_token=token)
-
-
 def prometheus_from(url: str, timeout: float, token: SecretStr | None = None) -> PrometheusClient:
     """The process's Prometheus client (``ALLOCATION_SOURCE=prometheus``), one per URL and timeout."""
-    return _prometheus(url, timeout, token)
+    return PrometheusClient(url, timeout=timeout, bearer_token=token)
 
 
 @functools.cache
 def _kube(url: str | None, timeout: float) -> KubeClient:
-    from infra.kube import KubeClient
-
     if url:
         return KubeClient.from_url(url, timeout_seconds=timeout)
     return KubeClient.from_environment(timeout_seconds=timeout)
 
 
-def kube_from(settings: KubeSettings | OnSyncSettings, timeout: float | None = None) -> KubeClient:
+def kube_from(settings: KubeSettings, timeout: float | None = None) -> KubeClient:
     """The process's Kubernetes client: ``KUBE_API_URL``, else in-cluster, else ``KUBECONFIG``."""
     return _kube(settings.KUBE_API_URL, timeout or settings.KUBE_TIMEOUT_SECONDS)
 
@@ -112,7 +79,7 @@ def _forget_clients() -> None:
     """functions-framework builds the app (and so runs the cold start) in gunicorn's master, then
     forks the worker. A pool's connector threads do not survive a fork, so the worker forgets
     whatever was made before it and opens its own on first use (migrations: a no-op check)."""
-    for cached in (database, _opencost, _prometheus, _kube):
+    for cached in (database, _opencost, prometheus_from, _kube):
         cached.cache_clear()
 
 
@@ -122,7 +89,7 @@ os.register_at_fork(after_in_child=_forget_clients)
 _database_lock = threading.Lock()
 
 
-def database_from(settings: Common) -> Database:
+def database_from(settings: CommonSettings) -> Database:
     """The process's pool; one, however many threads ask first (the worker's background connect
     and its first requests: ``functools.cache`` alone would let each build a pool)."""
     with _database_lock:
@@ -132,9 +99,5 @@ def database_from(settings: Common) -> Database:
             settings.DATABASE_POOL_MAX,
             settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
             settings.MIGRATE_ON_START,
-            _timeouts(settings),
+            Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
         )
-
-
-def _timeouts(settings: Common) -> Timeouts:
-    return Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS)

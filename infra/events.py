@@ -4,11 +4,9 @@ The measurement of an accepted sync runs in a request of its own: the event carr
 persisted sync event's id, so a duplicate or forged delivery can at most re-measure an event that
 is already accepted and still pending (claims are idempotent).
 
-The POST goes through one ``httpx.Client`` per process (kept-alive connections shared by the
-request threads; a forked worker builds its own). The binary-mode headers are four ``ce-*``
-headers and the JSON data as the body: written here rather than with the ``cloudevents`` SDK,
-which would add a dependency for four headers. An error names the sink without its credentials
-or query (where an event token travels).
+Binary mode is four ``ce-*`` headers and the JSON data as the body, written here: the
+``cloudevents`` SDK would be a dependency for four headers. An error names the sink without its
+credentials or query (where an event token travels).
 """
 
 from __future__ import annotations
@@ -54,16 +52,15 @@ _client_lock = threading.Lock()
 def _http() -> httpx.Client:
     """The process's client, built on first use."""
     global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                _client = httpx.Client(
-                    timeout=httpx.Timeout(5.0),
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=MAX_IDLE_CONNECTIONS),
-                    follow_redirects=False,
-                    trust_env=False,
-                )
-    return _client
+    with _client_lock:
+        if _client is None:
+            _client = httpx.Client(
+                timeout=httpx.Timeout(5.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=MAX_IDLE_CONNECTIONS),
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return _client
 
 
 def _forget_client() -> None:
@@ -99,7 +96,8 @@ def _shown(url: str) -> str:
     return urlunsplit((parts.scheme, f"{host}{port}", parts.path, "", ""))
 
 
-def _post(url: str, event_type: str, event_id: str, source: str, data: dict[str, Any], timeout: float) -> None:
+def send(url: str, event_type: str, event_id: str, source: str, data: dict[str, Any], *, timeout: float = 5.0) -> None:
+    """Deliver one event and wait for the sink to accept it (a broker answers at once)."""
     shown = _shown(url)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -148,11 +146,6 @@ def _seconds(retry_after: str | None, default: float = 5.0) -> float:
         return default
 
 
-def send(url: str, event_type: str, event_id: str, source: str, data: dict[str, Any], *, timeout: float = 5.0) -> None:
-    """Deliver one event and wait for the sink to accept it (a broker answers at once)."""
-    _post(url, event_type, event_id, source, data, timeout)
-
-
 def send_detached(
     url: str,
     event_type: str,
@@ -172,7 +165,7 @@ def send_detached(
 
     def deliver(attempt: int) -> None:
         try:
-            _post(url, event_type, event_id, source, data, timeout=600.0)
+            send(url, event_type, event_id, source, data, timeout=600.0)
         except SinkBusy as exc:
             if attempt < MAX_DELIVERIES:
                 later(exc.retry_after, attempt + 1)

@@ -8,7 +8,6 @@ the work and its resumability are in ``service.py``.
 from __future__ import annotations
 
 import flask
-import functions_framework
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.edge import current_secret, edge, parse_body, require_bearer, respond, settings_for, with_event_token
@@ -29,7 +28,6 @@ class Invocation(BaseModel):
     trigger: str = Field(default="install", pattern=r"^[a-z][a-z0-9-]{0,31}$")
 
 
-@functions_framework.http
 @edge(FUNCTION, settings)
 def backfill(request: flask.Request, s: BackfillSettings, run: Run) -> flask.Response:
     require_bearer(request, current_secret(s, "PING_TOKEN") or "")

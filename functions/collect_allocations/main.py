@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import flask
-import functions_framework
 
 from finops.costjobs import parse_costjob
 from functions.edge import current_secret, edge, respond, settings_for, with_event_token
@@ -26,7 +25,6 @@ FUNCTION = "collect_allocations"
 settings = settings_for(FUNCTION, CollectAllocationsSettings)
 
 
-@functions_framework.http
 @edge(FUNCTION, settings)
 def collect_allocations(request: flask.Request, s: CollectAllocationsSettings, run: Run) -> flask.Response:
     ping, scheduled = accept_ping(request, s, run, RangePing)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import flask
-import functions_framework
 
 from functions.edge import edge, respond, settings_for
 from functions.pings import Ping, accept_ping
@@ -25,7 +24,6 @@ FUNCTION = "collect_charges"
 settings = settings_for(FUNCTION, CollectChargesSettings)
 
 
-@functions_framework.http
 @edge(FUNCTION, settings)
 def collect_charges(request: flask.Request, s: CollectChargesSettings, run: Run) -> flask.Response:
     ping, scheduled = accept_ping(request, s, run, Ping)

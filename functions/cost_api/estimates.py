@@ -20,7 +20,6 @@ that replaces the key's estimate, so a refused push changes nothing.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +28,7 @@ import flask
 
 from finops.cloud_estimates import SOURCES, parse_infracost
 from finops.errors import InvalidInput, NotFound, TemporaryError
-from finops.labels import validate_namespace
+from finops.labels import is_subdomain, validate_namespace
 from functions.cost_api import routes
 from functions.edge import MAX_BODY_BYTES, current_secret, read_json, require_bearer, respond
 from infra.clients import database_from
@@ -39,11 +38,9 @@ from usecases.cost_api.cloud_estimates import money, store
 log = logging.getLogger(__name__)
 
 CLOUD_ESTIMATE_BODY = 10 * 1024 * 1024  # bytes: the push's body limit
-MAX_ESTIMATE_BYTES = CLOUD_ESTIMATE_BODY
 LARGE_AT_ONCE = 2  # pushes read and parsed at once per process
 # Hand-made: no library bounds the bodies one route reads at once (werkzeug bounds their size only).
 _large_bodies = threading.BoundedSemaphore(LARGE_AT_ONCE)
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # DNS-1123 subdomain (an Application's name)
 
 
 class UnsupportedMediaType(InvalidInput):
@@ -60,7 +57,7 @@ class LargeBodiesBusy(TemporaryError):
 
 def _app(namespace: str, name: str) -> tuple[str, str]:
     validate_namespace(namespace, field="appNamespace")
-    if not _NAME.fullmatch(name):
+    if not is_subdomain(name):
         raise InvalidInput(f"appName: {name[:80]!r} is not a valid Application name (DNS-1123 subdomain)")
     return namespace, name
 
@@ -79,13 +76,12 @@ def _read_document(request: flask.Request) -> Any:
     if not _large_bodies.acquire(blocking=False):
         raise LargeBodiesBusy("too many large bodies being received; retry")
     try:
-        return read_json(request, MAX_ESTIMATE_BYTES, empty="send the output of infracost breakdown --format json")
+        return read_json(request, CLOUD_ESTIMATE_BODY, empty="send the output of infracost breakdown --format json")
     finally:
         _large_bodies.release()
 
 
 NOT_ENABLED = "cloud estimates are not enabled: set CI_TOKEN (the bearer token CI pushes with)"
-BEARER_REFUSED = "missing or wrong bearer token in the Authorization header"
 
 
 def body_limit(request: flask.Request) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hmac
 
 import flask
-import functions_framework
 
 from finops.errors import NotFound, PermanentError
 from functions.cost_api import estimates, metrics, routes, status_views
@@ -49,7 +48,6 @@ def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
     return namespace, name
 
 
-@functions_framework.http
 @edge(FUNCTION, settings, recorded=False, body_limit=estimates.body_limit)  # reads: errors mapped, no run records
 def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Response:
     if request.method == "POST" and (pushed := routes.match(request.path, "post")) is not None:

@@ -5,10 +5,9 @@ This route never trusts Argo CD's proxy headers: it is answered before them, and
 ``Authorization`` from what it forwards, so a request through the UI extension (or one forging the
 proxy's headers) cannot read it. Without ``METRICS_TOKEN`` the route is 404, naming the variable.
 
-Each scrape builds a fresh ``CollectorRegistry`` around one collector holding what the queries
-returned (``metric_families``): nothing is kept between scrapes, so no replica holds state of its
-own. The queries run first; a database error is a 503 (Prometheus's ``up`` is 0), never a partial
-page.
+Each scrape exposes one collector holding what its queries returned: nothing is kept between
+scrapes, so no replica holds state of its own. The queries run first; a database error is a 503
+(Prometheus's ``up`` is 0), never a partial page.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 import flask
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -43,17 +42,13 @@ class _Families(Collector):
         return iter(self.families)
 
 
-def authorise(request: flask.Request, s: CostApiSettings) -> None:
-    """404 when ``METRICS_TOKEN`` is not configured; 401 without the right bearer token."""
+def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
+    """The exposition (Prometheus's text format); 404 when ``METRICS_TOKEN`` is not configured,
+    401 without its bearer token."""
     token = current_secret(s, "METRICS_TOKEN")
     if not token:
         raise NotFound("metrics are not enabled: set METRICS_TOKEN (the bearer token Prometheus sends)")
     require_bearer(request, token)
-
-
-def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
-    """The exposition for an authorised scrape (Prometheus's text format)."""
-    authorise(request, s)
     started = time.monotonic()
     db, cluster = database_from(s), s.CLUSTER_ID
     hour = last_complete_hour(db, cluster, DEFAULT_AGGREGATION)
@@ -69,8 +64,7 @@ def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
         labels=["cluster"],
     )
     duration.add_metric([cluster], time.monotonic() - started)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families([*families, duration]))
-    response = flask.Response(generate_latest(registry), status=200, content_type=CONTENT_TYPE_LATEST)
+    exposition = generate_latest(_Families([*families, duration]))
+    response = flask.Response(exposition, status=200, content_type=CONTENT_TYPE_LATEST)
     response.headers["Cache-Control"] = "no-store"
     return response

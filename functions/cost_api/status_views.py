@@ -20,16 +20,17 @@ are listed with their cost so the platform team can fix them; that is the same i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.cloud_estimates import SOURCES
 from finops.errors import PermanentError
 from finops.money import format_amount
-from functions.cost_api.estimates import MAX_ESTIMATE_BYTES
+from functions.cost_api.estimates import CLOUD_ESTIMATE_BODY
 from functions.edge import current_secret
 from infra.clients import database_from
+from infra.opencost.health import HEALTH_TIMEOUT_SECONDS, probe
 from infra.settings import CostApiSettings
 from usecases.cost_api.cloud_estimates import STALE_AFTER_SECONDS
 from usecases.reports.formats import load_policy
@@ -38,10 +39,10 @@ RECENT = 10  # open and lost hours listed
 UNOWNED = 50  # namespaces without the owner label listed
 
 
-def _month(now: datetime) -> tuple[date, date]:
-    start = now.date().replace(day=1)
-    end = (start + timedelta(days=32)).replace(day=1)
-    return start, end
+def _month(now: datetime) -> tuple[datetime, datetime]:
+    """Midnight UTC of the 1st of ``now``'s month, and of the next month's."""
+    start = datetime(now.year, now.month, 1, tzinfo=UTC)
+    return start, (start + timedelta(days=32)).replace(day=1)
 
 
 def _share(part: int, whole: int) -> str | None:
@@ -59,8 +60,6 @@ def _hour(value: datetime | None) -> str | None:
 def _opencost(s: CostApiSettings) -> dict[str, Any]:
     if not s.OPENCOST_URL:
         return {"reachable": None, "reason": "OPENCOST_URL not set"}
-    from infra.opencost.health import HEALTH_TIMEOUT_SECONDS, probe  # httpx only when asked
-
     reachable, reason = probe(s.OPENCOST_URL)
     return {"reachable": reachable, "reason": reason, "timeoutSeconds": HEALTH_TIMEOUT_SECONDS}
 
@@ -86,7 +85,8 @@ def data_quality(s: CostApiSettings, _args: Mapping[str, str], now: datetime | N
     now = now or datetime.now(UTC)
     db = database_from(s)
     where: dict[str, Any] = {"cluster": s.CLUSTER_ID, "aggregation": DEFAULT_AGGREGATION}
-    start, end = _month(now)
+    first, next_first = _month(now)
+    start, end = first.date(), next_first.date()
     ledger = db.fetch_one("dq_ledger_summary", **where) or {}
     recent = {
         state: [
@@ -96,15 +96,7 @@ def data_quality(s: CostApiSettings, _args: Mapping[str, str], now: datetime | N
         for state in ("lost", "open")
     }
     cost = db.fetch_one("dq_unpriced_cost", **where, start=start, end=end) or {}
-    hours = (
-        db.fetch_one(
-            "dq_unpriced_hours",
-            **where,
-            start=datetime(start.year, start.month, 1, tzinfo=UTC),
-            end=datetime(end.year, end.month, 1, tzinfo=UTC),
-        )
-        or {}
-    )
+    hours = db.fetch_one("dq_unpriced_hours", **where, start=first, end=next_first) or {}
     unowned = db.fetch_all("dq_unowned_namespaces", **where, start=start, end=end, limit=UNOWNED)
     pricing = _pricing(db.fetch_one("dq_pricing_source", **where))
     newest = ledger.get("newest_final")
@@ -183,7 +175,7 @@ def config(s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
             "enabled": bool(current_secret(s, "CI_TOKEN")),
             "sources": list(SOURCES),
             "staleAfterSeconds": STALE_AFTER_SECONDS,
-            "maxBodyBytes": MAX_ESTIMATE_BYTES,
+            "maxBodyBytes": CLOUD_ESTIMATE_BODY,
         },
         "opencost": {"configured": s.OPENCOST_URL is not None},
     }

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import flask
-import functions_framework
 
 from functions.edge import (
     current_secret,
@@ -33,7 +32,6 @@ FUNCTION = "on_sync"
 settings = settings_for(FUNCTION, OnSyncSettings)
 
 
-@functions_framework.http
 @edge(FUNCTION, settings)
 def on_sync(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Response:
     if request.headers.get("ce-type") == events.SYNC_ACCEPTED:

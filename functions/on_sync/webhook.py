@@ -19,12 +19,14 @@ another kind.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
@@ -37,7 +39,8 @@ from pydantic import (
 from finops.applications import is_local
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
-from finops.labels import is_label, is_subdomain, validate_namespace, validate_object_name
+from finops.labels import is_label, is_subdomain, validate_object_name
+from functions.edge import validation_message
 from usecases.appcost.syncs import SyncEvent
 
 __all__ = ["BODY_FIELDS", "Resource", "SyncWebhook", "WebhookInvalid"]
@@ -57,9 +60,8 @@ class WebhookInvalid(InvalidInput):
     """The body is not a usable webhook: ``loc`` names the bad field (``()``: the body itself)."""
 
     def __init__(self, exc: ValidationError) -> None:
-        error = exc.errors(include_url=False)[0]
-        super().__init__(f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}")
-        self.loc: tuple[str | int, ...] = tuple(error["loc"])
+        super().__init__(validation_message(exc))
+        self.loc: tuple[str | int, ...] = tuple(exc.errors(include_url=False)[0]["loc"])
 
 
 def _storable(value: str) -> str:
@@ -71,17 +73,22 @@ def _storable(value: str) -> str:
 Text = Annotated[str, AfterValidator(_storable)]
 
 
-def _name(value: str) -> str:
-    if not is_subdomain(value):
-        raise ValueError(f"{value[:80]!r} is not a valid Kubernetes name (DNS-1123 subdomain)")
-    return value
+def _rule(ok: Callable[[str], object], what: str, *, optional: bool = False) -> AfterValidator:
+    """The value when ``ok`` accepts it (or, ``optional``, it is empty), else ``'value' is not <what>``."""
+
+    def check(value: str) -> str:
+        if not (optional and not value) and not ok(value):
+            raise ValueError(f"{value[:80]!r} is not {what}")
+        return value
+
+    return AfterValidator(check)
 
 
-def _namespace(value: str) -> str:
-    try:
-        return validate_namespace(value)
-    except InvalidInput as exc:
-        raise ValueError(f"{value[:80]!r} is not a valid namespace (DNS-1123 label)") from exc
+NAMESPACE = "a valid namespace (DNS-1123 label)"
+Name = Annotated[str, _rule(is_subdomain, "a valid Kubernetes name (DNS-1123 subdomain)")]
+Namespace = Annotated[str, _rule(is_label, NAMESPACE)]
+Revision = Annotated[str, _rule(_REVISION.fullmatch, "a printable revision without spaces, at most 256 characters")]
+_EMPTY_IS_NONE = BeforeValidator(lambda value: None if value == "" else value)
 
 
 class Resource(BaseModel):
@@ -89,37 +96,11 @@ class Resource(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    group: str = ""
-    version: str = ""
-    kind: str
-    namespace: str = ""
+    group: Annotated[str, _rule(is_subdomain, "an API group (DNS-1123 subdomain)", optional=True)] = ""
+    version: Annotated[str, _rule(is_label, "an API version", optional=True)] = ""
+    kind: Annotated[str, _rule(_KIND.fullmatch, "a Kubernetes kind")]
+    namespace: Annotated[str, _rule(is_label, NAMESPACE, optional=True)] = ""
     name: str
-
-    @field_validator("group")
-    @classmethod
-    def _group(cls, value: str) -> str:
-        if value and not is_subdomain(value):
-            raise ValueError(f"{value[:80]!r} is not an API group (DNS-1123 subdomain)")
-        return value
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str) -> str:
-        if value and not is_label(value):
-            raise ValueError(f"{value[:80]!r} is not an API version")
-        return value
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, value: str) -> str:
-        if not _KIND.fullmatch(value):
-            raise ValueError(f"{value[:80]!r} is not a Kubernetes kind")
-        return value
-
-    @field_validator("namespace")
-    @classmethod
-    def _resource_namespace(cls, value: str) -> str:
-        return _namespace(value) if value else value
 
     @model_validator(mode="after")
     def _name_for_kind(self) -> Resource:
@@ -128,10 +109,6 @@ class Resource(BaseModel):
         except InvalidInput as exc:
             raise ValueError(exc.message) from exc
         return self
-
-    def as_dict(self) -> dict[str, str]:
-        """``{"group", "version", "kind", "namespace", "name"}``, as stored in the event."""
-        return self.model_dump()
 
 
 def _problem(index: int, exc: ValidationError) -> str:
@@ -147,15 +124,15 @@ class SyncWebhook(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    app: str
-    appNamespace: str
-    project: str | None = None
-    destinationNamespace: str | None = None
+    app: Name
+    appNamespace: Namespace
+    project: Annotated[Name | None, _EMPTY_IS_NONE] = None  # an AppProject is a Kubernetes object
+    destinationNamespace: Annotated[Namespace | None, _EMPTY_IS_NONE] = None
     destinationServer: Text | None = Field(default=None, max_length=2048)
     destinationName: Text | None = Field(default=None, max_length=253)
     syncResult: Text | None = Field(default=None, max_length=64)
-    revision: str | None = None
-    revisions: list[str] | None = Field(default=None, max_length=64)
+    revision: Annotated[Revision | None, _EMPTY_IS_NONE] = None
+    revisions: list[Revision] | None = Field(default=None, max_length=64)
     finishedAt: datetime
     resources: list[Resource] | None = Field(default=None, max_length=MAX_RESOURCES)
     _skipped: tuple[str, ...] = PrivateAttr(default=())  # not read from the body: see ``skipped``
@@ -190,39 +167,9 @@ class SyncWebhook(BaseModel):
         """``resources[i]...: why`` for every entry dropped as unusable."""
         return list(self._skipped)
 
-    @field_validator("app")
-    @classmethod
-    def _app(cls, value: str) -> str:
-        return _name(value)
-
-    @field_validator("project")
-    @classmethod
-    def _project(cls, value: str | None) -> str | None:
-        return _name(value) if value else None  # an AppProject is a Kubernetes object
-
-    @field_validator("appNamespace")
-    @classmethod
-    def _app_namespace(cls, value: str) -> str:
-        return _namespace(value)
-
-    @field_validator("destinationNamespace")
-    @classmethod
-    def _destination(cls, value: str | None) -> str | None:
-        return _namespace(value) if value else None
-
-    @field_validator("revision")
-    @classmethod
-    def _revision(cls, value: str | None) -> str | None:
-        if value and not _REVISION.fullmatch(value):
-            raise ValueError("must be a printable revision without spaces, at most 256 characters")
-        return value or None
-
     @field_validator("revisions")
     @classmethod
     def _revisions(cls, value: list[str] | None) -> list[str] | None:
-        for item in value or []:
-            if not _REVISION.fullmatch(item):
-                raise ValueError("every revision must be printable, without spaces, at most 256 characters")
         if value and len(",".join(value)) > MAX_REVISION_KEY:
             raise ValueError(f"the revisions joined must be at most {MAX_REVISION_KEY} characters")
         return value
@@ -288,7 +235,7 @@ class SyncWebhook(BaseModel):
             destination_namespace=self.destinationNamespace,
             revision=self.revision_key,
             finished_at=self.finishedAt,
-            resources=[r.as_dict() for r in self.resources or [] if r.namespace in ("", self.destinationNamespace)],
+            resources=[r.model_dump() for r in self.resources or [] if r.namespace in ("", self.destinationNamespace)],
         )
 
 

@@ -13,14 +13,12 @@ is rate-limited per replica (``EVENTS_PER_SECOND``, ``EVENTS_BURST``: beyond the
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime
 
 import flask
-import functions_framework
 
 from functions.edge import current_secret, edge, read_json, require_bearer, require_event_token, respond, settings_for
-from functions.limits import RateLimit
+from functions.limits import event_rate
 from infra.clients import database_from, kube_from
 from infra.settings import ReconcileSettings
 from usecases.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
@@ -32,14 +30,13 @@ EVENT_PREFIX = "dev.knative.apiserver.ref."
 settings = settings_for(FUNCTION, ReconcileSettings)
 
 
-@functions_framework.http
 @edge(FUNCTION, settings)
 def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.Response:
     event_type = request.headers.get("ce-type")
     if event_type:  # a delivery: its token (when EVENT_TOKEN is set), then this replica's rate
         run.trigger = "event"
         require_event_token(request, current_secret(s, "EVENT_TOKEN"))
-        event_rate().take()
+        event_rate(s.EVENTS_PER_SECOND, s.EVENTS_BURST).take()
     else:  # a full pass on request, authenticated like the hourly pings
         run.trigger = "manual"
         require_bearer(request, current_secret(s, "PING_TOKEN") or "")
@@ -58,9 +55,3 @@ def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.R
         run.outcome = "partial"
         run.error = "; ".join(f"{k}: {v}" for k, v in result.errors.items())
     return respond(200, {"outcome": run.outcome, "run_id": run.run_id, **run.counts})
-
-
-@functools.cache
-def event_rate() -> RateLimit:
-    """This worker's share of the replica's budget of event deliveries."""
-    return RateLimit.per_replica(settings().EVENTS_PER_SECOND, settings().EVENTS_BURST)
