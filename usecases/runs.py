@@ -16,13 +16,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from finops.errors import FinOpsError
 from infra.logs import current_run_id, one_line
-
-if TYPE_CHECKING:
-    from infra.postgres.common import Statements
+from infra.postgres.common import Statements
 
 log = logging.getLogger("finops.runs")
 

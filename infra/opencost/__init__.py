@@ -1,18 +1,13 @@
 """OpenCost adapter: the only importer of httpx for OpenCost."""
 
-from infra.opencost.assets import Assets, DiskAsset, LoadBalancerAsset, NodeAsset
+from infra.opencost.assets import Assets
 from infra.opencost.client import EndpointMissing, OpenCostClient, OversizedAnswer, Spooled, namespace_filter
-from infra.opencost.models import Allocation, AllocationProperties, AllocationResponse
+from infra.opencost.models import Allocation
 
 __all__ = [
     "Allocation",
-    "AllocationProperties",
-    "AllocationResponse",
     "Assets",
-    "DiskAsset",
     "EndpointMissing",
-    "LoadBalancerAsset",
-    "NodeAsset",
     "OpenCostClient",
     "OversizedAnswer",
     "Spooled",

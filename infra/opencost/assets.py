@@ -1,16 +1,13 @@
 """OpenCost's assets (``/assets``): what each node, disk and load balancer cost in a window.
 
-Why the collector reads them: the cloud bill's lines name resources by their provider ID (an
-instance id, a volume id, a load balancer), while allocations name workloads. An asset carries both
-its ``providerID`` and its cost, and a node's cost minus what its allocations were charged is its
-idle; so the hour's assets are what the bill is matched against (issue 16).
+An asset carries both its ``providerID`` (what the cloud bill's lines name) and its cost, so the
+hour's assets are what the bill is matched against.
 
-The answer is ``{"code": 200, "data": [{key: asset}]}`` (``core/pkg/opencost/asset_json.go``).
-Parsing follows ``models``: the shapes are lenient ``TypedDict``s validated by pydantic (any field
-may be missing or null, extra fields ignored), numbers become ``Decimal`` from their JSON text,
-never a float. Node, Disk and LoadBalancer assets become small frozen dataclasses; other types
-(Network, ClusterManagement, Cloud, Shared) are skipped. An asset without ``properties.name`` is
-refused (``OpenCostUnavailable`` naming its key): nothing could match it.
+The answer is ``{"code": 200, "data": [{key: asset}]}`` (``core/pkg/opencost/asset_json.go``),
+parsed like ``models``: lenient ``TypedDict``s, numbers as ``Decimal``, never a float. Node, Disk
+and LoadBalancer assets become small frozen dataclasses; other types (Network, ClusterManagement,
+Cloud, Shared) are skipped. An asset without ``properties.name`` is refused
+(``OpenCostUnavailable`` naming its key): nothing could match it.
 """
 
 from __future__ import annotations

@@ -15,11 +15,9 @@ the read timeout, so an attempt ends within twice ``timeout`` in the worst case.
 time budget passes ``retry_until``: no retry starts after it (the attempt under way finishes).
 
 ``spool_allocation`` is the same request for an hour's ingest, with the answer written to a
-temporary file (``Spooled``) instead of memory, and read back one window of allocations at a time
-(``infra.opencost.stream``): memory stays bounded whatever the hour's size. The download happens
-before the caller opens its transaction, so no database lock is held while OpenCost answers, and a
-retried attempt simply starts the file again. ``max_bytes`` stops an attempt (not retried) with
-``OversizedAnswer`` as soon as the answer outgrows it, so the caller can ask in namespace batches.
+temporary file (``Spooled``) and read back one window of allocations at a time
+(``infra.opencost.stream``); a retried attempt starts the file again. ``max_bytes`` stops an
+attempt (not retried) with ``OversizedAnswer`` as soon as the answer outgrows it.
 
 ``assets`` reads ``/assets`` (nodes, disks, load balancers with their provider IDs:
 ``infra.opencost.assets``) with the same retries and deadline. A 404 on any path is
@@ -29,7 +27,6 @@ answers so, and the collector then stores its hours without assets.
 
 from __future__ import annotations
 
-import logging
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -46,8 +43,6 @@ from infra.opencost.assets import ASSET_RESPONSE, Assets, parse_assets
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 from infra.opencost.stream import read_allocations
 from infra.retries import RETRY_STATUSES, RetryPolicy
-
-log = logging.getLogger(__name__)
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -76,9 +71,8 @@ class Spooled:
     windows: ``allocations()`` yields ``(key, Allocation)`` and fails like ``allocation()`` does
     on an error envelope or a bad field."""
 
-    def __init__(self, file: IO[bytes], size: int, origin: str) -> None:
+    def __init__(self, file: IO[bytes], origin: str) -> None:
         self.file = file
-        self.size = size
         self.origin = origin
 
     def allocations(self) -> Iterator[tuple[str, Allocation]]:
@@ -109,8 +103,6 @@ class OpenCostClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
         self._retries = RetryPolicy("OpenCost", self.base_url, retries, backoff, OpenCostUnavailable)
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -187,7 +179,7 @@ class OpenCostClient:
         file = tempfile.TemporaryFile(prefix="opencost-")  # noqa: SIM115 (Spooled closes it)
         try:
             self._get("/allocation", params, retry_until, spool=file, max_bytes=max_bytes)
-            return Spooled(file, file.tell(), f"OpenCost at {self.base_url} answered /allocation")
+            return Spooled(file, f"OpenCost at {self.base_url} answered /allocation")
         except BaseException:
             file.close()
             raise

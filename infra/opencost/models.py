@@ -1,8 +1,7 @@
 """OpenCost's Allocation object, as documented (``core/pkg/opencost/allocation_json.go``).
 
-The shapes are ``TypedDict``s validated by pydantic: a 20,000-allocation hour parses at the speed
-of ``json.loads`` (model instances cost twice that), while every field is still type-checked.
-Parsing is lenient the way OpenCost's output requires: any field may be missing, extra fields are
+The shapes are ``TypedDict``s validated by pydantic (cheaper than model instances), every field
+type-checked. Parsing is lenient the way OpenCost's output requires: any field may be missing, extra fields are
 ignored, and numbers may be ``null`` (OpenCost turns NaN and Inf into null). Numbers become
 ``Decimal`` as written: pydantic-core reads a JSON number and keeps its shortest decimal form, which
 is the text itself for up to 15 significant digits. OpenCost rounds every figure to 5 decimals, so

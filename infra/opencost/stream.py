@@ -12,9 +12,8 @@ accepted. The other fields are parsed but neither kept nor checked. The quantiti
 parsed and checked when ``quantities_text`` writes them, which names the field. A record is read
 by attribute (``RowBuilder`` does), or like the models' dicts (``get``, ``[]``).
 
-pydantic's own JSON parser (``validate_json``) is not used for the allocations: it reads a JSON
-number through a float, so ``0.1000000000000000055511151231257827`` arrives as ``0.1`` and
-``100.10`` as ``100.1``, where the rows store the number as sent.
+Not pydantic's ``validate_json``: it reads a JSON number through a float (``100.10`` would
+arrive as ``100.1``), where the rows store the number as sent.
 
 The cut: the candidates are the ``},"key":{`` sequences, tried from the window's end backwards
 (those followed by ``{"name"``, OpenCost's first field, first). A candidate is right exactly when
@@ -279,20 +278,20 @@ def _tail(buffer: bytes) -> Iterator[tuple[str, Allocation]]:
     """The last allocations and the envelope's end, as a whole envelope of their own."""
     envelope = _envelope(b'{"data":[{' + buffer)
     _check_code(envelope, has_data=True, code_seen=True)
-    sets = envelope.data or []
-    if len(sets) > 1:
-        raise _Refused(f"{len(sets)} sets for one accumulated hour")
-    yield from (sets[0] or {}).items()  # type: ignore[misc]
+    return _only_set(envelope)
 
 
 def _whole(body: bytes) -> Iterator[tuple[str, Allocation]]:
     envelope = _envelope(body)
     _check_code(envelope, has_data=envelope.data is not None)
+    return _only_set(envelope)
+
+
+def _only_set(envelope: _Envelope) -> Iterator[tuple[str, Allocation]]:
     sets = envelope.data or []
     if len(sets) > 1:
         raise _Refused(f"{len(sets)} sets for one accumulated hour")
-    if sets:
-        yield from (sets[0] or {}).items()  # type: ignore[misc]
+    return iter((sets[0] or {}).items() if sets else ())  # type: ignore[arg-type]
 
 
 def _null_times(text: bytes) -> bytes:

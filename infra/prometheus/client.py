@@ -23,7 +23,6 @@ never logged or put in a message.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -34,8 +33,6 @@ from pydantic import SecretStr
 
 from finops.errors import PrometheusUnavailable, SourceMisconfigured
 from infra.retries import RETRY_STATUSES, RetryPolicy
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,8 +58,6 @@ class PrometheusClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
         self._retries = RetryPolicy("Prometheus", self.base_url, retries, backoff, PrometheusUnavailable)
         headers = {"Accept": "application/json", "User-Agent": "finops-functions"}
         if bearer_token is not None:

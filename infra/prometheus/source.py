@@ -33,7 +33,7 @@ unallocated rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -291,17 +291,12 @@ class PrometheusAllocations:
             "totalCost": _sum(*costs.values()),
         }
 
-    def _require_owner_labels(self, entries: Iterable[Allocation]) -> None:
+    def _require_owner_labels(self, entries: Collection[Allocation]) -> None:
         """Fail when no namespace with cost carries the owner label: kube-state-metrics was not
         told to export it, and every row would be unallocated."""
-        namespaces = [(a.get("properties") or {}).get("namespace") for a in entries]
-        if not namespaces:
-            return
         key = sanitize_label_key(self.owner_label)
-        for a in entries:
-            labels = (a.get("properties") or {}).get("namespaceLabels") or {}
-            if labels.get(key):
-                return
+        if not entries or any(((a.get("properties") or {}).get("namespaceLabels") or {}).get(key) for a in entries):
+            return
         raise SourceMisconfigured(
             f"kube_namespace_labels has no label_{key} for any namespace with cost: start kube-state-metrics with "
             f"{allowlist_hint(self.owner_label, self.cost_center_label)} (OWNER_LABEL={self.owner_label})"

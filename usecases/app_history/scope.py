@@ -40,7 +40,6 @@ class AppScope:
     controllers: tuple[str, ...]  # "<controllerKind>:<controller>", as OpenCost labels the rows
     pods: tuple[str, ...]  # pods selected by name
     fingerprint: str
-    record_id: int  # the cost_actuals record the scope was taken from
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> AppScope:
@@ -53,7 +52,6 @@ class AppScope:
             controllers=tuple(row["controllers"]),
             pods=tuple(row["pods"]),
             fingerprint=row["fingerprint"],
-            record_id=int(row["record_id"]),
         )
 
     def params(self) -> dict[str, Any]:
@@ -64,11 +62,6 @@ class AppScope:
             "controllers": list(self.controllers),
             "pods": list(self.pods),
         }
-
-
-def app_scopes(db: Database, cluster: str) -> list[AppScope]:
-    """The scope of every application of ``cluster`` with a cost record."""
-    return [AppScope.of(row) for row in db.fetch_all("app_scopes", cluster=cluster, app_namespace=None, app_name=None)]
 
 
 def app_scope(db: Database, cluster: str, app_namespace: str, app_name: str) -> AppScope | None:

@@ -9,7 +9,6 @@ record's columns) and application scope (the ``share`` document) are never mixed
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -22,8 +21,6 @@ from finops.measurement import Figures, PodCost, controller_key, efficiency_docu
 from finops.money import cost_micros
 from finops.ownership import Ref, owned_pods
 from infra.opencost import Allocation, OpenCostClient
-
-log = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=24)
 

@@ -1,13 +1,11 @@
 """One hour's answer, fetched before the hour's transaction and read inside it, streamed.
 
 Why fetched first and read later: the hour is replaced in one transaction under its advisory lock
-(``service._write_hour``). Downloading inside it would hold the lock, a pooled connection (a
-PgBouncer server connection) and an open transaction for as long as OpenCost takes to answer, and
-a broken download would have to roll the hour back and start again. So OpenCost's answer is
-downloaded first into a temporary file (``OpenCostClient.spool_allocation``; its retries and
-deadline unchanged), and the transaction reads it back one window of allocations at a time: memory
-is bounded by a window, not by the hour, and the lock is held only while the rows are written.
-The Prometheus source computes its hour in memory (``InMemory``).
+(``service._write_hour``); downloading inside it would hold the lock, a pooled connection and an
+open transaction for as long as OpenCost takes to answer. So the answer is downloaded first into a
+temporary file (``OpenCostClient.spool_allocation``), and the transaction reads it back one window
+of allocations at a time: memory is bounded by a window, not by the hour. The Prometheus source
+computes its hour in memory (``InMemory``).
 
 **Namespace shards** (``OPENCOST_SHARD_NAMESPACES`` > 0): an hour too large for one request is
 asked in batches of that many namespaces with OpenCost's ``filter``. When it is too large:

@@ -1,28 +1,21 @@
 """An hour's assets (nodes, disks, load balancers: ``cluster_assets``), stored with its allocations.
 
-Why with the allocations: a node's idle is its asset cost minus what its allocations were charged,
-and the bill's lines are matched to assets by provider ID; assets from one fetch and allocations
-from another would not add up. So the hour's assets are fetched with its answer, before the
-transaction (``fetch_assets``, from ``service._write_hour``: no lock is held while OpenCost
-answers), and written inside it (``store_assets``: the hour's assets deleted, the new ones
-copied, their count on the ledger entry), so they are replaced together with the rows or not at
-all, and a replayed or killed hour leaves both as one transaction left them. An hour OpenCost
-answers with no allocations keeps its rows and its assets as they were (``service._store_hour``).
+Why with the allocations: a node's idle is its asset cost minus what its allocations were charged;
+assets from one fetch and allocations from another would not add up. So the hour's assets are
+fetched with its answer, before the transaction (``fetch_assets``), and written inside it
+(``store_assets``, their count on the ledger entry): replaced together with the rows or not at
+all. An hour answered with no allocations keeps its rows and its assets as they were.
 
 Decisions:
 
 * **The assets call fails** (after the client's retries and deadline): the hour fails like an
   OpenCost outage (``OpenCostUnavailable``, the hour left as it was, the next run retries it).
-  Storing it without assets would leave a hole in the reconciliation that looks like a cluster
-  without nodes and that nothing would fill later, since a stored hour is not fetched again once
-  final; an OpenCost that answers allocations but not assets is failing, and the ledger already
-  retries failing hours up to ``OPENCOST_HISTORY_HOURS``.
+  Stored without assets, a final hour would keep a hole in the reconciliation that nothing fills.
 * **OpenCost without the assets API** (404, ``EndpointMissing``): the hour is stored without
   assets, ``allocation_hours.asset_count`` NULL, and a warning is logged once per OpenCost URL
   and process (not once per hour).
 * **The Prometheus source** stores no assets (``asset_count`` NULL): its capacity query sums
-  allocatable capacity over the cluster, not per node, so per-node assets would need a new query
-  and per-node rounding that still adds up to the idle row; left for later.
+  allocatable capacity over the cluster, not per node.
 """
 
 from __future__ import annotations

@@ -262,9 +262,7 @@ def _write_hour(db: Database, source: AllocationSource, ctx: HourContext, hour: 
     """Replace one hour's rows and ledger state; None when it is settled (another run finalized
     it meanwhile, or it is lost and this is not a history load). No OpenCost retry starts after
     ``ctx.retry_until`` (the run's time budget)."""
-    # Fetch outside the transaction: no lock is held while OpenCost (or Prometheus) answers. An
-    # OpenCost answer waits in a temporary file and is streamed into COPY (``answers``).
-    # The hour's assets too (nodes, disks, load balancers), stored with its rows (``assets``).
+    # Fetched outside the transaction (``answers``, ``assets``): no lock is held while OpenCost answers.
     answer = fetch_hour(source, hour, ctx.options.aggregation, ctx.options.shards, retry_until=ctx.retry_until)
     try:
         assets = fetch_assets(source, hour, retry_until=ctx.retry_until)

@@ -18,8 +18,7 @@ Source = Literal["opencost", "prometheus"]
 
 
 class AllocationSource(Protocol):
-    """Where an hour's allocations come from: ``OpenCostClient`` or ``PrometheusAllocations``
-    (``ALLOCATION_SOURCE``), both answering in OpenCost's shape."""
+    """``OpenCostClient`` or ``PrometheusAllocations`` (see the module docstring)."""
 
     def allocation(
         self,

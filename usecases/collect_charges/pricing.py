@@ -18,7 +18,6 @@ and an hour never collected is never charged as zero. Finalized rows are never r
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -35,8 +34,6 @@ from finops.subscriptions import meta, ref_of
 from finops.usage import ActiveInterval, Margin, Meter, UsageRow, parse_margin, usage_charge
 from infra.postgres import Database
 from usecases.collect_charges.usage_rows import Usage, UsageBoundary, read_usage, usage_row
-
-log = logging.getLogger(__name__)
 
 COLUMNS = (
     "cluster",

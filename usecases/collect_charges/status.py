@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from finops.conditions import get_condition, set_condition
 from finops.errors import Conflict, FinOpsError
@@ -21,10 +21,8 @@ from finops.hours import Hour, parse_timestamp, truncate_to_hour
 from finops.periods import ONE_MICROSECOND
 from finops.subscriptions import FINALIZER, meta, ref_of
 from infra.postgres import Database
+from usecases.collect_charges.pricing import Plan
 from usecases.reconcile.objects import GROUP, VERSION, Kube
-
-if TYPE_CHECKING:
-    from usecases.collect_charges.pricing import Plan
 
 log = logging.getLogger(__name__)
 

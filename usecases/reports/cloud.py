@@ -18,10 +18,9 @@ else their billed cost; tax, support and commitment fees are shared. A charge in
 than the policy's is refused (``InvalidInput``): reports never convert.
 
 A database that is not migrated (no ``cloud_costs`` table, or migrations pending) is refused
-before anything is read, with one line saying to run ``finops migrate``. Why not migrate here, as
-the functions do at cold start: an import is a one-off command run from a laptop or a Job, often
-with credentials that may write rows but not change the schema, and a mistyped ``DATABASE_URL``
-would otherwise get a whole schema created in the wrong database.
+before anything is read, with one line saying to run ``finops migrate``: an import is often run
+with credentials that may not change the schema, and a mistyped ``DATABASE_URL`` must not get a
+schema created in the wrong database.
 """
 
 from __future__ import annotations

@@ -158,8 +158,14 @@ def chargeback(
     return replace(on_bill, coverage=coverage, basis=basis.value, reconciliation=summary)
 
 
-def _ratio(used: Decimal, billed: Decimal) -> str | None:
-    return None if not billed else str((used / billed).quantize(Decimal("0.01")))
+def _usage(namespaces: list[dict[str, Any]], unit: str) -> dict[str, str | None]:
+    """Billed, requested and used ``<unit>_hours`` summed over ``namespaces``, and used of billed."""
+    sums = {
+        k: sum((Decimal(r[f"{k}_{unit}_hours"]) for r in namespaces), Decimal(0))
+        for k in ("billed", "requested", "used")
+    }
+    ratio = None if not sums["billed"] else str((sums["used"] / sums["billed"]).quantize(Decimal("0.01")))
+    return {**{f"{k}_{unit}_hours": str(v.quantize(Decimal("0.01"))) for k, v in sums.items()}, "used_of_billed": ratio}
 
 
 def team_report(
@@ -175,10 +181,6 @@ def team_report(
     line = next((li for li in current.lines if li.owner == team and li.kind.value == "owner"), None)
     previous = next((li for li in before.lines if li.owner == team and li.kind.value == "owner"), None)
     namespaces = [r for r in db.fetch_all("owner_namespaces", **query.params()) if r["owner"] == team]
-
-    def hours(key: str) -> Decimal:
-        return sum((Decimal(r[key]) for r in namespaces), Decimal(0))
-
     total = line.total if line else Decimal("0.00")
     last = previous.total if previous else Decimal("0.00")
     body = {
@@ -197,20 +199,7 @@ def team_report(
             {"cluster": r["cluster"], "namespace": r["namespace"], "cost": format_amount(int(r["micros"]))}
             for r in namespaces[:top]
         ],
-        "requests_vs_usage": {
-            "cpu": {
-                "billed_core_hours": str(hours("billed_core_hours").quantize(Decimal("0.01"))),
-                "requested_core_hours": str(hours("requested_core_hours").quantize(Decimal("0.01"))),
-                "used_core_hours": str(hours("used_core_hours").quantize(Decimal("0.01"))),
-                "used_of_billed": _ratio(hours("used_core_hours"), hours("billed_core_hours")),
-            },
-            "memory": {
-                "billed_gib_hours": str(hours("billed_gib_hours").quantize(Decimal("0.01"))),
-                "requested_gib_hours": str(hours("requested_gib_hours").quantize(Decimal("0.01"))),
-                "used_gib_hours": str(hours("used_gib_hours").quantize(Decimal("0.01"))),
-                "used_of_billed": _ratio(hours("used_gib_hours"), hours("billed_gib_hours")),
-            },
-        },
+        "requests_vs_usage": {"cpu": _usage(namespaces, "core"), "memory": _usage(namespaces, "gib")},
         "coverage": current.coverage.as_document(),
         "previous_coverage": before.coverage.as_document(),
     }
