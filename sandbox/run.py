@@ -12,9 +12,11 @@ import contextlib
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
-from cli.ops import bearer_post
+import httpx
+
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.hours import truncate_to_hour
 from finops.money import format_amount
@@ -24,6 +26,15 @@ from infra.serving import TARGETS
 from sandbox.localdemo import HISTORY_DAYS, cost_api_env, demo_bill, load_history, measure_demo_apps, ui_host
 from sandbox.localstack import local_stack, serve_function
 from usecases.reports.text_table import render
+
+
+def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
+    response = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = {"body": response.text}
+    return response.status_code, payload
 
 
 def _shown_dsn(dsn: str) -> str:
@@ -89,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
         now = datetime.now(UTC)
         first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
         url = stack.function_urls["collect_allocations"]
-        post = bearer_post(stack.ping_token)
         failures = 0
         if args.source == "opencost":  # history for the UI's 30-day chart and the anomaly baseline
             print(f"\nLoading the {HISTORY_DAYS} days before them from OpenCost (a history load: finops collect):")
@@ -97,11 +107,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nPinging collect_allocations for the last {args.hours} scheduled hours, as the CronJob would:")
         for n in range(args.hours):
             scheduled = first + timedelta(hours=n)
-            answer = post(url, {"scheduledTime": scheduled.isoformat()}, 600.0)
-            failures += not answer.ok
+            status, payload = ping(url, stack.ping_token, {"scheduledTime": scheduled.isoformat()})
+            failures += status >= 300
             print(
-                f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {answer.status}  {answer.body.get('outcome')}  "
-                f"rows={answer.body.get('rows_written', '-')}  {answer.body.get('error') or ''}".rstrip()
+                f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
+                f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip()
             )
         print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
         print("\nMeasuring the demo applications (install backfill, two syncs each, daily history) for the UI:")
