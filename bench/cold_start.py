@@ -34,7 +34,8 @@ from typing import IO, Any
 
 import httpx
 
-from sandbox.localstack import ROOT, Stack, free_port, functions_framework_command
+from sandbox.localstack import ROOT, Stack, functions_framework_command
+from sandbox.processes import free_port
 
 COLD_STARTS = 9
 POLL_SECONDS = 0.010

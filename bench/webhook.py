@@ -54,8 +54,9 @@ import yaml
 
 from bench import cold_start
 from infra.postgres import apply_migrations, connect
-from sandbox.localstack import ROOT, Stack, free_port, serve_function, wait_until_serving
+from sandbox.localstack import ROOT, Stack, serve_function, wait_until_serving
 from sandbox.postgres import embedded_postgres, scratch_database
+from sandbox.processes import free_port
 
 CLIENTS = 100
 REQUESTS = 10  # per client, after WARMUP untimed ones

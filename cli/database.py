@@ -6,18 +6,13 @@ command behaves as the functions do, behind PgBouncer too, and a refused databas
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+from infra.postgres import Database, connect
+from infra.postgres.common import Timeouts
 from infra.settings import CommonSettings, database_url, load
-
-if TYPE_CHECKING:
-    from infra.postgres import Database
 
 
 def open_database() -> Database:
-    from infra.postgres import connect
-    from infra.postgres.database import Timeouts
-
     url = database_url()  # its own message when unset, before the other settings are read
     settings = load(CommonSettings, {**os.environ, "DATABASE_URL": url})
     return connect(

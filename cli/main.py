@@ -27,12 +27,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from cli.ledger import add_commands as add_ledger_commands
 from cli.ops import add_commands as add_ops_commands
+from cli.ops import bearer_post, ping_token
 from cli.reports import add_commands as add_report_commands
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, PermanentError
 from infra.logs import configure_cli, one_line
@@ -84,19 +84,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.execv(command[0], command)  # noqa: S606 - replaces this process, as the image's CMD does
 
 
-def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
-    response = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
-    try:
-        payload = response.json()
-    except ValueError:
-        payload = {"body": response.text}
-    return response.status_code, payload
-
-
 def cmd_invoke(args: argparse.Namespace) -> int:
-    token = os.environ.get("PING_TOKEN", "").strip()
-    if not token:
-        raise ConfigError(f"PING_TOKEN is not set: {args.target} requires it in the Authorization header; nothing sent")
+    token = ping_token(args.target)
     try:
         body = json.loads(args.data) if args.data else {}
     except ValueError as exc:
@@ -105,9 +94,9 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         raise InvalidInput("--data must be a JSON object")
     if args.scheduled_time:
         body["scheduledTime"] = args.scheduled_time
-    status, payload = ping(args.url, token, body)
-    print(json.dumps(payload, indent=2))
-    return 0 if status < 300 else 1
+    answer = bearer_post(token)(args.url, body, 600.0)
+    print(json.dumps(answer.body, indent=2))
+    return 0 if answer.ok else 1
 
 
 def cmd_run(options: list[str]) -> int:

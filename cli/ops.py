@@ -136,7 +136,7 @@ def _url(flag: str | None, variable: str) -> str:
     return url
 
 
-def _token(what: str) -> str:
+def ping_token(what: str) -> str:
     token = os.environ.get("PING_TOKEN", "").strip()
     if not token:
         raise ConfigError(f"PING_TOKEN is not set: {what} requires it in the Authorization header; nothing sent")
@@ -189,7 +189,7 @@ def _sleep(seconds: float) -> None:
 
 def cmd_install(args: argparse.Namespace) -> int:
     url = _url(args.url, "BACKFILL_URL")
-    token = _token("backfill")
+    token = ping_token("backfill")
     timeout = _number(args.request_timeout_seconds, "REQUEST_TIMEOUT_SECONDS", 350.0, float, minimum=1.0)
     invocations = _number(args.max_invocations, "MAX_INVOCATIONS", 100, int, minimum=1)
     retry = _number(args.retry_seconds, "RETRY_SECONDS", 10.0, float, minimum=0.0)
@@ -278,7 +278,7 @@ def ping_until_done(
 
 def cmd_ping(args: argparse.Namespace) -> int:
     url = _url(args.url, "FUNCTION_URL")
-    token = _token(url)
+    token = ping_token(url)
     timeout = _number(args.max_time, "MAX_TIME", 650.0, float, minimum=1.0)
     max_pings = _number(args.max_pings, "MAX_PINGS", 4, int, minimum=1)
     job_name = (args.job_name if args.job_name is not None else os.environ.get("JOB_NAME", "")).strip()

@@ -5,13 +5,10 @@ reference cycles. With the default thresholds the cyclic collector runs a young 
 700 allocations and keeps walking the growing heap for nothing. ``relaxed_gc`` raises the
 young-generation threshold (``RELAXED_THRESHOLD`` allocations) for the duration of the block.
 
-The collector's settings are process-wide and our Services serve several requests at once on
-threads, so the block never switches the collector off (``gc.disable()`` from one request would
-stop cycle collection for every other request, for as long as the slowest ingest runs, and
-overlapping blocks could restore each other's state in the wrong order). Instead the blocks are
-reference-counted under a lock: the first thread to enter raises the threshold, the last to leave
-restores what it found. Cycles are still collected meanwhile, only less often; reference
-counting frees everything else as usual.
+The collector's settings are process-wide and requests are served on threads, so the block never
+switches the collector off (that would stop cycle collection for every other request). The blocks
+are reference-counted under a lock: the first thread to enter raises the threshold, the last to
+leave restores what it found. Cycles are still collected meanwhile, only less often.
 """
 
 from __future__ import annotations

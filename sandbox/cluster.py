@@ -184,39 +184,27 @@ class _Builder:
         """A Deployment or Argo Rollout, its one ReplicaSet (``<name>-<hash>``) and the pods of that."""
         w, n, pod_hash = spec.source, len(spec.pods), template_hash(spec.source)
         api = API_VERSIONS[w.kind]
+        status: Obj = {**running, "updatedReplicas": n}
+        annotations = None
         if w.kind == "Deployment":
-            owner = self.add(
-                api,
-                w.kind,
-                w.name,
-                w.namespace,
-                labels,
-                created,
-                spec={**top_spec, "strategy": {"type": "RollingUpdate"}},
-                status={**running, "updatedReplicas": n},
-                annotations={"deployment.kubernetes.io/revision": "1"},
-            )
+            strategy: Obj = {"type": "RollingUpdate"}
+            annotations = {"deployment.kubernetes.io/revision": "1"}
             hash_label = "pod-template-hash"
         else:
             strategy = {"canary": {"steps": [{"setWeight": 20}, {"pause": {"duration": "10m"}}]}}
-            status = {
-                **running,
-                "updatedReplicas": n,
-                "phase": "Healthy",
-                "currentPodHash": pod_hash,
-                "stableRS": pod_hash,
-            }
-            owner = self.add(
-                api,
-                w.kind,
-                w.name,
-                w.namespace,
-                labels,
-                created,
-                spec={**top_spec, "strategy": strategy},
-                status=status,
-            )
+            status |= {"phase": "Healthy", "currentPodHash": pod_hash, "stableRS": pod_hash}
             hash_label = "rollouts-pod-template-hash"
+        owner = self.add(
+            api,
+            w.kind,
+            w.name,
+            w.namespace,
+            labels,
+            created,
+            spec={**top_spec, "strategy": strategy},
+            status=status,
+            annotations=annotations,
+        )
         rs = self.add(
             "apps/v1",
             "ReplicaSet",

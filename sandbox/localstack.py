@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,16 +24,10 @@ from sandbox import opencost as sandbox_opencost
 from sandbox import prometheus as sandbox_prometheus
 from sandbox.cluster import cluster_objects
 from sandbox.postgres import embedded_postgres
-from sandbox.processes import dies_with_parent
+from sandbox.processes import dies_with_parent, free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sandbox" / "demo"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def functions_framework_command(target: str, port: int, root: Path = ROOT) -> list[str]:
@@ -108,11 +101,7 @@ def serve_function(stack: Stack, target: str, root: Path = ROOT, /, **extra_env:
             stack.function_urls[target] = url
             yield url
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop_process(process)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -28,3 +30,19 @@ def dies_with_parent() -> Callable[[], None] | None:
             os.kill(os.getpid(), signal.SIGTERM)
 
     return preexec
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within 10 seconds."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

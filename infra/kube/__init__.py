@@ -1,9 +1,8 @@
 """The Kubernetes adapter: the only package in the product that imports ``kubernetes``.
 
 Everything else talks to the cluster through ``KubeClient`` in plain dicts and sees only
-``finops.errors`` exceptions. Importing this package does not import ``kubernetes`` (that
-happens when a client is constructed), so code paths that never reach the API stay fast to
-cold-start.
+``finops.errors`` exceptions. Importing this package does not import ``kubernetes`` (a heavy
+import): that happens when a client is constructed.
 """
 
 from __future__ import annotations

@@ -34,17 +34,10 @@ same group/version at once may both fetch it (harmless: the lists are equal).
 Discovery needs no Role rule (``infra.kube.operations``): RBAC grants it to every
 authenticated user through the built-in ClusterRole ``system:discovery``.
 
-Why not ``kubernetes.dynamic.DynamicClient``: its default ``LazyDiscoverer`` (kubernetes 36,
-``kubernetes/dynamic/discovery.py``) costs more than we need, measured against the sandbox
-server. Constructing it GETs ``/version`` and ``/apis`` and writes a cache file into the
-temporary directory (``osrcp-<hash of the host>.json``, read back by later processes). A lookup
-in the core group (``apiVersion: v1``) leaves the group as a wildcard and so fetches the
-resource list of every group that serves a ``v1`` (eleven requests on the sandbox, one per
-such group on a real cluster). A miss invalidates the whole cache and starts over
-(``/version``, ``/apis``, the list, the file), on every miss. On the cold start of a
-scale-to-zero function that is many requests where one suffices, and its requests bypass
-``KubeClient._call`` (our timeout, retry policy and error translation into ``finops.errors``).
-This module makes exactly one request per group/version it is asked about.
+Why not ``kubernetes.dynamic.DynamicClient``: its discoverer fetches ``/version``, ``/apis`` and
+every group serving a ``v1`` for a core lookup, starts over on every miss, writes a cache file,
+and bypasses ``KubeClient._call`` (our timeout, retries and error translation). This module makes
+exactly one request per group/version it is asked about.
 """
 
 from __future__ import annotations

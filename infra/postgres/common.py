@@ -1,5 +1,5 @@
-"""What the PostgreSQL gateway (``infra.postgres.database``) is built on, without importing psycopg:
-the named queries, the verbs' contract, the session's settings and the redacted cause of a failure.
+"""What the PostgreSQL gateway (``infra.postgres.database``) is built on: the named queries, the
+verbs' contract, the session's settings and the redacted cause of a failure.
 """
 
 from __future__ import annotations

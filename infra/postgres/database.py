@@ -158,11 +158,8 @@ class Database:
 
     def copy_rows(self, conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
         """``COPY`` rows into ``table`` (a trusted identifier of ours, never user input)."""
-        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-            sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
-        )
         count = 0
-        with wrap_errors(), conn.cursor() as cur, cur.copy(statement) as copy:
+        with wrap_errors(), conn.cursor() as cur, cur.copy(copy_statement(table, columns)) as copy:
             for row in rows:
                 copy.write_row(row)
                 count += 1
@@ -179,6 +176,13 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def copy_statement(table: str, columns: Sequence[str]) -> sql.Composed:
+    """``COPY table (columns) FROM STDIN``; ``table`` and ``columns`` are trusted identifiers of ours."""
+    return sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
 
 
 def _used(conn: Connection) -> None:

@@ -22,13 +22,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from finops.errors import PermanentError, TemporaryError
 from infra.postgres.common import QUERIES, Statements
-
-if TYPE_CHECKING:  # not imported at run time: the webhook checks the schema without psycopg
-    from infra.postgres.database import Connection, Database
+from infra.postgres.database import Connection, Database
 
 log = logging.getLogger(__name__)
 

@@ -138,9 +138,7 @@ class OpenCostSettings(Settings):
     @field_validator("OPENCOST_URL")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
-            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://opencost.opencost:9003")
-        return value.rstrip("/")
+        return http_url(value, "http://opencost.opencost:9003").rstrip("/")
 
 
 class KubeSettings(Settings):
@@ -185,9 +183,14 @@ class RedriveSettings(EventSettings):
     @field_validator("ON_SYNC_URL")
     @classmethod
     def _on_sync_url(cls, value: str) -> str:
-        if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
-            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://on-sync.finops.svc.cluster.local")
-        return value
+        return http_url(value, "http://on-sync.finops.svc.cluster.local")
+
+
+def http_url(value: str, example: str) -> str:
+    """``value`` if it is an http(s) URL, else a ``ValueError`` naming it (redacted) and ``example``."""
+    if not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
+        raise ValueError(f"{redact(value)!r} is not an http(s) URL such as {example}")
+    return value
 
 
 def as_config(check: Callable[..., object], value: str, field: str) -> str:
@@ -255,21 +258,3 @@ def problems(exc: ValidationError) -> str:
         message = "required" if error["type"] == "missing" else error["msg"].removeprefix("Value error, ")
         out.append(f"{name}: {message}")
     return "; ".join(out)
-
-
-__all__ = [
-    "CommonSettings",
-    "ConfigError",
-    "EventReceiverSettings",
-    "EventSettings",
-    "KubeSettings",
-    "OpenCostSettings",
-    "PingSettings",
-    "RedriveSettings",
-    "ServingSettings",
-    "Settings",
-    "as_config",
-    "database_url",
-    "environment",
-    "load",
-]

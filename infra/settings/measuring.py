@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
 from finops.labels import validate_label_key
-from infra.logs import redact
 from infra.settings.base import (
     CommonSettings,
     EventReceiverSettings,
@@ -18,6 +16,7 @@ from infra.settings.base import (
     PingSettings,
     RedriveSettings,
     as_config,
+    http_url,
 )
 
 
@@ -53,9 +52,7 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, R
     @field_validator("PROMETHEUS_URL")
     @classmethod
     def _prometheus_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^https?://[^\s/]+(/\S*)?$", value):
-            raise ValueError(f"{redact(value)!r} is not an http(s) URL such as http://prometheus.monitoring:9090")
-        return None if value is None else value.rstrip("/")
+        return None if value is None else http_url(value, "http://prometheus.monitoring:9090").rstrip("/")
 
     @model_validator(mode="after")
     def _source_endpoint(self) -> CollectAllocationsSettings:

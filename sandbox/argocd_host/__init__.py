@@ -26,6 +26,6 @@ Start it with ``serve(...)`` (``sandbox.localdemo`` does, for ``finops run``).
 
 from __future__ import annotations
 
-from sandbox.argocd_host.server import USERS, ArgoHost, ReactMissing, make_app, serve
+from sandbox.argocd_host.server import USERS, ArgoHost, ReactMissing, serve
 
-__all__ = ["USERS", "ArgoHost", "ReactMissing", "make_app", "serve"]
+__all__ = ["USERS", "ArgoHost", "ReactMissing", "serve"]

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import http.client
 import json
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.wrappers import Request, Response
 
-from sandbox.serving import StopOnExit
+from sandbox.serving import QuietHandler, ThreadedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).resolve().parent / "static"
@@ -229,36 +227,16 @@ def _file(path: Path, content_type: str) -> Response:
     return Response(path.read_bytes(), content_type=content_type, headers={"Cache-Control": "no-store"})
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """Request lines are not printed (``finops run`` keeps its terminal for its own output)."""
-
-
-class ArgoHost(StopOnExit):
+class ArgoHost(ThreadedServer):
     """The running host page: ``url`` and ``stop()``; a context manager."""
 
     def __init__(self, app: HostApp, server: BaseWSGIServer) -> None:
+        super().__init__(server, "argocd-host")
         self.app = app
-        self._server = server
-        self._thread = threading.Thread(
-            target=functools.partial(server.serve_forever, poll_interval=0.05), name="argocd-host", daemon=True
-        )
 
     @property
     def url(self) -> str:
-        return f"http://{self._server.host}:{self._server.server_port}/"
-
-    def start(self) -> ArgoHost:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-def make_app(**kwargs: Any) -> HostApp:
-    return HostApp(**kwargs)
+        return f"{super().url}/"
 
 
 def serve(
@@ -276,5 +254,5 @@ def serve(
     if missing:
         raise ReactMissing(f"{', '.join(missing)} missing: run `make ui` (npm ci in ui/) first")
     app = HostApp(kube_url=kube_url, cost_api_url=cost_api_url, proxy_token=proxy_token, gate_app=gate_app)
-    server = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
+    server = make_server(host, port, app, threaded=True, request_handler=QuietHandler)
     return ArgoHost(app, server).start()

@@ -54,13 +54,14 @@ def _details(group: str, plural: str, name: str) -> dict[str, Any]:
     return {"name": name, "group": group, "kind": plural}
 
 
+def _about(code: int, reason: str, group: str, plural: str, name: str, message: str) -> ApiError:
+    """An error about one object: ``{object}`` in ``message`` becomes its qualified name."""
+    what = f'{_qualified(group, plural)} "{name}"'
+    return ApiError(code, reason, message.replace("{object}", what, 1), details=_details(group, plural, name))
+
+
 def not_found(group: str, plural: str, name: str) -> ApiError:
-    return ApiError(
-        404,
-        "NotFound",
-        f'{_qualified(group, plural)} "{name}" not found',
-        details=_details(group, plural, name),
-    )
+    return _about(404, "NotFound", group, plural, name, "{object} not found")
 
 
 def resource_not_found(path: str) -> ApiError:
@@ -68,31 +69,23 @@ def resource_not_found(path: str) -> ApiError:
 
 
 def already_exists(group: str, plural: str, name: str) -> ApiError:
-    return ApiError(
-        409,
-        "AlreadyExists",
-        f'{_qualified(group, plural)} "{name}" already exists',
-        details=_details(group, plural, name),
-    )
+    return _about(409, "AlreadyExists", group, plural, name, "{object} already exists")
 
 
 def conflict(group: str, plural: str, name: str) -> ApiError:
-    return ApiError(
+    return _about(
         409,
         "Conflict",
-        f'Operation cannot be fulfilled on {_qualified(group, plural)} "{name}": the object '
-        "has been modified; please apply your changes to the latest version and try again",
-        details=_details(group, plural, name),
+        group,
+        plural,
+        name,
+        "Operation cannot be fulfilled on {object}: the object has been modified; please apply your "
+        "changes to the latest version and try again",
     )
 
 
 def invalid(group: str, plural: str, name: str, why: str) -> ApiError:
-    return ApiError(
-        422,
-        "Invalid",
-        f'{_qualified(group, plural)} "{name}" is invalid: {why}',
-        details=_details(group, plural, name),
-    )
+    return _about(422, "Invalid", group, plural, name, "{object} is invalid: " + why)
 
 
 def bad_request(message: str) -> ApiError:

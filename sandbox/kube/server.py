@@ -9,62 +9,37 @@ releases the port; as a context manager it cannot leak a server between tests.
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import BaseWSGIServer, make_server
 
 from sandbox.kube.app import make_app
 from sandbox.kube.events import DEFAULT_RETRIES, REFERENCE, EventSource, Mode
 from sandbox.kube.seed import load_manifests
 from sandbox.kube.store import KubeStore
-from sandbox.serving import StopOnExit
+from sandbox.serving import QuietHandler, ThreadedServer
 
 log = logging.getLogger("sandbox.kube")
-_POLL_SECONDS = 0.02  # how long stop() may wait for the serving loop to notice
 
 
-class _QuietHandler(WSGIRequestHandler):
+class _RequestLog(QuietHandler):
     """Request lines go to our logger at DEBUG instead of werkzeug's stderr handler."""
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         log.debug("%s %s", self.requestline, code)
 
 
-class KubeServer(StopOnExit):
-    """A running sandbox API server: ``url``, ``store`` and ``stop()``."""
+class KubeServer(ThreadedServer):
+    """A running sandbox API server: ``url`` (for ``kubernetes.client.Configuration(host=url)``),
+    ``store`` and ``stop()``."""
 
     def __init__(self, store: KubeStore, server: BaseWSGIServer) -> None:
+        super().__init__(server, "sandbox-kube", poll_interval=0.02)
         self.store = store
-        self._server = server
-        self._thread = threading.Thread(
-            target=functools.partial(server.serve_forever, poll_interval=_POLL_SECONDS),
-            name=f"sandbox-kube-{server.server_port}",
-            daemon=True,
-        )
-        self._stopped = False
         self._event_sources: list[EventSource] = []
-
-    @property
-    def host(self) -> str:
-        return str(self._server.host)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_port)
-
-    @property
-    def url(self) -> str:
-        """The base URL for ``kubernetes.client.Configuration(host=url)``."""
-        return f"http://{self.host}:{self.port}"
-
-    def start(self) -> KubeServer:
-        self._thread.start()
-        return self
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until interrupted (the ``python -m`` entry point)."""
@@ -101,13 +76,7 @@ class KubeServer(StopOnExit):
         """Stop serving and release the port; safe to call twice."""
         for source in list(self._event_sources):
             self.detach_events(source)
-        if self._stopped:
-            return
-        self._stopped = True
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()
+        super().stop()
 
 
 def bind(
@@ -128,7 +97,7 @@ def bind(
         store.apply_manifests(load_manifests(Path(seed_dir)))
     if objects is not None:
         store.apply_manifests(objects)
-    server = make_server(host, port, make_app(store), threaded=True, request_handler=_QuietHandler)
+    server = make_server(host, port, make_app(store), threaded=True, request_handler=_RequestLog)
     return KubeServer(store, server)
 
 

@@ -16,7 +16,7 @@ or from a shell: ``python -m sandbox.opencost --scenario sandbox/demo/scenario.y
 from __future__ import annotations
 
 from sandbox.opencost.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
-from sandbox.opencost.server import OpenCostApp, OpenCostServer, make_app, serve
+from sandbox.opencost.server import OpenCostApp, OpenCostServer, serve
 from sandbox.opencost.synthetic import synthetic
 
 __all__ = [
@@ -25,7 +25,6 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "load_scenario",
-    "make_app",
     "parse_scenario",
     "serve",
     "synthetic",

@@ -3,7 +3,7 @@
 Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/allocation/summary`` and
 ``/allocation/compute/summary`` (condensed, :mod:`sandbox.opencost.summary`), ``/assets`` and
 ``/model/assets`` (nodes, disks, load balancers: :mod:`sandbox.opencost.assets`; not cached),
-``/healthz``. ``assets=False`` (``make_app``/``serve``) answers ``/assets`` with 404, as OpenCost
+``/healthz``. ``assets=False`` (``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
 versions without the assets API do.
 
 Why fault injection lives on the handle and not in query parameters: the product must reach the
@@ -19,7 +19,7 @@ also carries ``"_path"`` (e.g. ``"/allocation/summary"``), and ``server.calls`` 
 its path, ``/assets`` queries included (they are not in ``requests``). ``fail_next(path="/assets")``
 and the other faults target them.
 
-``legacy_summary=True`` (``make_app``/``serve``) answers summaries the way other OpenCost versions
+``legacy_summary=True`` (``OpenCostApp``/``serve``) answers summaries the way other OpenCost versions
 do (``efficiency`` for ``totalEfficiency``, ``"null"`` strings in an empty range's window; see
 :mod:`sandbox.opencost.summary`).
 
@@ -48,7 +48,7 @@ from sandbox.opencost.query import error_body, execute, parse_query, render
 from sandbox.opencost.scenario import Scenario
 from sandbox.opencost.summary import render_summary
 from sandbox.opencost.windows import QueryError
-from sandbox.serving import StopOnExit
+from sandbox.serving import QuietHandler, ThreadedServer
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -75,7 +75,8 @@ class _Fault:
 
 
 class OpenCostApp:
-    """WSGI application for one scenario. Thread-safe; test hooks are plain methods."""
+    """WSGI application for one scenario; ``clock`` (returning an aware datetime) defaults to the
+    real UTC time. Thread-safe; test hooks are plain methods."""
 
     def __init__(
         self,
@@ -259,97 +260,22 @@ def _trickle(body: bytes, size: int, interval: float) -> Iterator[bytes]:
         yield body[offset : offset + size]
 
 
-def make_app(
-    scenario: Scenario,
-    *,
-    clock: Clock | None = None,
-    cache_size: int = 64,
-    cache_bytes: int = 256 * 2**20,
-    legacy_summary: bool = False,
-    assets: bool = True,
-) -> OpenCostApp:
-    """A WSGI app for ``scenario``; ``clock`` (returning an aware datetime) defaults to the real UTC time."""
-    return OpenCostApp(
-        scenario,
-        clock=clock,
-        cache_size=cache_size,
-        cache_bytes=cache_bytes,
-        legacy_summary=legacy_summary,
-        assets=assets,
-    )
-
-
-class _QuietHandler(WSGIRequestHandler):
-    """Werkzeug logs every request to stderr by default; tests and benchmarks do not want that."""
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        return None
-
-
-class OpenCostServer(StopOnExit):
-    """A running sandbox: ``.url``, ``.stop()``, fault hooks, ``.requests``; also a context manager."""
+class OpenCostServer(ThreadedServer):
+    """A running sandbox: ``.url``, ``.stop()``, the app's fault hooks, ``.requests`` and ``.calls``;
+    also a context manager."""
 
     def __init__(self, app: OpenCostApp, host: str = "127.0.0.1", port: int = 0, *, log_requests: bool = False) -> None:
+        handler = WSGIRequestHandler if log_requests else QuietHandler
+        super().__init__(make_server(host, port, app, threaded=True, request_handler=handler), "opencost")
         self.app = app
-        handler = WSGIRequestHandler if log_requests else _QuietHandler
-        self._server = make_server(host, port, app, threaded=True, request_handler=handler)
-        self.host = host
-        self.port = self._server.server_port
-        self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"opencost-{self.port}", daemon=True
-        )
-        self._thread.start()
-        self._stopped = False
-
-    @property
-    def requests(self) -> list[dict[str, str]]:
-        return self.app.requests
-
-    @property
-    def calls(self) -> list[tuple[str, dict[str, str]]]:
-        return self.app.calls
-
-    def fail_next(
-        self,
-        status: int = 500,
-        times: int = 1,
-        *,
-        message: str = "injected failure",
-        path: str | None = "/allocation",
-        after: int = 0,
-    ) -> None:
-        self.app.fail_next(status, times, message=message, path=path, after=after)
-
-    def delay_next(self, seconds: float, times: int = 1, *, path: str | None = "/allocation") -> None:
-        self.app.delay_next(seconds, times, path=path)
-
-    def malformed_next(
-        self,
-        body: bytes = b"{not json",
-        times: int = 1,
-        *,
-        status: int = 200,
-        path: str | None = "/allocation",
-        after: int = 0,
-    ) -> None:
-        self.app.malformed_next(body, times, status=status, path=path, after=after)
-
-    def trickle_next(
-        self, bytes_per_chunk: int = 1, interval: float = 0.05, times: int = 1, *, path: str | None = "/allocation"
-    ) -> None:
-        self.app.trickle_next(bytes_per_chunk, interval, times, path=path)
-
-    def reset(self) -> None:
-        self.app.reset()
-
-    def stop(self) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self.requests = app.requests  # cleared in place by reset()
+        self.calls = app.calls
+        self.fail_next = app.fail_next
+        self.delay_next = app.delay_next
+        self.malformed_next = app.malformed_next
+        self.trickle_next = app.trickle_next
+        self.reset = app.reset
+        self.start()
 
 
 def serve(
@@ -364,5 +290,5 @@ def serve(
     assets: bool = True,
 ) -> OpenCostServer:
     """Start the sandbox in a daemon thread; ``port=0`` picks a free port (see ``.url``)."""
-    app = make_app(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary, assets=assets)
+    app = OpenCostApp(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary, assets=assets)
     return OpenCostServer(app, host, port, log_requests=log_requests)

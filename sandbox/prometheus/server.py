@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from sandbox.processes import dies_with_parent
+from sandbox.processes import dies_with_parent, free_port, stop_process
 from sandbox.prometheus.openmetrics import render
 from sandbox.prometheus.world import World
 
@@ -70,12 +69,6 @@ def build_tsdb(world: World, folder: Path) -> Path:
     return data
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30.0) -> Iterator[str]:
     """Build the world's TSDB and serve it; yields Prometheus's URL, stops it on exit."""
@@ -86,7 +79,7 @@ def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30
         data = build_tsdb(world, root)
         config = root / "prometheus.yml"
         config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         with (root / "prometheus.log").open("wb") as log:
             process = subprocess.Popen(
@@ -106,12 +99,7 @@ def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30
             _wait_ready(url, process, root / "prometheus.log", ready_timeout)
             yield url
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
     finally:
         if owned:
             shutil.rmtree(root, ignore_errors=True)

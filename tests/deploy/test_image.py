@@ -32,7 +32,8 @@ import httpx
 import pytest
 
 from infra.serving import TARGETS
-from sandbox.localstack import free_port, functions_framework_command, wait_until_serving
+from sandbox.localstack import functions_framework_command, wait_until_serving
+from sandbox.processes import free_port
 from tests.deploy import manifests
 from tests.deploy.manifests import ROOT
 

@@ -1,7 +1,7 @@
 """``sandbox.cluster.cluster_objects``: the Kubernetes objects of a scenario agree with what the OpenCost
 sandbox reports for it (pod names, nodes, controllers) and form resolvable ownerReferences chains.
 
-The OpenCost side is evaluated in-process (``make_app(...).allocation``) with the same clock, so these
+The OpenCost side is evaluated in-process (``OpenCostApp(...).allocation``) with the same clock, so these
 tests pin the contract between the two sandboxes without sockets; the e2e tests do it over HTTP.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from sandbox.cluster import cluster_objects
 from sandbox.kube import KubeStore
 from sandbox.kube_fields import cpu_quantity, cron_expression, memory_quantity, object_uid
-from sandbox.opencost import ScenarioError, make_app, parse_scenario
+from sandbox.opencost import OpenCostApp, ScenarioError, parse_scenario
 from sandbox.opencost.scenario import Scenario
 
 NOW = datetime(2026, 3, 10, 14, 25, 30, tzinfo=UTC)
@@ -90,7 +90,7 @@ def of_kind(objects: list[dict[str, Any]], kind: str) -> dict[tuple[str, str], d
 
 
 def opencost_pods(scenario: Scenario, **params: str) -> dict[str, dict[str, Any]]:
-    app = make_app(scenario, clock=lambda: NOW)
+    app = OpenCostApp(scenario, clock=lambda: NOW)
     body, _ = app.allocation({"window": "24h", "aggregate": "pod", "includeAggregatedMetadata": "true", **params})
     pods: dict[str, dict[str, Any]] = json.loads(body)["data"][0]
     return pods
