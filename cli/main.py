@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -101,15 +100,13 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 
 def cmd_run(options: list[str]) -> int:
     """The local demo stack (``sandbox.run``): part of a checkout, never of the wheel or image, so
-    it runs as ``python -m sandbox.run`` from the checkout this CLI was installed from."""
+    this process becomes ``python -m sandbox.run`` in the checkout this CLI was installed from (the
+    same process: a signal or a kill reaches the demo, and the stack it starts dies with it)."""
     root = Path(__file__).resolve().parents[1]
     if not (root / "sandbox" / "run.py").is_file():
         raise ConfigError("finops run is the local demo: it needs a checkout of the repository (make run)")
-    with subprocess.Popen([sys.executable, "-m", "sandbox.run", *options], cwd=root) as demo:  # noqa: S603 - ours
-        try:
-            return demo.wait()
-        except KeyboardInterrupt:  # the demo got the same Ctrl-C: it stops its stack and exits
-            return demo.wait()
+    os.chdir(root)
+    os.execv(sys.executable, [sys.executable, "-m", "sandbox.run", *options])  # noqa: S606 - our own module
 
 
 def build_parser() -> argparse.ArgumentParser:
