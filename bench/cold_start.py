@@ -71,7 +71,7 @@ LIBRARIES = {  # top-level modules of each library that create_app imports
     "pydantic": ("pydantic", "pydantic_core", "annotated_types", "typing_inspection"),
     "pydantic-settings": ("pydantic_settings", "dotenv"),
 }
-OURS = ("finops", "functions", "infra")
+OURS = ("finops", "infra", "usecases", "functions")
 
 Body = Callable[[int], dict[str, Any]]
 Hook = Callable[[str], dict[str, Any]]  # a webhook body for a revision

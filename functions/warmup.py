@@ -53,6 +53,8 @@ def _connect_soon(module: ModuleType, target: str) -> None:
 
     def connect() -> None:
         settings = module.settings()
+        for prepare in getattr(module, "WARM", ()):  # e.g. on_sync's CloudEvent client
+            prepare()
         try:
             database_from(settings).check(settings.DATABASE_CONNECT_TIMEOUT_SECONDS)
         except PermanentError as exc:

@@ -8,17 +8,20 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from finops.errors import FinOpsError
-from infra.kube import KubeClient
-from infra.opencost import OpenCostClient
 from infra.postgres import Database, apply_migrations, connect
 from infra.postgres.common import Timeouts
 from infra.postgres.migrations import check_schema
-from infra.prometheus import PrometheusClient
 from infra.settings import CommonSettings, KubeSettings, OpenCostSettings
+
+if TYPE_CHECKING:  # each client is imported when first built: a function loads only the ones it uses
+    from infra.kube import KubeClient
+    from infra.opencost import OpenCostClient
+    from infra.prometheus import PrometheusClient
 
 _migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the master it was forked from
 
@@ -49,6 +52,8 @@ def database(
 
 @functools.cache
 def _opencost(url: str, timeout: float, retries: int) -> OpenCostClient:
+    from infra.opencost import OpenCostClient
+
     return OpenCostClient(url, timeout=timeout, retries=retries)
 
 
@@ -60,11 +65,15 @@ def opencost_from(settings: OpenCostSettings, timeout: float | None = None) -> O
 @functools.cache
 def prometheus_from(url: str, timeout: float, token: SecretStr | None = None) -> PrometheusClient:
     """The process's Prometheus client (``ALLOCATION_SOURCE=prometheus``), one per URL and timeout."""
+    from infra.prometheus import PrometheusClient
+
     return PrometheusClient(url, timeout=timeout, bearer_token=token)
 
 
 @functools.cache
 def _kube(url: str | None, timeout: float) -> KubeClient:
+    from infra.kube import KubeClient
+
     if url:
         return KubeClient.from_url(url, timeout_seconds=timeout)
     return KubeClient.from_environment(timeout_seconds=timeout)

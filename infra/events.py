@@ -63,6 +63,12 @@ def _http() -> httpx.Client:
         return _client
 
 
+def warm() -> None:
+    """Build the process's client now (its transport and TLS context cost tens of milliseconds),
+    so that the first event does not wait for it."""
+    _http()
+
+
 def _forget_client() -> None:
     """A forked worker opens its own connections (a socket shared with the parent would mix answers)."""
     global _client

@@ -30,6 +30,7 @@ from usecases.runs import Run, record_of
 
 FUNCTION = "on_sync"
 settings = settings_for(FUNCTION, OnSyncSettings)
+WARM = (events.warm,)  # built by each worker at start (functions.warmup), off the first webhook's path
 
 
 @edge(FUNCTION, settings)

@@ -22,16 +22,18 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.errors import FinOpsError, TemporaryError
 from finops.ownership import Ref
 from infra import events
 from infra.clock import SYSTEM, Clock
-from infra.opencost import OpenCostClient
 from infra.postgres import Database
 from infra.postgres.common import Statements
-from usecases.appcost.measure import KubeLister, measure_namespace, with_share
+
+if TYPE_CHECKING:  # the webhook's 202 needs none of the measurement's modules (OpenCost's models)
+    from infra.opencost import OpenCostClient
+    from usecases.appcost.measure import KubeLister
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +193,8 @@ def measure_event(
     """Measure one accepted event and store its record. Returns what happened:
     ``measured``, or ``skipped`` when it is already measured or being measured elsewhere.
     Raises ``NotSettled`` (the claim released) before ``settle_seconds`` after its receipt."""
+    from usecases.appcost.measure import measure_namespace, with_share
+
     event = db.fetch_one("claim_sync_event", id=event_id, stale_seconds=STALE_AFTER.total_seconds())
     if event is None:
         return "skipped"
