@@ -9,7 +9,8 @@
    answer.
 2. each worker gunicorn forks: at once, in a background thread, while gunicorn starts the worker
    and the first request travels, the worker opens its pool (``infra.clients.database_from``)
-   and one connection and checks the schema. A schema newer than this code (or edited
+   and one connection and checks the schema, after building what the target lists in ``WARM``
+   (on_sync's CloudEvent client). A schema newer than this code (or edited
    migrations) stops the start: the worker exits with gunicorn's boot-error status (3), on which
    gunicorn's master halts, so the revision never becomes ready. A database that is down, or a
    schema still behind, does not: requests answer 503 until it is reachable and migrated.
