@@ -6,10 +6,9 @@ Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/alloc
 ``/healthz``. ``assets=False`` (``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
 versions without the assets API do.
 
-Why fault injection lives on the handle and not in query parameters: the product must reach the
-sandbox exactly as it reaches the real OpenCost (same URL, same parameters), so tests arm faults
-out of band: ``server.fail_next(status=503)``, ``server.delay_next(2.0)``,
-``server.malformed_next(b"{not json")``, ``server.trickle_next(1, 0.05)`` (the real answer, sent
+Tests arm faults on the handle, so the product's requests stay those it sends to a real OpenCost:
+``server.fail_next(status=503)``, ``server.delay_next(2.0)``, ``server.malformed_next(b"{not json")``,
+``server.trickle_next(1, 0.05)`` (the real answer, sent
 ``bytes_per_chunk`` bytes every ``interval`` seconds, as a stalled proxy or an overloaded OpenCost
 does; it defeats a per-read timeout). Each fault applies to the next ``times`` matching requests
 (default: any ``/allocation...`` request, summaries included; ``path="/allocation/summary"`` targets
