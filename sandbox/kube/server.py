@@ -1,10 +1,8 @@
 """Running the sandbox API server on a real socket, in a background thread.
 
-The product talks to Kubernetes through the official client over HTTP, so tests must too:
-an in-process fake would skip the client's serialisation, content-type selection and error
-handling, which is where adapters break. ``serve()`` binds (port 0 picks a free port),
-starts werkzeug's threaded server in a daemon thread and returns a handle whose ``stop()``
-releases the port; as a context manager it cannot leak a server between tests.
+``serve()`` binds (port 0 picks a free port), starts werkzeug's threaded server in a daemon thread
+and returns a handle whose ``stop()`` releases the port; as a context manager it cannot leak a
+server between tests.
 """
 
 from __future__ import annotations
