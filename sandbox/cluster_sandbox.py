@@ -3,7 +3,6 @@ Kubernetes API sandbox holding the scenario's objects (``sandbox.cluster.cluster
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +10,6 @@ from pathlib import Path
 from sandbox.cluster import aware, cluster_objects
 from sandbox.kube import KubeServer
 from sandbox.kube import serve as serve_kube
-from sandbox.kube_fields import Obj
 from sandbox.opencost.scenario import Scenario
 from sandbox.opencost.server import OpenCostServer
 from sandbox.opencost.server import serve as serve_opencost
@@ -24,28 +22,24 @@ class ClusterSandbox(StopOnExit):
 
     opencost: OpenCostServer
     kube: KubeServer
-    now: datetime | None
 
     def stop(self) -> None:
         self.opencost.stop()
         self.kube.stop()
 
 
-def serve_cluster(
-    scenario: Scenario, *, now: datetime | None = None, seed_dir: Path | None = None, extra_objects: Iterable[Obj] = ()
-) -> ClusterSandbox:
+def serve_cluster(scenario: Scenario, *, now: datetime | None = None, seed_dir: Path | None = None) -> ClusterSandbox:
     """Start the OpenCost and Kubernetes sandboxes describing the same cluster.
 
     With ``now``, OpenCost's clock stands still at ``now`` and the objects are those at ``now``;
     without, OpenCost follows the real clock and the objects are those at start-up (CronJob runs
     after start-up then appear in OpenCost only). ``seed_dir`` (e.g. ``sandbox/demo/kube``, with the
-    demo's Argo CD Applications) is applied first, then the scenario's objects, then ``extra_objects``.
+    demo's Argo CD Applications) is applied first, then the scenario's objects.
     """
     fixed = aware(now) if now is not None else None
-    objects = [*cluster_objects(scenario, now=fixed), *extra_objects]
     opencost = serve_opencost(scenario, clock=(lambda: fixed) if fixed is not None else None)
     try:
-        return ClusterSandbox(opencost, serve_kube(seed_dir=seed_dir, objects=objects), fixed)
+        return ClusterSandbox(opencost, serve_kube(seed_dir=seed_dir, objects=cluster_objects(scenario, now=fixed)))
     except BaseException:
         opencost.stop()
         raise

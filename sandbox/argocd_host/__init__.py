@@ -1,8 +1,7 @@
 """A stand-in for Argo CD's web host, to see and test the finops UI extension without Argo CD.
 
-Why: the extension (``ui/``) runs inside Argo CD's page, which needs a cluster, Dex and the
-Argo CD server. This sandbox serves a small page that does what Argo CD's does for an
-extension, and nothing else:
+The extension (``ui/``) runs inside Argo CD's page; this sandbox serves a small page that does
+what Argo CD's does for an extension, and nothing else:
 
 - it loads React and ReactDOM as globals (the UMD builds of the pinned npm packages in
   ``ui/node_modules``), defines ``window.extensionsAPI`` collecting registrations, and loads

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
+import httpx
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.wrappers import Request, Response
 
@@ -25,6 +25,8 @@ REACT = {
 EXTENSION = UI / "dist" / "extension-finops.js"
 EXTENSION_NAME = "finops"
 APPLICATIONS = "/apis/argoproj.io/v1alpha1/applications"
+GATE = ("argocd", "cost-gate")  # the application whose readers see the cluster view
+TOKEN_HEADER = "X-Finops-Proxy-Token"  # noqa: S105 - a header name, not a secret
 # Argo CD's reserved headers (server/extension/extension.go): the UI sets the first two.
 APP_HEADER = "Argocd-Application-Name"
 PROJECT_HEADER = "Argocd-Project-Name"
@@ -34,11 +36,10 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 
 @dataclass(frozen=True)
 class User:
-    """A demo user's RBAC: may it read an application, may it invoke the extension."""
+    """A demo user's RBAC: the applications it may not read (it may invoke the extension)."""
 
     name: str
     denied_apps: frozenset[tuple[str, str]] = frozenset()
-    invoke: bool = True
 
     def may_get(self, namespace: str, name: str) -> bool:
         return (namespace, name) not in self.denied_apps
@@ -48,33 +49,17 @@ class ReactMissing(RuntimeError):
     """React's UMD files are not installed (run ``make ui``, which runs ``npm ci`` in ui/)."""
 
 
-def users(gate: tuple[str, str]) -> dict[str, User]:
-    return {"readonly": User("readonly"), "no-gate": User("no-gate", denied_apps=frozenset({gate}))}
-
-
-USERS = tuple(users(("argocd", "cost-gate")))
+USERS = {"readonly": User("readonly"), "no-gate": User("no-gate", denied_apps=frozenset({GATE}))}
 
 
 class HostApp:
     """The WSGI app. ``cost_api_url``: where the proxy forwards; ``proxy_token``: the header value
-    Argo CD's ``extension.config`` would inject (``X-Finops-Proxy-Token``)."""
+    Argo CD's ``extension.config`` would inject (``TOKEN_HEADER``)."""
 
-    def __init__(
-        self,
-        *,
-        kube_url: str,
-        cost_api_url: str,
-        proxy_token: str,
-        gate_app: str = "argocd:cost-gate",
-        token_header: str = "X-Finops-Proxy-Token",  # noqa: S107 - a header name, not a secret
-    ) -> None:
-        namespace, _, name = gate_app.partition(":")
+    def __init__(self, *, kube_url: str, cost_api_url: str, proxy_token: str) -> None:
         self.kube_url = kube_url.rstrip("/")
         self.cost_api_url = cost_api_url.rstrip("/")
         self.proxy_token = proxy_token
-        self.token_header = token_header
-        self.gate_app = gate_app
-        self.users = users((namespace, name))
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -118,7 +103,7 @@ class HostApp:
         in walk order; the installer's ``EXTENSION_JS_VARS`` file comes before ours."""
         if not EXTENSION.is_file():
             return _text(503, f"{EXTENSION} is missing: run `make ui`")
-        gate = json.dumps({"GATE_APP": self.gate_app})
+        gate = json.dumps({"GATE_APP": ":".join(GATE)})
         vars_js = f"((window) => {{ const vars = {gate}; window.FINOPS_VARS = vars; }})(window);\n"
         body = (
             f"// source: extension-0-FINOPS_vars.js\n{vars_js}// source: extension-finops.js\n{EXTENSION.read_text()}"
@@ -128,7 +113,7 @@ class HostApp:
     # -- Argo CD's application API ------------------------------------------------------------
 
     def _user(self, request: Request) -> User | None:
-        return self.users.get(request.cookies.get("argocd.token", ""))  # no session: None, as 401
+        return USERS.get(request.cookies.get("argocd.token", ""))  # no session: None, as 401
 
     def _applications(self) -> list[dict[str, Any]]:
         status, _, body = _call("GET", self.kube_url + APPLICATIONS)
@@ -174,7 +159,7 @@ class HostApp:
             return _text(400, f"Invalid headers: header {PROJECT_HEADER!r} must be provided")
         namespace, name = found.group(1), found.group(3)
         user = self._user(request)
-        app = self._application(namespace, name) if user and user.may_get(namespace, name) and user.invoke else None
+        app = self._application(namespace, name) if user and user.may_get(namespace, name) else None
         if app is None or (app.get("spec") or {}).get("project", "default") != project:
             return _text(401, "Unauthorized extension request")
         return self.forward(request, app, user)
@@ -183,7 +168,7 @@ class HostApp:
         path = request.path.removeprefix(f"/extensions/{EXTENSION_NAME}") or "/"
         headers = {k: v for k, v in request.headers.items() if k.lower() not in {"host", "cookie", "authorization"}}
         destination = (app.get("spec") or {}).get("destination") or {}
-        headers.update({self.token_header: self.proxy_token, "Argocd-Namespace": "argocd"})
+        headers.update({TOKEN_HEADER: self.proxy_token, "Argocd-Namespace": "argocd"})
         if destination.get("name"):
             headers["Argocd-Target-Cluster-Name"] = destination["name"]
         if destination.get("server"):
@@ -194,7 +179,7 @@ class HostApp:
         url = self.cost_api_url + path + (f"?{query}" if query else "")
         try:
             status, upstream_headers, body = _call(request.method, url, headers, request.get_data())
-        except OSError as exc:  # Argo CD's reverse proxy answers 502 when the backend is down
+        except httpx.TransportError as exc:  # Argo CD's reverse proxy answers 502 when the backend is down
             return _text(502, f"proxy error: {type(exc).__name__}")
         kept = [(k, v) for k, v in upstream_headers if k.lower() not in _HOP_BY_HOP]
         return Response(body, status=status, headers=kept)
@@ -203,16 +188,8 @@ class HostApp:
 def _call(
     method: str, url: str, headers: dict[str, str] | None = None, body: bytes = b""
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """One plain-HTTP request (the sandbox and the local functions are plain HTTP on 127.0.0.1)."""
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=60)
-    try:
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        conn.request(method, target, body=body or None, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, response.getheaders(), response.read()
-    finally:
-        conn.close()
+    response = httpx.request(method, url, headers=headers, content=body, timeout=60)
+    return response.status_code, response.headers.multi_items(), response.content
 
 
 def _text(status: int, text: str) -> Response:
@@ -244,7 +221,6 @@ def serve(
     kube_url: str,
     cost_api_url: str,
     proxy_token: str,
-    gate_app: str = "argocd:cost-gate",
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> ArgoHost:
@@ -253,6 +229,6 @@ def serve(
     missing = [str(p) for p in REACT.values() if not p.is_file()]
     if missing:
         raise ReactMissing(f"{', '.join(missing)} missing: run `make ui` (npm ci in ui/) first")
-    app = HostApp(kube_url=kube_url, cost_api_url=cost_api_url, proxy_token=proxy_token, gate_app=gate_app)
+    app = HostApp(kube_url=kube_url, cost_api_url=cost_api_url, proxy_token=proxy_token)
     server = make_server(host, port, app, threaded=True, request_handler=QuietHandler)
     return ArgoHost(app, server).start()

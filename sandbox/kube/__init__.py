@@ -1,16 +1,15 @@
 """A small Kubernetes API server for tests and the local stack.
 
-No real kube-apiserver can run here, yet the product's Kubernetes adapter must be exercised
-through the official ``kubernetes`` client over real HTTP, because the client's request
-building and error handling are part of what is being tested. This package serves the
-subset of the API the product uses (CRUD, merge and JSON patch, the status subresource,
-label and field selectors, optimistic concurrency, finalizers) from an in-memory store that
-can be seeded from a folder of YAML manifests. Objects of a kind whose CRD (with a schema) was
-created in the sandbox are pruned, defaulted and validated against it on every write like on a
-real server (``sandbox.kube.schema``, ``sandbox.kube.validation``; CEL rules excepted), and what
-was pruned or refused is recorded in ``KubeStore.schemas``; other kinds are stored as sent. There is no watch, admission
-webhook, garbage collection or authentication; ``KubeServer.attach_events`` does send change
-events the way a Knative ``ApiServerSource`` does (``sandbox.kube.events``).
+The product's Kubernetes adapter is exercised through the official ``kubernetes`` client over
+real HTTP. This package serves the subset of the API the product uses (CRUD, merge and JSON patch,
+the status subresource, label and field selectors, optimistic concurrency, finalizers) from an
+in-memory store that can be seeded from a folder of YAML manifests. Objects of a kind whose CRD
+(with a schema) was created in the sandbox are pruned, defaulted and validated against it on every
+write like on a real server (``sandbox.kube.schema``, ``sandbox.kube.validation``; CEL rules
+excepted), and what was pruned or refused is recorded in ``KubeStore.schemas``; other kinds are
+stored as sent. There is no watch, admission webhook, garbage collection or authentication;
+``KubeServer.attach_events`` does send change events the way a Knative ``ApiServerSource`` does
+(``sandbox.kube.events``).
 
     with serve(seed_dir=Path("sandbox/demo")) as server:
         client = KubeClient.from_url(server.url)

@@ -12,11 +12,12 @@ import argparse
 import contextlib
 import logging
 import sys
+import threading
 from pathlib import Path
 
 from sandbox.cluster import cluster_objects
 from sandbox.kube.seed import ManifestError
-from sandbox.kube.server import bind
+from sandbox.kube.server import serve
 from sandbox.opencost.scenario import ScenarioError, load_scenario
 
 
@@ -31,13 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     try:
         objects = cluster_objects(load_scenario(args.scenario)) if args.scenario else None
-        server = bind(seed_dir=args.seed, objects=objects, host=args.host, port=args.port)
+        server = serve(seed_dir=args.seed, objects=objects, host=args.host, port=args.port)
     except (ManifestError, ScenarioError, OSError) as exc:
         print(f"sandbox.kube: {exc}", file=sys.stderr)
         return 2
     print(server.url, flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
+    with server, contextlib.suppress(KeyboardInterrupt):
+        threading.Event().wait()
     return 0
 
 

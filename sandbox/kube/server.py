@@ -1,10 +1,8 @@
 """Running the sandbox API server on a real socket, in a background thread.
 
-The product talks to Kubernetes through the official client over HTTP, so tests must too:
-an in-process fake would skip the client's serialisation, content-type selection and error
-handling, which is where adapters break. ``serve()`` binds (port 0 picks a free port),
-starts werkzeug's threaded server in a daemon thread and returns a handle whose ``stop()``
-releases the port; as a context manager it cannot leak a server between tests.
+``serve()`` binds (port 0 picks a free port), starts werkzeug's threaded server in a daemon thread
+and returns a handle whose ``stop()`` releases the port; as a context manager it cannot leak a
+server between tests.
 """
 
 from __future__ import annotations
@@ -41,15 +39,6 @@ class KubeServer(ThreadedServer):
         self.store = store
         self._event_sources: list[EventSource] = []
 
-    def serve_forever(self) -> None:
-        """Serve in the calling thread until interrupted (the ``python -m`` entry point)."""
-        self._stopped = False
-        try:
-            self._server.serve_forever()
-        finally:
-            self._stopped = True
-            self._server.server_close()
-
     def attach_events(
         self,
         sink_url: str,
@@ -79,35 +68,19 @@ class KubeServer(ThreadedServer):
         super().stop()
 
 
-def bind(
-    store: KubeStore | None = None,
+def serve(
     *,
     seed_dir: Path | None = None,
     objects: Iterable[dict[str, Any]] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> KubeServer:
-    """Seed a store (manifests of ``seed_dir``, then ``objects``) and bind a server without serving.
-
-    ``objects`` are applied like manifests after the folder, e.g. ``sandbox.cluster.cluster_objects``
-    of a scenario, so the Kubernetes API describes the cluster the OpenCost sandbox reports on.
-    """
-    store = store if store is not None else KubeStore()
+    """Seed a store (manifests of ``seed_dir``, then ``objects``, e.g. ``sandbox.cluster.cluster_objects``
+    of a scenario) and serve it in a daemon thread; ``port=0`` picks a free port."""
+    store = KubeStore()
     if seed_dir is not None:
         store.apply_manifests(load_manifests(Path(seed_dir)))
     if objects is not None:
         store.apply_manifests(objects)
     server = make_server(host, port, make_app(store), threaded=True, request_handler=_RequestLog)
-    return KubeServer(store, server)
-
-
-def serve(
-    store: KubeStore | None = None,
-    *,
-    seed_dir: Path | None = None,
-    objects: Iterable[dict[str, Any]] | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-) -> KubeServer:
-    """Start a sandbox API server in a daemon thread; ``port=0`` picks a free port."""
-    return bind(store, seed_dir=seed_dir, objects=objects, host=host, port=port).start()
+    return KubeServer(store, server).start()

@@ -105,11 +105,6 @@ class KubeStore:
     # Used by the HTTP layer: the resource and version come from the URL, ``namespace`` is
     # ``None`` for cluster-scoped and all-namespace URLs.
 
-    @property
-    def resource_version(self) -> str:
-        with self._lock:
-            return str(self._revision)
-
     def _next_revision(self) -> str:
         self._revision += 1
         return str(self._revision)

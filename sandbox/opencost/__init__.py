@@ -1,10 +1,9 @@
 """A simulated OpenCost allocation API, driven by a scenario file.
 
-Why: the product talks to OpenCost over HTTP, and real OpenCost needs a cluster, Prometheus and
-hours of history. This sandbox answers ``GET /allocation`` (and ``/allocation/compute``,
-``/allocation/summary``, ``/healthz``) following OpenCost's documented allocation contract and
-cost model, so the real OpenCost can replace it by changing a URL.
-``sandbox.cluster`` gives the Kubernetes objects of the same scenario. Start with::
+This sandbox answers ``GET /allocation`` (and ``/allocation/compute``, ``/allocation/summary``,
+``/healthz``) following OpenCost's documented allocation contract and cost model, so the real
+OpenCost can replace it by changing a URL. ``sandbox.cluster`` gives the Kubernetes objects of the
+same scenario. Start with::
 
     from sandbox.opencost import load_scenario, serve
     with serve(load_scenario("sandbox/demo/scenario.yaml")) as server:

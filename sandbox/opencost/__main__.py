@@ -1,12 +1,10 @@
-"""``python -m sandbox.opencost --scenario FILE --port N``: run the sandbox in the foreground.
-
-Why a CLI: ``make run`` and manual exploration (curl, the OpenCost UI's API URL) need the sandbox as
-a process. It prints the URL and serves until interrupted.
-"""
+"""``python -m sandbox.opencost --scenario FILE --port N``: run the sandbox in the foreground; it prints
+the URL and serves until interrupted."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 from pathlib import Path
@@ -34,12 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server = serve(scenario, host=args.host, port=args.port, log_requests=args.log_requests)
     print(f"OpenCost sandbox for cluster {scenario.cluster!r} at {server.url}", flush=True)
-    try:
+    with server, contextlib.suppress(KeyboardInterrupt):
         threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
     return 0
 
 

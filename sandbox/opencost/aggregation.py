@@ -1,7 +1,6 @@
 """``aggregate=``: how allocations are keyed and combined (OpenCost's ``GenerateKey``).
 
-Why keys are generated exactly as OpenCost does: the product stores and compares these keys, and
-the corner cases are where clients break. A member lacking the aggregated field lands in
+Keys are generated exactly as OpenCost does, corner cases included. A member lacking the aggregated field lands in
 ``__unallocated__`` at that position (``shop/__unallocated__`` for ``namespace,label:team``), a
 controller key is ``<kind>:<name>`` (``deployment:web``), and label keys are looked up sanitised
 (``label:cost-center`` reads ``cost_center``), with namespace labels already merged into pod labels.

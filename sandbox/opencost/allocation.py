@@ -1,15 +1,14 @@
 """One Allocation: the internal record and how two records combine (its JSON form: ``rendering``).
 
-Why the merge rules copy OpenCost's ``Allocation.add`` instead of "just summing": clients read the
-averages and ``minutes`` of aggregated rows, and OpenCost's rules are not obvious. When two
-allocations combine, ``start``/``end`` widen to the covered span, ``minutes`` is that span, and each
-``*Average`` becomes ``Σ(average_i * minutes_i) / span_minutes``. For members covering the same span
-this is the plain *sum* of their averages (a namespace's request average is the sum of its
-containers'), and for consecutive steps of one container it is their time-weighted mean.
-Properties are intersected (only values shared by all members survive; ``services`` never do), and
-``labels`` survive an intersection only with ``includeAggregatedMetadata=true``, as in OpenCost.
-``rawAllocationOnly`` is dropped by any merge. The six ``*CostAdjustment`` figures add up like the
-costs, and ``totalCost`` is OpenCost's ``TotalCost()``: every cost *plus its adjustment*.
+The merge rules are OpenCost's ``Allocation.add``. When two allocations combine, ``start``/``end``
+widen to the covered span, ``minutes`` is that span, and each ``*Average`` becomes
+``Σ(average_i * minutes_i) / span_minutes``. For members covering the same span this is the plain
+*sum* of their averages (a namespace's request average is the sum of its containers'), and for
+consecutive steps of one container it is their time-weighted mean. Properties are intersected (only
+values shared by all members survive; ``services`` never do), and ``labels`` survive an intersection
+only with ``includeAggregatedMetadata=true``, as in OpenCost. ``rawAllocationOnly`` is dropped by any
+merge. The six ``*CostAdjustment`` figures add up like the costs, and ``totalCost`` is OpenCost's
+``TotalCost()``: every cost *plus its adjustment*.
 """
 
 from __future__ import annotations

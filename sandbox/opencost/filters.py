@@ -1,10 +1,7 @@
 """The ``filter=`` parameter: a subset of OpenCost's v2 filter language (reference §1.4).
 
-Why a real parser rather than a regex for ``namespace:"a"``: clients build filters by string
-concatenation, and quoting, commas and ``+``/``|`` are where they go wrong. A sandbox that accepted
-anything would hide those bugs; this one rejects malformed filters and fields it does not implement
-with a 400 naming the problem, so a client never silently gets unfiltered data from the sandbox.
-(Real OpenCost before v1.115 *does* silently ignore ``filter``: clients must still check namespaces.)
+A malformed filter, or a field not implemented, is a 400 naming the problem, never unfiltered data
+(real OpenCost before v1.115 *does* silently ignore ``filter``).
 
 Grammar (whitespace allowed between tokens)::
 

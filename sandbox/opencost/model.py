@@ -1,8 +1,7 @@
 """The cost model (reference §2): from a scenario to raw per-container allocations and idle.
 
-Why a compiled form: a scenario is validated once, but a query may evaluate it for thousands of
-containers and hundreds of step sets. Compiling resolves names, prices, pod placement, labels and
-usage profiles up front, so the per-query hot loop (:meth:`Cluster.compute`) is plain arithmetic.
+Names, prices, pod placement, labels and usage profiles are resolved once, when the scenario is
+compiled, so the per-query loop (:meth:`Cluster.compute`) is plain arithmetic.
 
 The model, per container and per covered second of its pod's life inside the set:
 

@@ -1,9 +1,8 @@
 """How the simulated cluster names its pods, ReplicaSets and Jobs, and what OpenCost calls their owner.
 
-Why its own module: two sandboxes describe the same cluster. The OpenCost sandbox reports pods by
-name (``properties.pod``) and the Kubernetes sandbox serves those pods with ``ownerReferences``
-(``sandbox.cluster``); a client joins the two by pod name. Both take every name from here, so they
-cannot drift apart. Names follow Kubernetes' shapes, deterministically instead of randomly:
+The OpenCost sandbox (``properties.pod``) and the Kubernetes sandbox (``sandbox.cluster``) take every
+name from here, so a client joining them by pod name finds one cluster. Kubernetes' shapes, made
+deterministic:
 
 * Deployment / Argo Rollout ``web`` in ``shop``: ReplicaSet ``web-<hash>`` (``hash`` = 5 hex digits of
   sha256("shop/web"), its ``pod-template-hash``), pods ``web-<hash>-0``, ``web-<hash>-1``, ...;

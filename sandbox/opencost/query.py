@@ -1,7 +1,6 @@
 """One ``/allocation`` query end to end: parameters → step sets → idle → filter → aggregate → JSON.
 
-Why the idle steps follow OpenCost's ``AggregateBy`` order literally: idle is the number chargeback
-disputes are about, and its subtleties are observable. Per step set, in this order:
+Idle follows OpenCost's ``AggregateBy`` order literally. Per step set, in this order:
 
 1. compute raw per-container allocations for the whole cluster (never pre-filtered);
 2. with ``includeIdle=true``: idle per resource = node capacity cost - Σ allocated cost (may be < 0);

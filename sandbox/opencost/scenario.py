@@ -1,10 +1,7 @@
 """The scenario file: one simulated cluster, its prices, and what ran on it.
 
-Why a file and not fixtures in code: the same cluster drives unit tests, end-to-end tests and the
-``make run`` demo, and a reviewer must be able to read what the simulated OpenCost "saw" without
-reading the simulator. Validation is strict (unknown keys are errors) and every error names the bad
-key by its path, e.g. ``workloads[2].containers[0].request.cpu``, because a typo in a scenario
-otherwise shows up much later as a wrong cost.
+Validation is strict (unknown keys are errors) and every error names the bad key by its path, e.g.
+``workloads[2].containers[0].request.cpu``.
 
 Format (YAML; camelCase keys; prices are decimal strings or numbers)::
 

@@ -6,10 +6,9 @@ Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/alloc
 ``/healthz``. ``assets=False`` (``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
 versions without the assets API do.
 
-Why fault injection lives on the handle and not in query parameters: the product must reach the
-sandbox exactly as it reaches the real OpenCost (same URL, same parameters), so tests arm faults
-out of band: ``server.fail_next(status=503)``, ``server.delay_next(2.0)``,
-``server.malformed_next(b"{not json")``, ``server.trickle_next(1, 0.05)`` (the real answer, sent
+Tests arm faults on the handle, so the product's requests stay those it sends to a real OpenCost:
+``server.fail_next(status=503)``, ``server.delay_next(2.0)``, ``server.malformed_next(b"{not json")``,
+``server.trickle_next(1, 0.05)`` (the real answer, sent
 ``bytes_per_chunk`` bytes every ``interval`` seconds, as a stalled proxy or an overloaded OpenCost
 does; it defeats a per-read timeout). Each fault applies to the next ``times`` matching requests
 (default: any ``/allocation...`` request, summaries included; ``path="/allocation/summary"`` targets
@@ -57,6 +56,7 @@ Clock = Callable[[], datetime]
 ALLOCATION_PATHS = ("/allocation", "/allocation/compute")
 SUMMARY_PATHS = ("/allocation/summary", "/allocation/compute/summary")
 JSON = "application/json"
+CACHE_ENTRIES, CACHE_BYTES = 64, 256 * 2**20
 
 
 @dataclass(slots=True)
@@ -83,8 +83,6 @@ class OpenCostApp:
         scenario: Scenario,
         *,
         clock: Clock | None = None,
-        cache_size: int = 64,
-        cache_bytes: int = 256 * 2**20,
         legacy_summary: bool = False,
         assets: bool = True,
     ) -> None:
@@ -93,8 +91,6 @@ class OpenCostApp:
         self.assets = assets
         self._clock = clock or (lambda: datetime.now(UTC))
         self._cache: OrderedDict[tuple[Any, ...], tuple[bytes, str]] = OrderedDict()
-        self._cache_size = cache_size
-        self._cache_bytes = cache_bytes
         self._cached_bytes = 0
         self._faults: deque[_Fault] = deque()
         self._lock = threading.Lock()
@@ -193,8 +189,8 @@ class OpenCostApp:
     def handle(self, request: Request) -> Response:
         path = request.path.rstrip("/") or "/"
         summary = path in SUMMARY_PATHS
+        params = dict(request.args.items())
         if summary or path in ALLOCATION_PATHS or path in ASSET_PATHS:
-            params = dict(request.args.items())
             with self._lock:
                 if path not in ASSET_PATHS:  # ``requests`` counts allocation queries only
                     self.requests.append(params if path == "/allocation" else {**params, "_path": path})
@@ -205,21 +201,18 @@ class OpenCostApp:
         if fault is not None and fault.kind != "trickle":
             return Response(fault.body, status=fault.status, content_type=JSON)
         if request.method not in ("GET", "HEAD"):
-            return Response(error_body(405, f"method {request.method} not allowed"), status=405, content_type=JSON)
+            return _error(405, f"method {request.method} not allowed")
         if path == "/healthz":
             return Response(b"", status=200, content_type="text/plain")
-        if path in ASSET_PATHS and self.assets:
-            try:
-                found = assets(self.cluster, dict(request.args.items()), int(self._clock().timestamp()))
-            except QueryError as error:
-                return Response(error_body(400, str(error)), status=400, content_type=JSON)
-            return Response(render_assets(found), status=200, content_type=JSON)
-        if not summary and path not in ALLOCATION_PATHS:
-            return Response(error_body(404, f"no such endpoint: {request.path}"), status=404, content_type=JSON)
         try:
-            body, etag = self.allocation(dict(request.args.items()), summary=summary)
+            if path in ASSET_PATHS and self.assets:
+                found = assets(self.cluster, params, int(self._clock().timestamp()))
+                return Response(render_assets(found), content_type=JSON)
+            if not summary and path not in ALLOCATION_PATHS:
+                return _error(404, f"no such endpoint: {request.path}")
+            body, etag = self.allocation(params, summary=summary)
         except QueryError as error:
-            return Response(error_body(400, str(error)), status=400, content_type=JSON)
+            return _error(400, str(error))
         if etag in request.if_none_match:
             response = Response(status=304)
         elif fault is not None:  # trickle
@@ -245,12 +238,16 @@ class OpenCostApp:
         etag = hashlib.sha256(body).hexdigest()[:32]
         with self._lock:
             self.computations += 1
-            if key not in self._cache and len(body) <= self._cache_bytes:
+            if key not in self._cache and len(body) <= CACHE_BYTES:
                 self._cache[key] = (body, etag)
                 self._cached_bytes += len(body)
-            while len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes:
+            while len(self._cache) > CACHE_ENTRIES or self._cached_bytes > CACHE_BYTES:
                 self._cached_bytes -= len(self._cache.popitem(last=False)[1][0])
         return body, etag
+
+
+def _error(status: int, message: str) -> Response:
+    return Response(error_body(status, message), status=status, content_type=JSON)
 
 
 def _trickle(body: bytes, size: int, interval: float) -> Iterator[bytes]:
@@ -284,11 +281,10 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     clock: Clock | None = None,
-    cache_size: int = 64,
     log_requests: bool = False,
     legacy_summary: bool = False,
     assets: bool = True,
 ) -> OpenCostServer:
     """Start the sandbox in a daemon thread; ``port=0`` picks a free port (see ``.url``)."""
-    app = OpenCostApp(scenario, clock=clock, cache_size=cache_size, legacy_summary=legacy_summary, assets=assets)
+    app = OpenCostApp(scenario, clock=clock, legacy_summary=legacy_summary, assets=assets)
     return OpenCostServer(app, host, port, log_requests=log_requests)

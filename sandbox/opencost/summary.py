@@ -1,10 +1,8 @@
 """``/allocation/summary``: the same allocations as ``/allocation``, condensed (reference §1.7).
 
-Why a separate renderer over the same computation: the summary is what a client asks for when it
-only wants costs and efficiency (OpenCost's UI tables use it), and its figures must be *the same*
-numbers ``/allocation`` gives for the same query, or a client comparing the two would see drift that
-real OpenCost does not have. So the query (window, step, aggregate, accumulate, idle, filter) runs
-through :func:`sandbox.opencost.query.execute` unchanged, and only the JSON differs:
+Its figures are *the same* numbers ``/allocation`` gives for the same query: the query (window, step,
+aggregate, accumulate, idle, filter) runs through :func:`sandbox.opencost.query.execute` unchanged,
+and only the JSON differs:
 
 * envelope ``{"code":200,"status":"success","data":{"step":<ns>,"sets":[{"allocations":{..},
   "window":{..}}],"window":{..}}}``; ``step`` is a Go ``time.Duration`` (nanoseconds) equal to the

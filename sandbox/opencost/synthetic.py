@@ -1,8 +1,6 @@
 """A large scenario built in code, for benchmarks and load tests.
 
-Why in code and not a 20,000-container YAML file: the benchmark needs sizes on demand, and a
-generated file would be large, unreadable and drift from the generator. The result is deterministic
-(no randomness): the same arguments give the same scenario and so byte-identical responses.
+Deterministic: the same arguments give the same scenario, so byte-identical responses.
 
 Shape: Deployments of 5 replicas * 2 containers (a last, smaller Deployment makes the count exact),
 spread round-robin over ``namespaces`` namespaces labelled with 10 teams and cost centres, on nodes

@@ -1,10 +1,8 @@
 """Query-time parsing of ``window``, ``step`` and ``accumulate``, following OpenCost's window.go.
 
-Why this is its own module: relative windows are where a client and OpenCost most often disagree.
 ``24h`` is *aligned*, not rolling (reference §1.3): it ends at the next full hour, and ``7d`` ends at
-tomorrow 00:00 UTC and covers today plus six earlier days. A client that assumes "the last 24 hours
-ending now" double-counts or misses an hour; the sandbox reproduces the alignment so such clients
-fail in tests, not in production. Keywords are evaluated in UTC (OpenCost's default UTC_OFFSET).
+tomorrow 00:00 UTC and covers today plus six earlier days. Keywords are evaluated in UTC (OpenCost's
+default UTC_OFFSET).
 
 All instants are integer epoch seconds in UTC.
 """

@@ -1,8 +1,8 @@
 """A small cluster described as the series kube-state-metrics and the kubelet would export.
 
-Why its own world: the Prometheus source is tested against a real Prometheus, whose TSDB is built
-from these series (``sandbox.prometheus.openmetrics``), and the tests compute the expected money by
-hand from the same definitions. ``finops run --source prometheus`` shows the same cluster.
+A real Prometheus's TSDB is built from these series (``sandbox.prometheus.openmetrics``), and tests
+compute the expected money by hand from the same definitions; ``finops run --source prometheus``
+shows the same cluster.
 
 Time is in minutes from ``first_hour`` (the first hour that is collected); series start
 ``WARM_UP`` minutes earlier so a CPU ``rate`` is whole from the first collected minute. Samples
