@@ -21,3 +21,15 @@ def open_database() -> Database:
         timeout=settings.DATABASE_CONNECT_TIMEOUT_SECONDS,
         timeouts=Timeouts(settings.DATABASE_LOCK_TIMEOUT_SECONDS, settings.DATABASE_STATEMENT_TIMEOUT_SECONDS),
     )
+
+
+def migrate() -> str:
+    """Apply the pending migrations to ``DATABASE_URL``; the line saying which."""
+    from infra.postgres import apply_migrations
+
+    db = open_database()  # DATABASE_POOL=null and the timeouts behind PgBouncer, as the install Job passes them
+    try:
+        applied = apply_migrations(db)
+    finally:
+        db.close()
+    return f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date"

@@ -41,13 +41,9 @@ from usecases.reports.text_table import render
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
-    from cli.database import open_database
-    from infra.postgres import apply_migrations
+    from cli.database import migrate
 
-    db = open_database()  # as the install Job passes it (DATABASE_POOL=null behind PgBouncer)
-    applied = apply_migrations(db)
-    db.close()
-    print(f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date")
+    print(migrate())
     return 0
 
 

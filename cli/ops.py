@@ -194,15 +194,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     invocations = _number(args.max_invocations, "MAX_INVOCATIONS", 100, int, minimum=1)
     retry = _number(args.retry_seconds, "RETRY_SECONDS", 10.0, float, minimum=0.0)
     if not args.skip_migrations:
-        from cli.database import open_database
-        from infra.postgres import apply_migrations
+        from cli.database import migrate
 
-        db = open_database()  # DATABASE_POOL=null and the timeouts behind PgBouncer, as `finops migrate`
-        try:
-            applied = apply_migrations(db)
-        finally:
-            db.close()
-        _print(f"applied migrations: {', '.join(f'{v:03d}' for v in applied)}" if applied else "schema is up to date")
+        _print(migrate())
     call_backfill(
         bearer_post(token),
         url=url,

@@ -127,6 +127,41 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     return 0
 
 
+S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from usecases.reports import exports
+    from usecases.reports.formats import load_policy
+
+    policy = load_policy(args.policy)  # before connecting: a bad policy fails on its own
+    options: dict[str, Any] = {
+        "cluster": args.cluster,
+        "s3_endpoint": args.s3_endpoint,
+        "require_complete": args.require_complete,
+        "default_cluster": _default_cluster(),
+    }
+    if args.export == "focus":
+        return exports.export_focus_command(_report_db(), policy, args.month, args.to, **options)
+    return exports.export_chargeback_csv_command(
+        _report_db(), policy, args.month, args.to, by=args.by, basis=args.basis, **options
+    )
+
+
+def _export_parser(
+    kinds: Any, name: str, text: str, *, to_help: str, cluster_help: str = "one cluster (default: all)"
+) -> Any:
+    """An ``export`` subcommand with the options every export takes."""
+    parser = kinds.add_parser(name, help=text)
+    parser.add_argument("--month", required=True, help="e.g. 2026-10")
+    parser.add_argument("--policy", required=True, help="the chargeback policy YAML")
+    parser.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help=to_help)
+    parser.add_argument("--cluster", help=cluster_help)
+    parser.add_argument("--s3-endpoint", help=S3_HELP)
+    parser.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
+    return parser
+
+
 def add_commands(sub: Any) -> None:
     report = sub.add_parser("report", help="showback and chargeback reports from DATABASE_URL")
     kinds = report.add_subparsers(dest="report", required=True)
@@ -165,67 +200,26 @@ def add_commands(sub: Any) -> None:
 
         return import_command(_report_db(), args.source, s3_endpoint=args.s3_endpoint)
 
-    def export_focus(args: argparse.Namespace) -> int:
-        from usecases.reports.exports import export_focus_command
-        from usecases.reports.formats import load_policy
-
-        policy = load_policy(args.policy)  # before connecting: a bad policy fails on its own
-        return export_focus_command(
-            _report_db(),
-            policy,
-            args.month,
-            args.to,
-            cluster=args.cluster,
-            s3_endpoint=args.s3_endpoint,
-            require_complete=args.require_complete,
-            default_cluster=_default_cluster(),
-        )
-
     imports = sub.add_parser("import", help="import cost data into DATABASE_URL")
     import_kinds = imports.add_subparsers(dest="kind", required=True)
     cloud = import_kinds.add_parser("cloud", help="a FOCUS or AWS CUR 2.0 CSV of cloud spend outside the clusters")
     cloud.add_argument("--from", dest="source", required=True, metavar="PATH|s3://bucket/key", help="CSV, gzip too")
-    cloud.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
+    cloud.add_argument("--s3-endpoint", help=S3_HELP)
     cloud.set_defaults(func=import_cloud)
     export = sub.add_parser("export", help="export a month's chargeback to a file or S3")
     export_kinds = export.add_subparsers(dest="export", required=True)
-    focus = export_kinds.add_parser("focus", help="FOCUS 1.2 CSV: a row per day, owner and namespace")
-    focus.add_argument("--month", required=True, help="e.g. 2026-10")
-    focus.add_argument("--policy", required=True, help="the chargeback policy YAML")
-    focus.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help="a file, or a folder (ending /)")
-    focus.add_argument("--cluster", help="one cluster (default: all, with the month's cloud spend)")
-    focus.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
-    focus.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
-    focus.set_defaults(func=export_focus)
-
-    def export_csv(args: argparse.Namespace) -> int:
-        from usecases.reports.exports import export_chargeback_csv_command
-        from usecases.reports.formats import load_policy
-
-        policy = load_policy(args.policy)
-        return export_chargeback_csv_command(
-            _report_db(),
-            policy,
-            args.month,
-            args.to,
-            cluster=args.cluster,
-            by=args.by,
-            s3_endpoint=args.s3_endpoint,
-            require_complete=args.require_complete,
-            default_cluster=_default_cluster(),
-            basis=args.basis,
-        )
-
-    chargeback_csv = export_kinds.add_parser("chargeback-csv", help="the chargeback report as CSV")
-    chargeback_csv.add_argument("--month", required=True, help="e.g. 2026-10")
-    chargeback_csv.add_argument("--policy", required=True, help="the chargeback policy YAML")
-    chargeback_csv.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help="a file or a folder")
-    chargeback_csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
-    chargeback_csv.add_argument("--cluster", help="one cluster (default: all)")
-    chargeback_csv.add_argument("--s3-endpoint", help="an S3-compatible endpoint URL (default: AWS's)")
-    chargeback_csv.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
-    chargeback_csv.add_argument("--basis", choices=BASES, help=BASIS_HELP)
-    chargeback_csv.set_defaults(func=export_csv)
+    focus = _export_parser(
+        export_kinds,
+        "focus",
+        "FOCUS 1.2 CSV: a row per day, owner and namespace",
+        to_help="a file, or a folder (ending /)",
+        cluster_help="one cluster (default: all, with the month's cloud spend)",
+    )
+    csv = _export_parser(export_kinds, "chargeback-csv", "the chargeback report as CSV", to_help="a file or a folder")
+    csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
+    csv.add_argument("--basis", choices=BASES, help=BASIS_HELP)
+    for parser in (focus, csv):
+        parser.set_defaults(func=cmd_export)
 
     policy = sub.add_parser("policy", help="chargeback policy files")
     policy_kinds = policy.add_subparsers(dest="policy_command", required=True)

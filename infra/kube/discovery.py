@@ -33,11 +33,6 @@ same group/version at once may both fetch it (harmless: the lists are equal).
 
 Discovery needs no Role rule (``infra.kube.operations``): RBAC grants it to every
 authenticated user through the built-in ClusterRole ``system:discovery``.
-
-Why not ``kubernetes.dynamic.DynamicClient``: its discoverer fetches ``/version``, ``/apis`` and
-every group serving a ``v1`` for a core lookup, starts over on every miss, writes a cache file,
-and bypasses ``KubeClient._call`` (our timeout, retries and error translation). This module makes
-exactly one request per group/version it is asked about.
 """
 
 from __future__ import annotations

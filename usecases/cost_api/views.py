@@ -54,26 +54,20 @@ def actual(record: dict[str, Any], currency: str | None = None) -> dict[str, Any
         "revision": record["revision"],
         "window": {"start": record["window_start"].isoformat(), "end": record["window_end"].isoformat()},
         "measuredHours": str(record["measured_hours"]),
-        "namespace": {
-            "cost": _money(record["cost_micros"]),
-            "monthly": _money(record["monthly_micros"]),
-            "breakdown": _breakdown(record["breakdown"]),
-            "workloadIdle": _money(record["idle_micros"]),
-            "workloadIdleMonthly": _money(record["idle_monthly_micros"]),
-            "efficiency": record["efficiency"],
-            "podCount": record["pod_count"],
-        },
-        "application": None
-        if share is None
-        else {
-            "pods": share["pods"],
-            "cost": _money(share["cost_micros"]),
-            "monthly": _money(share["monthly_micros"]),
-            "breakdown": _breakdown(share["breakdown"]),
-            "workloadIdle": _money(share["idle_micros"]),
-            "workloadIdleMonthly": _money(share["idle_monthly_micros"]),
-            "efficiency": share["efficiency"],
-        },
+        "namespace": {**_figures(record), "podCount": record["pod_count"]},
+        "application": None if share is None else {"pods": share["pods"], **_figures(share)},
+    }
+
+
+def _figures(measured: dict[str, Any]) -> dict[str, Any]:
+    """The cost figures a record (the namespace) and its share (the application) both carry."""
+    return {
+        "cost": _money(measured["cost_micros"]),
+        "monthly": _money(measured["monthly_micros"]),
+        "breakdown": _breakdown(measured["breakdown"]),
+        "workloadIdle": _money(measured["idle_micros"]),
+        "workloadIdleMonthly": _money(measured["idle_monthly_micros"]),
+        "efficiency": measured["efficiency"],
     }
 
 
