@@ -96,8 +96,6 @@ _function_name = "finops"
 
 
 class JsonFormatter(logging.Formatter):
-    """Formats a record as one JSON object."""
-
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "severity": record.levelname if record.levelname in _SEVERITIES else "DEFAULT",

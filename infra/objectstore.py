@@ -90,7 +90,6 @@ class ObjectStore:
         self._client: Any = None
 
     def read_bytes(self, url: str) -> bytes:
-        """The whole object or file."""
         if not is_s3(url):
             with _local_errors(url):
                 return _local_path(url).read_bytes()

@@ -112,7 +112,6 @@ class KubeClient:
         return cls.from_kubeconfig(env.get("KUBECONFIG") or None, timeout_seconds=timeout_seconds)
 
     def close(self) -> None:
-        """Release pooled connections."""
         self._api.close()
         pool_manager = getattr(getattr(self._api, "rest_client", None), "pool_manager", None)
         if pool_manager is not None:

@@ -51,8 +51,6 @@ class RecorderOptions:
 
 @dataclass
 class RecordResult:
-    """What one recorder run did."""
-
     applications: int = 0
     series_rebuilt: int = 0  # applications whose scope changed (their days deleted, recorded again)
     days_recorded: int = 0  # days processed (each for every application missing it)

@@ -63,8 +63,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass(frozen=True)
 class CloudImport:
-    """What one import stored."""
-
     source: str
     format: CloudFormat
     rows: int
