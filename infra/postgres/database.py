@@ -32,7 +32,8 @@ from psycopg.types.json import Jsonb
 from finops.errors import DatabaseUnavailable
 from infra.logs import register_secret
 from infra.postgres import common
-from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of, malformed_dsn
+from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of
+from infra.settings import ConfigError
 
 __all__ = ["QUERIES", "Connection", "Database", "Timeouts", "cause_of", "connect"]
 
@@ -111,7 +112,7 @@ class Database:
         with wrap_errors(), _explained(self.pool, self.pool.timeout), self.pool.connection() as conn:
             try:
                 if self.per_transaction:
-                    self.timeouts.set_local(conn)
+                    self.timeouts.set(conn, local=True)
                 yield conn
             finally:
                 _used(conn)
@@ -228,7 +229,7 @@ def connect(
     try:
         password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.Error as exc:
-        raise malformed_dsn(exc) from None
+        raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
     register_secret(str(password) if password is not None else None)
     limits = timeouts or Timeouts()
     connection_kwargs: dict[str, Any] = {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))}
@@ -237,7 +238,7 @@ def connect(
 
     def configure(conn: Connection) -> None:
         if pool != "null":
-            limits.set_session(conn)
+            limits.set(conn, local=False)
         _utc_session(conn)
 
     kwargs: dict[str, Any] = {
