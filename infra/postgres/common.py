@@ -57,16 +57,13 @@ RECENTLY_USED_SECONDS = 5.0
 server restart in that window fails one use with a 503, after which the broken connection is
 dropped. Older ones are checked first, and replaced when dead."""
 
-DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
-DEFAULT_STATEMENT_TIMEOUT_SECONDS = 300.0
-
 
 @dataclass(frozen=True)
 class Timeouts:
     """PostgreSQL's ``lock_timeout`` and ``statement_timeout`` in seconds; 0 is no limit."""
 
-    lock_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
-    statement_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS
+    lock_seconds: float = 30.0
+    statement_seconds: float = 300.0
 
     def set(self, conn: _Executes, *, local: bool) -> None:
         """For the session, or (``local``) the current transaction only (it begins one): what holds

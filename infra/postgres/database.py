@@ -1,18 +1,13 @@
 """The database gateway: a process-wide pool and three verbs over named queries.
 
-The pool is created closed and opened explicitly (psycopg's advice), checks connections before
-handing them out (a round trip, skipped for a connection used in the last ``RECENTLY_USED_SECONDS``:
-under load every checkout would otherwise pay one), and recycles them. A verb called without a
-connection runs its one statement in autocommit: atomic on its own, one round trip instead of
-three (``BEGIN``, the statement, ``COMMIT``). ``DATABASE_POOL=null`` uses a ``NullConnectionPool`` for
-PgBouncer or very many replicas. psycopg exceptions never leave this module: connection-level
-failures become ``DatabaseUnavailable`` (503, retry), anything else is a bug and stays a 500.
-
-A ``DatabaseUnavailable`` names the dependency and the cause, never the address or the
-credentials: "PostgreSQL is unavailable: password authentication failed for user "finops"". The
-pool connects in its own threads, so when a request times out waiting for it, the cause is the
-last failed connection attempt, which ``_Connection`` remembers per DSN. A malformed DSN is a
-``ConfigError`` at ``connect``, before any pool exists (its text redacted: it holds the password).
+The pool checks connections before handing them out (a round trip, skipped for a connection used
+in the last ``RECENTLY_USED_SECONDS``: under load every checkout would otherwise pay one). A verb
+called without a connection runs its one statement in autocommit: atomic on its own, one round
+trip instead of three (``BEGIN``, the statement, ``COMMIT``). psycopg exceptions never leave this
+module: connection-level failures become ``DatabaseUnavailable`` (503, retry), anything else is a
+bug and stays a 500. A ``DatabaseUnavailable`` names the dependency and the cause, never the
+address or the credentials. The pool connects in its own threads, so when a request times out
+waiting for it, the cause is the last failed connection attempt, which ``_Connection`` remembers.
 """
 
 from __future__ import annotations
