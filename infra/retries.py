@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
+
 from finops.errors import TemporaryError
 
 log = logging.getLogger(__name__)
@@ -21,6 +23,23 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 Attempt = Callable[[], tuple[bytes, None] | tuple[None, str]]
+
+
+def json_client(
+    base_url: str, timeout: float, transport: httpx.BaseTransport | None, headers: dict[str, str] | None = None
+) -> httpx.Client:
+    """An httpx client of a JSON API: ``timeout`` seconds per operation, connecting within 5 s at most."""
+    return httpx.Client(
+        base_url=base_url,
+        timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)),
+        transport=transport,
+        headers={"Accept": "application/json", "User-Agent": "finops-functions", **(headers or {})},
+    )
+
+
+def transport_problem(exc: httpx.HTTPError) -> str:
+    """A failure to get an answer (connect errors, timeouts, broken encodings) as a retried problem."""
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The OpenCost client: httpx with an injectable transport, explicit timeouts and bounded retries.
 
-Tests hand it a transport (``httpx.MockTransport`` or a real sandbox URL); production uses the
-default. Connection errors, timeouts and 5xx answers are retried with exponential backoff; what
-is still failing, or an answer that is not OpenCost's documented envelope, becomes
-``OpenCostUnavailable`` (a ``TemporaryError``: the caller answers 503 and its trigger retries).
-Filter values are validated as Kubernetes names before they reach a query string.
+Connection errors, timeouts and 5xx answers are retried with exponential backoff; what is still
+failing, or an answer that is not OpenCost's documented envelope, becomes ``OpenCostUnavailable``
+(a ``TemporaryError``: the caller answers 503 and its trigger retries). A 404 on any path is
+``EndpointMissing`` (not retried): an OpenCost without the assets API answers so, and the
+collector then stores its hours without assets. Filter values are validated as Kubernetes names
+before they reach a query string.
 
 Why an overall deadline on top of httpx's timeouts: httpx's read timeout bounds each read, so an
 OpenCost that trickles its answer (a byte every 50 ms) never trips it and would hold a run until
@@ -13,16 +14,6 @@ Knative kills it. Each attempt therefore streams the answer and checks a monoton
 timeout (retried, then ``OpenCostUnavailable`` naming the deadline). One read still blocks at most
 the read timeout, so an attempt ends within twice ``timeout`` in the worst case. A caller with a
 time budget passes ``retry_until``: no retry starts after it (the attempt under way finishes).
-
-``spool_allocation`` is the same request for an hour's ingest, with the answer written to a
-temporary file (``Spooled``) and read back one window of allocations at a time
-(``infra.opencost.stream``); a retried attempt starts the file again. ``max_bytes`` stops an
-attempt (not retried) with ``OversizedAnswer`` as soon as the answer outgrows it.
-
-``assets`` reads ``/assets`` (nodes, disks, load balancers with their provider IDs:
-``infra.opencost.assets``) with the same retries and deadline. A 404 on any path is
-``EndpointMissing`` (an ``OpenCostUnavailable``, not retried): an OpenCost without the assets API
-answers so, and the collector then stores its hours without assets.
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ from infra.heap import relaxed_gc
 from infra.opencost.assets import ASSET_RESPONSE, Assets, parse_assets
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 from infra.opencost.stream import read_allocations
-from infra.retries import RETRY_STATUSES, RetryPolicy
+from infra.retries import RETRY_STATUSES, RetryPolicy, json_client, transport_problem
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -104,39 +95,10 @@ class OpenCostClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._retries = RetryPolicy("OpenCost", self.base_url, retries, backoff, OpenCostUnavailable)
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)),
-            transport=transport,
-            headers={"Accept": "application/json", "User-Agent": "finops-functions"},
-        )
+        self._http = json_client(self.base_url, timeout, transport)
 
     def close(self) -> None:
         self._http.close()
-
-    def _params(
-        self,
-        start: datetime,
-        end: datetime,
-        aggregate: str,
-        step: str | None,
-        accumulate: bool,
-        include_idle: bool,
-        share_idle: bool,
-        namespaces: Sequence[str] | None,
-    ) -> dict[str, str]:
-        params = {
-            "window": f"{_rfc3339(start)},{_rfc3339(end)}",
-            "aggregate": aggregate,
-            "accumulate": "true" if accumulate else "false",
-            "includeIdle": "true" if include_idle else "false",
-            "shareIdle": "true" if share_idle else "false",
-        }
-        if step:
-            params["step"] = step
-        if namespaces:
-            params["filter"] = namespace_filter(namespaces)
-        return params
 
     def allocation(
         self,
@@ -144,17 +106,15 @@ class OpenCostClient:
         end: datetime,
         *,
         aggregate: str,
-        step: str | None = None,
         accumulate: bool = False,
         include_idle: bool = False,
-        share_idle: bool = False,
         namespaces: Sequence[str] | None = None,
         retry_until: float | None = None,
     ) -> list[dict[str, Allocation]]:
         """``GET /allocation`` over ``[start, end)``: one map (key → Allocation) per step set.
         ``retry_until`` (a ``time.monotonic()`` value, the caller's time budget): no retry starts
         after it, so a failing OpenCost costs the caller at most one more attempt."""
-        params = self._params(start, end, aggregate, step, accumulate, include_idle, share_idle, namespaces)
+        params = _params(start, end, aggregate, accumulate, include_idle, namespaces)
         data = self._envelope("/allocation", params, RESPONSE, retry_until)
         return [step_set or {} for step_set in data]
 
@@ -173,9 +133,7 @@ class OpenCostClient:
         """``GET /allocation`` over ``[start, end)`` accumulated into one set, written to a
         temporary file (Python's temporary directory: ``/var/tmp`` in the Services). ``namespaces``
         filters (``exclude_namespaces``: all but those); ``max_bytes`` raises ``OversizedAnswer``."""
-        params = self._params(start, end, aggregate, None, True, include_idle, False, None)
-        if namespaces:
-            params["filter"] = namespace_filter(namespaces, exclude=exclude_namespaces)
+        params = _params(start, end, aggregate, True, include_idle, namespaces, exclude_namespaces)
         file = tempfile.TemporaryFile(prefix="opencost-")  # noqa: SIM115 (Spooled closes it)
         try:
             self._get("/allocation", params, retry_until, spool=file, max_bytes=max_bytes)
@@ -194,7 +152,7 @@ class OpenCostClient:
         namespaces: Sequence[str] | None = None,
     ) -> list[dict[str, SummaryAllocation]]:
         """``GET /allocation/summary``: condensed records (efficiency inputs), one map per set."""
-        params = self._params(start, end, aggregate, None, accumulate, False, False, namespaces)
+        params = _params(start, end, aggregate, accumulate, False, namespaces)
         data = self._envelope("/allocation/summary", params, SUMMARY_RESPONSE)
         return [_summary_set(item) for item in data.get("sets") or []]
 
@@ -274,8 +232,8 @@ class OpenCostClient:
                 status, body = self._fetch(path, params, spool, max_bytes)
             except _DeadlineExceeded as exc:
                 return None, str(exc)
-            except httpx.HTTPError as exc:  # connect errors, timeouts, broken encodings, redirect loops
-                return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
+            except httpx.HTTPError as exc:
+                return None, transport_problem(exc)
             if status < 400:
                 return body, None
             problem = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
@@ -286,6 +244,27 @@ class OpenCostClient:
             return None, problem
 
         return self._retries.run(path, attempt_once, retry_until)
+
+
+def _params(
+    start: datetime,
+    end: datetime,
+    aggregate: str,
+    accumulate: bool,
+    include_idle: bool,
+    namespaces: Sequence[str] | None = None,
+    exclude_namespaces: bool = False,
+) -> dict[str, str]:
+    params = {
+        "window": f"{_rfc3339(start)},{_rfc3339(end)}",
+        "aggregate": aggregate,
+        "accumulate": "true" if accumulate else "false",
+        "includeIdle": "true" if include_idle else "false",
+        "shareIdle": "false",
+    }
+    if namespaces:
+        params["filter"] = namespace_filter(namespaces, exclude=exclude_namespaces)
+    return params
 
 
 class _DeadlineExceeded(Exception):

@@ -9,13 +9,12 @@ import httpx
 HEALTH_TIMEOUT_SECONDS = 2.0
 
 
-def probe(
-    base_url: str, *, timeout: float = HEALTH_TIMEOUT_SECONDS, transport: httpx.BaseTransport | None = None
-) -> tuple[bool, str | None]:
-    """``(True, None)`` when ``/healthz`` answers 2xx within ``timeout`` seconds, else
+def probe(base_url: str) -> tuple[bool, str | None]:
+    """``(True, None)`` when ``/healthz`` answers 2xx within ``HEALTH_TIMEOUT_SECONDS``, else
     ``(False, reason)``: the HTTP status, or the kind of transport failure."""
+    timeout = HEALTH_TIMEOUT_SECONDS
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), transport=transport) as client:
+        with httpx.Client(timeout=httpx.Timeout(timeout)) as client:
             response = client.get(base_url.rstrip("/") + "/healthz", headers={"User-Agent": "finops-functions"})
     except httpx.TimeoutException:
         return False, f"no answer within {timeout:g} s"

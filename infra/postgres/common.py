@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any, LiteralString, Protocol, cast
 
 from infra.logs import one_line
-from infra.settings import ConfigError
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -44,7 +43,7 @@ class Statements(Protocol):
 
 
 class _Executes(Protocol):
-    def execute(self, query: LiteralString, params: tuple[str, str], /) -> object: ...
+    def execute(self, query: LiteralString, params: tuple[str, bool, str, bool], /) -> object: ...
 
 
 SESSION = ("SET TIME ZONE 'UTC'", "SET DateStyle = 'ISO, YMD'")
@@ -58,33 +57,20 @@ RECENTLY_USED_SECONDS = 5.0
 server restart in that window fails one use with a 503, after which the broken connection is
 dropped. Older ones are checked first, and replaced when dead."""
 
-DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
-DEFAULT_STATEMENT_TIMEOUT_SECONDS = 300.0
-
 
 @dataclass(frozen=True)
 class Timeouts:
     """PostgreSQL's ``lock_timeout`` and ``statement_timeout`` in seconds; 0 is no limit."""
 
-    lock_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
-    statement_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS
+    lock_seconds: float = 30.0
+    statement_seconds: float = 300.0
 
-    @staticmethod
-    def _ms(seconds: float) -> str:
-        return f"{round(seconds * 1000)}ms"
-
-    def set_session(self, conn: _Executes) -> None:
-        """For the session."""
+    def set(self, conn: _Executes, *, local: bool) -> None:
+        """For the session, or (``local``) the current transaction only (it begins one): what holds
+        behind PgBouncer."""
         conn.execute(
-            "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
-            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
-        )
-
-    def set_local(self, conn: _Executes) -> None:
-        """For the current transaction only (it begins one): what holds behind PgBouncer."""
-        conn.execute(
-            "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
-            (self._ms(self.lock_seconds), self._ms(self.statement_seconds)),
+            "SELECT set_config('lock_timeout', %s, %s), set_config('statement_timeout', %s, %s)",
+            (f"{round(self.lock_seconds * 1000)}ms", local, f"{round(self.statement_seconds * 1000)}ms", local),
         )
 
 
@@ -95,12 +81,6 @@ _WHERE = re.compile(
 )
 _HOST_NAME = re.compile(r"could not translate host name \"[^\"]*\" to address|failed to resolve host '[^']*'")
 _HINTS = ("Is the server running", "Multiple connection attempts failed", "All failures were")
-
-
-def malformed_dsn(exc: BaseException) -> ConfigError:
-    """The error for a ``DATABASE_URL`` the driver cannot parse, redacted (libpq quotes the whole
-    string, password included)."""
-    return ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}")
 
 
 def cause_of(exc: BaseException) -> str:

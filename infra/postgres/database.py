@@ -1,18 +1,13 @@
 """The database gateway: a process-wide pool and three verbs over named queries.
 
-The pool is created closed and opened explicitly (psycopg's advice), checks connections before
-handing them out (a round trip, skipped for a connection used in the last ``RECENTLY_USED_SECONDS``:
-under load every checkout would otherwise pay one), and recycles them. A verb called without a
-connection runs its one statement in autocommit: atomic on its own, one round trip instead of
-three (``BEGIN``, the statement, ``COMMIT``). ``DATABASE_POOL=null`` uses a ``NullConnectionPool`` for
-PgBouncer or very many replicas. psycopg exceptions never leave this module: connection-level
-failures become ``DatabaseUnavailable`` (503, retry), anything else is a bug and stays a 500.
-
-A ``DatabaseUnavailable`` names the dependency and the cause, never the address or the
-credentials: "PostgreSQL is unavailable: password authentication failed for user "finops"". The
-pool connects in its own threads, so when a request times out waiting for it, the cause is the
-last failed connection attempt, which ``_Connection`` remembers per DSN. A malformed DSN is a
-``ConfigError`` at ``connect``, before any pool exists (its text redacted: it holds the password).
+The pool checks connections before handing them out (a round trip, skipped for a connection used
+in the last ``RECENTLY_USED_SECONDS``: under load every checkout would otherwise pay one). A verb
+called without a connection runs its one statement in autocommit: atomic on its own, one round
+trip instead of three (``BEGIN``, the statement, ``COMMIT``). psycopg exceptions never leave this
+module: connection-level failures become ``DatabaseUnavailable`` (503, retry), anything else is a
+bug and stays a 500. A ``DatabaseUnavailable`` names the dependency and the cause, never the
+address or the credentials. The pool connects in its own threads, so when a request times out
+waiting for it, the cause is the last failed connection attempt, which ``_Connection`` remembers.
 """
 
 from __future__ import annotations
@@ -32,7 +27,8 @@ from psycopg.types.json import Jsonb
 from finops.errors import DatabaseUnavailable
 from infra.logs import register_secret
 from infra.postgres import common
-from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of, malformed_dsn
+from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of
+from infra.settings import ConfigError
 
 __all__ = ["QUERIES", "Connection", "Database", "Timeouts", "cause_of", "connect"]
 
@@ -111,7 +107,7 @@ class Database:
         with wrap_errors(), _explained(self.pool, self.pool.timeout), self.pool.connection() as conn:
             try:
                 if self.per_transaction:
-                    self.timeouts.set_local(conn)
+                    self.timeouts.set(conn, local=True)
                 yield conn
             finally:
                 _used(conn)
@@ -228,7 +224,7 @@ def connect(
     try:
         password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.Error as exc:
-        raise malformed_dsn(exc) from None
+        raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
     register_secret(str(password) if password is not None else None)
     limits = timeouts or Timeouts()
     connection_kwargs: dict[str, Any] = {"row_factory": dict_row, "connect_timeout": max(1, int(timeout))}
@@ -237,7 +233,7 @@ def connect(
 
     def configure(conn: Connection) -> None:
         if pool != "null":
-            limits.set_session(conn)
+            limits.set(conn, local=False)
         _utc_session(conn)
 
     kwargs: dict[str, Any] = {

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,13 +60,3 @@ def held(lease: Lease) -> Iterator[Lease]:
         stop.set()
         thread.join()
         lease.release()
-
-
-def wait_for(lease: Lease, timeout: float, poll: float = 0.25) -> bool:
-    """Claim ``lease``, polling for up to ``timeout`` seconds; False if it stayed taken."""
-    deadline = time.monotonic() + timeout
-    while not lease.claim():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll)
-    return True

@@ -1,14 +1,10 @@
 """The Prometheus HTTP API client: instant queries (``/api/v1/query``), values exact as Decimal.
 
-Why instant queries only: the allocation method (``infra.prometheus.source``)
-asks for whole-hour sums with subqueries (``sum_over_time(<expr>[3600s:60s])``) evaluated once at
-the hour's end, so one answer per series replaces 60 samples per series of a range query.
-
-Values arrive as strings (``"0.25"``); they become ``Decimal`` from that text, never through
+Instant queries only: the allocation method (``infra.prometheus.source``) asks for whole-hour
+sums with subqueries evaluated once at the hour's end (one answer per series, not 60 samples).
+Values arrive as strings (``"0.25"``) and become ``Decimal`` from that text, never through
 ``float``. ``NaN`` and infinities are refused (``PrometheusUnavailable``): no query of the method
-can produce them from sane data.
-
-Errors are mapped at this boundary, like the OpenCost client does:
+can produce them from sane data. Errors:
 
 * unreachable, a timeout, a 5xx answer or a body that is not the documented envelope:
   ``PrometheusUnavailable`` (a ``TemporaryError``, the run answers 503 and its trigger retries),
@@ -32,7 +28,7 @@ import httpx
 from pydantic import SecretStr
 
 from finops.errors import PrometheusUnavailable, SourceMisconfigured
-from infra.retries import RETRY_STATUSES, RetryPolicy
+from infra.retries import RETRY_STATUSES, RetryPolicy, json_client, transport_problem
 
 
 @dataclass(frozen=True)
@@ -59,15 +55,8 @@ class PrometheusClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._retries = RetryPolicy("Prometheus", self.base_url, retries, backoff, PrometheusUnavailable)
-        headers = {"Accept": "application/json", "User-Agent": "finops-functions"}
-        if bearer_token is not None:
-            headers["Authorization"] = f"Bearer {bearer_token.get_secret_value()}"
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)),
-            transport=transport,
-            headers=headers,
-        )
+        auth = {"Authorization": f"Bearer {bearer_token.get_secret_value()}"} if bearer_token is not None else {}
+        self._http = json_client(self.base_url, timeout, transport, auth)
 
     def close(self) -> None:
         self._http.close()
@@ -92,8 +81,8 @@ class PrometheusClient:
         def attempt_once() -> tuple[bytes, None] | tuple[None, str]:
             try:
                 response = self._http.post(path, data=form)
-            except httpx.HTTPError as exc:  # connect errors, timeouts
-                return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
+            except httpx.HTTPError as exc:
+                return None, transport_problem(exc)
             if response.status_code < 400:
                 return response.content, None
             problem = f"HTTP {response.status_code}: {_error_text(response.content)}"

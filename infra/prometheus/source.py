@@ -261,8 +261,6 @@ class PrometheusAllocations:
             "pvCost": _zero(self.rates),
             "loadBalancerCost": _zero(self.rates),
         }
-        # Each resource's idle cost is the capacity's rounded cost minus the rounded billed costs:
-        # the hour's rows add up to what the nodes cost, to the micro.
         idle["cpuCost"] = _less(cap["cpuCost"], [a.get("cpuCost") for a in workloads])
         idle["ramCost"] = _less(cap["ramCost"], [a.get("ramCost") for a in workloads])
         idle["gpuCost"] = _less(cap["gpuCost"], [a.get("gpuCost") for a in workloads])

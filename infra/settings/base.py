@@ -1,12 +1,6 @@
 """The settings every function shares and the building blocks of each function's, as
-pydantic-settings classes, and ``load``, which reads one from the environment.
-
-``Settings`` is the root: ``BaseSettings``' defaults (unknown fields refused, defaults validated,
-variable names matched without case, empty values kept), each class's validators built when it is
-first loaded (``defer_build``: a function builds only the classes it uses). A class combining
-several gets the configuration pydantic merges for it, base by base, so the last base's wins
-(``OnSyncSettings`` and ``CollectAllocationsSettings`` match names without case and keep empty
-values, although ``CommonSettings`` alone does neither).
+pydantic-settings classes, and ``load``, which reads one from the environment. A class combining
+several gets the configuration pydantic merges for it, base by base: the last base's wins.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ ADAPTERS = {
     "psycopg": ("infra/postgres/", "sandbox/postgres.py"),
     "psycopg_pool": ("infra/postgres/",),
     # The CLI and the local demo call our own functions over HTTP; only the adapters call the rest.
-    "httpx": ("infra/opencost/", "infra/prometheus/", "infra/events.py", "cli/", "sandbox/"),
+    "httpx": ("infra/opencost/", "infra/prometheus/", "infra/retries.py", "infra/events.py", "cli/", "sandbox/"),
     "boto3": ("infra/objectstore",),
     "flask": ("functions/", "sandbox/"),
     "functions_framework": ("functions/",),
