@@ -1,11 +1,8 @@
 """The Kubernetes objects of a scenario: the cluster the OpenCost sandbox reports on, as the API sees it.
 
-Why: measuring an Argo CD application joins two sources. OpenCost reports cost per pod *name*; the
-Kubernetes API says which pods an application owns, by walking ``ownerReferences`` up from each pod
-(Deployment -> ReplicaSet -> Pod, CronJob -> Job -> Pod, Rollout -> ReplicaSet -> Pod, StatefulSet /
-DaemonSet / Job / ReplicaSet -> Pod). Tests of that join need both sandboxes to describe one cluster,
-so :func:`cluster_objects` derives the objects from the same compiled scenario the OpenCost sandbox
-evaluates, with every name taken from :mod:`sandbox.opencost.naming`::
+Both sandboxes describe one cluster: :func:`cluster_objects` derives the objects from the compiled
+scenario the OpenCost sandbox evaluates, every name from :mod:`sandbox.opencost.naming`, so each pod
+OpenCost reports walks up its ``ownerReferences`` to its workload::
 
     objects = cluster_objects(scenario, now=NOW)
     with sandbox.opencost.serve(scenario, clock=lambda: NOW), sandbox.kube.serve(objects=objects):

@@ -2,23 +2,16 @@
 estimate for the demo applications, and the page standing in for Argo CD's host
 (``sandbox/argocd_host``).
 
-- **History** (``load_history``): before the hourly pings, ``collect_allocations`` loads the
-  ``HISTORY_DAYS`` (9) whole UTC days before them from the sandbox OpenCost (a history load, its
-  ping body ``{"from", "to"}``), so the 30-day chart has past days and the anomaly score a
-  baseline (it needs 7 recorded days).
-- **Records** (``measure_demo_apps``): ``backfill`` measures every local application once
-  ("measured at install"), then two webhooks per application in ``DEMO_SYNCS`` (as Argo CD
-  Notifications sends them, built from the sandbox's Application objects) give each a sync record
-  and a trend. The first sync of ``argocd/payments-gateway`` deployed the gateway only; the second
-  added the ``gateway-canary`` Deployment (``FIRST_SYNC_WITHOUT``), so its trend shows what the
-  canary adds to the monthly figure instead of +0.00 (the sandbox's costs do not change between
-  two syncs a few seconds apart; which resources a sync lists does).
-- **Daily history**: the recorder runs in every hourly ping, but only for applications with a
-  record, and the records come after the pings: one more ping of the current hour records the
-  past days (it is idempotent: the hour is the one just collected).
-- **Cloud estimate**: CI's push (``CI_TOKEN``) of ``sandbox/demo/infracost.json`` for
-  ``argocd/web``.
-Then the trend and the anomaly ranking are printed as ``cost_api`` answers them.
+- **History** (``load_history``): ``collect_allocations`` loads the ``HISTORY_DAYS`` whole UTC
+  days before the pinged hours (ping body ``{"from", "to"}``): past days for the 30-day chart and
+  an anomaly baseline (7 recorded days).
+- **Records** (``measure_demo_apps``): ``backfill`` measures every application once, then two
+  Argo CD Notifications webhooks per ``DEMO_SYNCS`` application give each a sync record and a
+  trend; the first sync of ``argocd/payments-gateway`` lacks the ``gateway-canary`` Deployment
+  (``FIRST_SYNC_WITHOUT``), so its trend is not +0.00. One more ping of the current hour records
+  the daily history; CI's push (``CI_TOKEN``) of ``sandbox/demo/infracost.json`` gives
+  ``argocd/web`` a cloud estimate; the trend and anomaly ranking are printed as ``cost_api``
+  answers them.
 - **Cloud bill** (``demo_bill``): the loaded days billed by a generated FOCUS bill
   (``sandbox.demo_bill``), imported, and the month's chargeback on ``estimate`` and ``billed``
   with each node's variance.
@@ -53,27 +46,26 @@ def cost_api_env(stack: Stack) -> dict[str, str]:
     return {"POLICY_PATH": str(DEMO_POLICY), "CI_TOKEN": stack.ping_token}
 
 
-def _ping(stack: Stack, body: dict[str, Any]) -> dict[str, Any]:
+def post(stack: Stack, target: str, body: dict[str, Any], timeout: float = 600) -> tuple[int, dict[str, Any]]:
+    """POST ``body`` to a served function with the ping token: the status and the JSON body ({} if none)."""
     response = httpx.post(
-        stack.function_urls["collect_allocations"],
-        json=body,
-        headers={"Authorization": f"Bearer {stack.ping_token}"},
-        timeout=600,
+        stack.function_urls[target], json=body, headers={"Authorization": f"Bearer {stack.ping_token}"}, timeout=timeout
     )
     payload = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
-    if response.status_code >= 300:
-        raise httpx.HTTPStatusError(
-            f"HTTP {response.status_code}: {payload.get('error') or response.text[:200]}",
-            request=response.request,
-            response=response,
-        )
-    return dict(payload)
+    return response.status_code, dict(payload)
 
 
-def load_history(stack: Stack, until: datetime, days: int = HISTORY_DAYS) -> str:
-    """Load the ``days`` whole UTC days before ``until``'s day, up to ``until`` (the first pinged
+def _ping(stack: Stack, body: dict[str, Any]) -> dict[str, Any]:
+    status, payload = post(stack, "collect_allocations", body)
+    if status >= 300:
+        raise httpx.HTTPError(f"HTTP {status}: {payload.get('error')}")
+    return payload
+
+
+def load_history(stack: Stack, until: datetime) -> str:
+    """Load the ``HISTORY_DAYS`` whole UTC days before ``until``'s day, up to ``until`` (the first pinged
     hour), as ``finops collect`` does; one line to print."""
-    start = datetime.combine(until.date() - timedelta(days=days), day_time(0), tzinfo=UTC)
+    start = datetime.combine(until.date() - timedelta(days=HISTORY_DAYS), day_time(0), tzinfo=UTC)
     began, written = time.monotonic(), 0
     try:
         for _ in range(20):  # each invocation is bounded by COLLECT_BUDGET_SECONDS; the next continues
@@ -84,17 +76,6 @@ def load_history(stack: Stack, until: datetime, days: int = HISTORY_DAYS) -> str
     except httpx.HTTPError as exc:
         return f"  history load failed: {type(exc).__name__}: {exc}"
     return f"  {start:%Y-%m-%d} to {until:%Y-%m-%dT%H:%MZ}: {written} hours loaded in {time.monotonic() - began:.1f} s"
-
-
-def backfill(url: str, token: str, invocations: int = 10) -> dict[str, Any]:
-    """Invoke ``backfill`` until nothing remains (as the install Job does); its last answer."""
-    payload: dict[str, Any] = {}
-    for _ in range(invocations):
-        response = httpx.post(url, json={}, headers={"Authorization": f"Bearer {token}"}, timeout=300)
-        payload = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
-        if response.status_code >= 300 or not payload.get("remaining"):
-            break
-    return payload
 
 
 def webhook_body(
@@ -138,12 +119,12 @@ def _wait_for_records(stack: Stack, wanted: int, deadline: float) -> bool:
     return False
 
 
-def measure_demo_apps(stack: Stack, token: str, timeout: float = 120.0) -> list[str]:
+def measure_demo_apps(stack: Stack) -> list[str]:
     """Backfill, two syncs of each ``DEMO_SYNCS`` application, the daily history, the cloud
     estimate; lines to print. A failure is a line too: the demo's records are for the UI
     extension, never a reason to stop the stack."""
     try:
-        lines = _measure(stack, token, timeout)
+        lines = _measure(stack)
         lines += _record_days(stack)
         lines += _push_estimate(stack)
         lines += _show(stack)
@@ -152,24 +133,21 @@ def measure_demo_apps(stack: Stack, token: str, timeout: float = 120.0) -> list[
     return lines
 
 
-def _measure(stack: Stack, token: str, timeout: float) -> list[str]:
-    lines = []
-    result = backfill(stack.function_urls["backfill"], stack.ping_token)
-    lines.append(
-        f"  backfill: {result.get('outcome')}, {result.get('measured', '-')} application(s) measured at install"
-    )
-    deadline = time.monotonic() + timeout
+def _measure(stack: Stack) -> list[str]:
+    for _ in range(10):  # until nothing remains, as the install Job does
+        status, result = post(stack, "backfill", {}, timeout=300)
+        if status >= 300 or not result.get("remaining"):
+            break
+    lines = [f"  backfill: {result.get('outcome')}, {result.get('measured', '-')} application(s) measured at install"]
+    deadline = time.monotonic() + 120
     for n, revision in enumerate(("demo-sync-1", "demo-sync-2"), start=1):
         for namespace, name in DEMO_SYNCS:
             app = httpx.get(APPLICATION.format(kube=stack.kube_url, namespace=namespace, name=name), timeout=10)
             app.raise_for_status()
             without = FIRST_SYNC_WITHOUT.get((namespace, name)) if n == 1 else None
-            httpx.post(
-                stack.function_urls["on_sync"],
-                json=webhook_body(app.json(), revision, without=without),
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=30,
-            ).raise_for_status()
+            status, payload = post(stack, "on_sync", webhook_body(app.json(), revision, without=without), timeout=30)
+            if status >= 300:
+                raise httpx.HTTPError(f"on_sync of {namespace}/{name}: HTTP {status}: {payload.get('error')}")
         if not _wait_for_records(stack, n, deadline):
             lines.append(f"  sync {n} of {', '.join(f'{a}/{b}' for a, b in DEMO_SYNCS)}: not all measured in time")
             return lines

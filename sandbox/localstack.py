@@ -105,7 +105,7 @@ def serve_function(stack: Stack, target: str, root: Path = ROOT, /, **extra_env:
 
 
 @contextlib.contextmanager
-def local_stack(cluster: str = "demo", *, source: str = "opencost", hours: int = 24) -> Iterator[Stack]:
+def local_stack(*, source: str = "opencost", hours: int = 24) -> Iterator[Stack]:
     """Start the whole local world; everything stops when the block exits. With ``source``
     ``prometheus``, Debian's Prometheus also serves a generated world's series (the last ``hours``
     hours, built under ``.local/prometheus``) and collect_allocations reads it instead of OpenCost."""
@@ -128,6 +128,6 @@ def local_stack(cluster: str = "demo", *, source: str = "opencost", hours: int =
             opencost_url=opencost.url,
             kube_url=kube.url,
             ping_token=secrets.token_urlsafe(24),
-            cluster=cluster,
+            cluster="demo",
             prometheus_url=prometheus_url,
         )

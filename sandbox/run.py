@@ -12,10 +12,7 @@ import contextlib
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.hours import truncate_to_hour
@@ -23,18 +20,9 @@ from finops.money import format_amount
 from infra.logs import redact
 from infra.postgres import connect
 from infra.serving import TARGETS
-from sandbox.localdemo import HISTORY_DAYS, cost_api_env, demo_bill, load_history, measure_demo_apps, ui_host
+from sandbox.localdemo import HISTORY_DAYS, cost_api_env, demo_bill, load_history, measure_demo_apps, post, ui_host
 from sandbox.localstack import local_stack, serve_function
 from usecases.reports.text_table import render
-
-
-def ping(url: str, token: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
-    response = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
-    try:
-        payload = response.json()
-    except ValueError:
-        payload = {"body": response.text}
-    return response.status_code, payload
 
 
 def _shown_dsn(dsn: str) -> str:
@@ -99,7 +87,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"  Argo CD UI extension: {ui_url}")
         now = datetime.now(UTC)
         first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
-        url = stack.function_urls["collect_allocations"]
         failures = 0
         if args.source == "opencost":  # history for the UI's 30-day chart and the anomaly baseline
             print(f"\nLoading the {HISTORY_DAYS} days before them from OpenCost (a history load: finops collect):")
@@ -107,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nPinging collect_allocations for the last {args.hours} scheduled hours, as the CronJob would:")
         for n in range(args.hours):
             scheduled = first + timedelta(hours=n)
-            status, payload = ping(url, stack.ping_token, {"scheduledTime": scheduled.isoformat()})
+            status, payload = post(stack, "collect_allocations", {"scheduledTime": scheduled.isoformat()})
             failures += status >= 300
             print(
                 f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
@@ -115,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             )
         print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
         print("\nMeasuring the demo applications (install backfill, two syncs each, daily history) for the UI:")
-        print("\n".join(measure_demo_apps(stack, stack.ping_token)))
+        print("\n".join(measure_demo_apps(stack)))
         if args.source == "opencost":  # the loaded days, billed by a generated cloud bill
             print("\nReconciling the loaded days to a generated cloud bill (finops import cloud, --basis billed):")
             print("\n".join(demo_bill(stack, first)))

@@ -2,10 +2,9 @@
 
 In a cluster, an ``ApiServerSource`` adapter watches the resources it is given and POSTs one
 CloudEvent per watch event (ADDED, MODIFIED, DELETED) to its sink; ``knative/eventing/
-reconcile-source.yaml`` wires the product's ``reconcile`` function that way. Tests that drive
-the function through that path need the same events from the sandbox: an ``EventSource`` is
-told of every committed change by ``KubeStore`` (see ``KubeStore.add_listener``) and delivers
-the events of the watched kinds from one background thread, in resourceVersion order.
+reconcile-source.yaml`` wires the product's ``reconcile`` function that way. An ``EventSource``
+is told of every committed change by ``KubeStore`` (``KubeStore.add_listener``) and delivers the
+events of the watched kinds from one background thread, in resourceVersion order.
 
 The events copy knative.dev/eventing ``pkg/adapter/apiserver/events/events.go`` (``makeEvent``,
 ``getRef``, ``createSelfLink``) and ``pkg/apis/sources/constants.go``:
@@ -42,7 +41,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -58,23 +57,15 @@ Mode = Literal["Reference", "Resource"]
 REFERENCE: Mode = "Reference"
 RESOURCE: Mode = "Resource"
 
-EVENT_TYPES: dict[Mode, dict[Change, str]] = {
-    REFERENCE: {
-        "add": "dev.knative.apiserver.ref.add",
-        "update": "dev.knative.apiserver.ref.update",
-        "delete": "dev.knative.apiserver.ref.delete",
-    },
-    RESOURCE: {
-        "add": "dev.knative.apiserver.resource.add",
-        "update": "dev.knative.apiserver.resource.update",
-        "delete": "dev.knative.apiserver.resource.delete",
-    },
+EVENT_TYPE_PREFIX: dict[Mode, str] = {
+    REFERENCE: "dev.knative.apiserver.ref.",
+    RESOURCE: "dev.knative.apiserver.resource.",
 }
 
 # sdk-go's HTTP protocol retries only these answers (and failures to get one).
 RETRIABLE_STATUS = frozenset({404, 413, 425, 429, 502, 503, 504})
 DEFAULT_RETRIES = 5
-DEFAULT_BACKOFF_SECONDS = 0.05
+BACKOFF_SECONDS = 0.05
 
 
 def guess_resource(kind: str) -> str:
@@ -120,8 +111,7 @@ class CloudEvent:
     subject: str
     time: str
     data: Obj
-    extensions: dict[str, str] = field(default_factory=dict)
-    datacontenttype: str = "application/json"
+    extensions: dict[str, str]
     sort_keys: bool = False  # Go marshals a map (Resource mode) with sorted keys, a struct in field order
 
     def headers(self) -> dict[str, str]:
@@ -132,7 +122,7 @@ class CloudEvent:
             "ce-type": self.type,
             "ce-subject": self.subject,
             "ce-time": self.time,
-            "content-type": self.datacontenttype,
+            "content-type": "application/json",
         }
         headers.update({f"ce-{name}": value for name, value in self.extensions.items()})
         return headers
@@ -172,21 +162,16 @@ class EventSource:
         source: str,
         mode: Mode = REFERENCE,
         retries: int = DEFAULT_RETRIES,
-        backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
-        timeout_seconds: float = 30.0,
     ) -> None:
-        if mode not in EVENT_TYPES:
-            raise ValueError(f"mode must be {REFERENCE!r} or {RESOURCE!r}, not {mode!r}")
         self.sink = sink
         self.source = source
         self.mode: Mode = mode
         self.retries = retries
-        self.backoff_seconds = backoff_seconds
         # (group, kind) → the watched apiVersion the events carry
         self._watched: dict[tuple[str, str], str] = {}
         for api_version, kind in resources:
             self._watched[(split_api_version(api_version)[0], kind)] = api_version
-        self._client = httpx.Client(timeout=timeout_seconds)
+        self._client = httpx.Client(timeout=30.0)
         self._cond = threading.Condition()
         self._queue: deque[CloudEvent] = deque()
         self._busy = False  # an event has been taken off the queue and is being delivered
@@ -220,7 +205,7 @@ class EventSource:
             data["apiVersion"] = api_version
         return CloudEvent(
             id=str(uuid.uuid4()),
-            type=EVENT_TYPES[self.mode][change],
+            type=EVENT_TYPE_PREFIX[self.mode] + change,
             source=self.source,
             subject=self_link(api_version, kind, namespace, name),
             time=_rfc3339_now(),
@@ -308,7 +293,7 @@ class EventSource:
                 break
             if attempts > self.retries or self._stopped():
                 break
-            time.sleep(self.backoff_seconds * 2**attempts)
+            time.sleep(BACKOFF_SECONDS * 2**attempts)
         if status is None or not 200 <= status < 300:
             log.warning(
                 "event %s (%s %s) not accepted by %s: %s",

@@ -6,8 +6,7 @@ moves only when the desired state changes (and once when deletion starts), so
 the main resource cannot overwrite ``status`` and the ``/status`` subresource cannot
 overwrite anything else, so a reconciler and a user never clobber each other; fields the
 server owns (``uid``, ``creationTimestamp``, ``deletionTimestamp``) cannot be forged; and once
-deletion has started, finalizers may only be removed. Keeping these rules here, separate from
-locking and storage, lets them be read and unit-tested on their own.
+deletion has started, finalizers may only be removed.
 """
 
 from __future__ import annotations

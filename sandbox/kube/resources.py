@@ -1,13 +1,10 @@
 """Which kind lives at which URL: the sandbox's tiny stand-in for API discovery.
 
-A request names a resource by ``group/version/plural`` while a manifest names it by
-``apiVersion/kind``; the server must map one to the other and know whether the resource is
-namespaced. A real apiserver knows because every resource is compiled in or declared by a
-CRD. The sandbox must also accept resources nobody declared (tests point the product at
-``argoproj.io`` Applications without installing Argo CD), so the lookup falls through three
-layers: CRDs registered at runtime, a built-in table of the kinds the product touches, and an
-English-plural guess. Undeclared resources have unknown scope; the request's URL shape (with
-or without ``/namespaces/{ns}``) then decides, which is all a lenient test server needs.
+A request names a resource by ``group/version/plural``, a manifest by ``apiVersion/kind``. The
+lookup falls through three layers: CRDs registered at runtime, a built-in table of the kinds the
+product touches, and an English-plural guess (so tests can use ``argoproj.io`` Applications
+without installing Argo CD). Undeclared resources have unknown scope; the request's URL shape
+(with or without ``/namespaces/{ns}``) then decides.
 """
 
 from __future__ import annotations
@@ -128,13 +125,13 @@ class ResourceRegistry:
                 self._plural_by_kind.pop((old.group, old.kind), None)
             self._put(resource)
 
-    def register_crd(self, crd: dict[str, Any]) -> ResourceType | None:
+    def register_crd(self, crd: dict[str, Any]) -> None:
         """Declare the resource a ``CustomResourceDefinition`` manifest describes."""
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
         group, kind = spec.get("group"), names.get("kind")
         if not isinstance(group, str) or not isinstance(kind, str):
-            return None
+            return
         plural = names.get("plural") or guess_plural(kind)
         resource = ResourceType(group, kind, plural, spec.get("scope", "Namespaced") != "Cluster")
         self.register(resource)
@@ -142,7 +139,6 @@ class ResourceRegistry:
             for entry in spec.get("versions") or []:
                 if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                     self._versions.setdefault(group, set()).add(entry["name"])
-        return resource
 
     def note_version(self, group: str, version: str) -> None:
         with self._lock:

@@ -2,21 +2,16 @@
 
 A real kube-apiserver decodes every write of a custom resource (create, update, patch after
 applying it, ``/status``) against the structural ``openAPIV3Schema`` of the served version of its
-CRD. Fields the schema does not declare are *pruned* silently (unless a node says
-``x-kubernetes-preserve-unknown-fields: true``), nulls of non-nullable fields are dropped,
-``default`` values are filled in, and then the whole object is validated (``type``, ``nullable``,
-``enum``, ``required``, ``minimum``/``maximum``, ``minLength``/``maxLength``, ``pattern``,
-``minItems``/``maxItems``, ``items``, ``x-kubernetes-int-or-string``, list-map keys, a few string
-``format`` s). A failure is a ``422 Invalid`` Status listing every field error, worded like the real
-server (``status.ready: Invalid value: "boolean": status.ready in body must be of type string:
-"boolean"``). ``metadata`` is the server's own business and is never pruned or validated here; CEL
-rules (``x-kubernetes-validations``) are not evaluated (tests/deploy/test_crds.py evaluates them).
+CRD: undeclared fields are *pruned* (unless ``x-kubernetes-preserve-unknown-fields: true``), nulls
+of non-nullable fields dropped, ``default`` s filled in, then the object is validated
+(``sandbox.kube.validation``). A failure is a ``422 Invalid`` Status listing every field error,
+worded like the real server (``status.ready: Invalid value: "boolean": status.ready in body must
+be of type string: "boolean"``). ``metadata`` is never pruned or validated here; CEL rules
+(``x-kubernetes-validations``) are not evaluated (tests/deploy/test_crds.py evaluates them).
 
 ``CrdSchemas`` holds the schemas of the CRDs created in a sandbox store; kinds without a CRD (or
-whose CRD has no schema) are stored as sent, which keeps the sandbox lenient for everything else.
-Pruning is what a test cannot see from an answer, so every pruned field of a write is also
-recorded in ``CrdSchemas.pruned`` (and every refused write in ``CrdSchemas.rejected``, for
-callers that swallow errors).
+whose CRD has no schema) are stored as sent. Every pruned field of a write is recorded in
+``CrdSchemas.pruned``, every refused write in ``CrdSchemas.rejected``.
 
     schemas = CrdSchemas()
     schemas.register(crd_manifest)
@@ -38,7 +33,6 @@ from sandbox.kube.validation import FieldError, Schema, join, validate
 
 # Root fields every object keeps whatever its schema says; ``metadata`` is validated by the server.
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
-_EMBEDDED_KEPT = ("apiVersion", "kind", "metadata")  # inside x-kubernetes-embedded-resource nodes
 
 
 @dataclass(frozen=True)
@@ -73,16 +67,16 @@ def prune(schema: Schema, value: Any, path: str = "", *, root: bool = True) -> t
     ``value`` is not modified. A value of the wrong type is kept as is, for validation to reject.
     """
     dropped: list[tuple[str, Any]] = []
-    result = _prune(schema, copy.deepcopy(value), path, dropped, root=root, embedded=False)
+    result = _prune(schema, copy.deepcopy(value), path, dropped, root=root)
     return result, dropped
 
 
-def _prune(schema: Schema, value: Any, path: str, dropped: list[tuple[str, Any]], *, root: bool, embedded: bool) -> Any:
+def _prune(schema: Schema, value: Any, path: str, dropped: list[tuple[str, Any]], *, root: bool) -> Any:
     if isinstance(value, dict):
         properties: Mapping[str, Any] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or extra is True
-        kept_anyway = _ROOT_KEPT if root else _EMBEDDED_KEPT if embedded else ()
+        kept_anyway = _ROOT_KEPT if root else ()
         for name in list(value):
             child = join(path, name)
             item = value[name]
@@ -100,15 +94,10 @@ def _prune(schema: Schema, value: Any, path: str, dropped: list[tuple[str, Any]]
             if item is None and not sub.get("nullable"):
                 del value[name]  # a null of a non-nullable field is dropped, not rejected
                 continue
-            value[name] = _prune(
-                sub, item, child, dropped, root=False, embedded=bool(sub.get("x-kubernetes-embedded-resource"))
-            )
+            value[name] = _prune(sub, item, child, dropped, root=False)
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        items: Schema = schema["items"]
-        embedded_items = bool(items.get("x-kubernetes-embedded-resource"))
         return [
-            _prune(items, item, f"{path}[{index}]", dropped, root=False, embedded=embedded_items)
-            for index, item in enumerate(value)
+            _prune(schema["items"], item, f"{path}[{index}]", dropped, root=False) for index, item in enumerate(value)
         ]
     return value
 
@@ -139,33 +128,27 @@ def apply_defaults(schema: Schema, value: Any, *, root: bool = True) -> Any:
 
 
 def crd_schemas(crd: Mapping[str, Any]) -> tuple[dict[str, Schema], str | None]:
-    """``({version: openAPIV3Schema}, storage version)`` of a CRD manifest (v1, or v1beta1's
-    top-level ``validation``); versions without a schema are left out."""
+    """``({version: openAPIV3Schema}, storage version)`` of an ``apiextensions.k8s.io/v1`` CRD
+    manifest; versions without a schema are left out."""
     spec = crd.get("spec") or {}
     found: dict[str, Schema] = {}
     storage: str | None = None
-    common = ((spec.get("validation") or {}).get("openAPIV3Schema")) if isinstance(spec, dict) else None
     for entry in spec.get("versions") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
-        schema = (entry.get("schema") or {}).get("openAPIV3Schema") or common
+        schema = (entry.get("schema") or {}).get("openAPIV3Schema")
         if isinstance(schema, Mapping):
             found[entry["name"]] = schema
         if entry.get("storage") or storage is None:
             storage = entry["name"]
-    if not found and isinstance(common, Mapping) and isinstance(spec.get("version"), str):
-        found[spec["version"]] = common
-        storage = spec["version"]
     return found, storage
 
 
 @dataclass(frozen=True)
 class _Crd:
     kind: str
-    group: str
     schemas: dict[str, Schema]
     storage: str | None
-    prunes: bool  # v1beta1's spec.preserveUnknownFields: true turns pruning off
 
 
 class CrdSchemas:
@@ -191,8 +174,7 @@ class CrdSchemas:
             if not schemas:
                 self._crds.pop((group, plural), None)
                 return
-            prunes = spec.get("preserveUnknownFields") is not True
-            self._crds[(group, plural)] = _Crd(kind, group, schemas, storage, prunes)
+            self._crds[(group, plural)] = _Crd(kind, schemas, storage)
 
     def unregister(self, crd: Mapping[str, Any]) -> None:
         spec = crd.get("spec") or {}
@@ -237,10 +219,7 @@ class CrdSchemas:
         schema = self.schema_for(resource, version or _version_of(body))
         if crd is None or schema is None:
             return body
-        if crd.prunes:
-            result, dropped = prune(schema, body)
-        else:
-            result, dropped = copy.deepcopy(body), []
+        result, dropped = prune(schema, body)
         if not isinstance(result, dict):
             return body
         apply_defaults(schema, result)

@@ -9,24 +9,7 @@ Used by the Prometheus-source tests and by ``finops run --source prometheus``::
 
 from __future__ import annotations
 
-from sandbox.prometheus.openmetrics import render
-from sandbox.prometheus.server import INSTALL, PrometheusMissing, binaries, build_tsdb, serve
-from sandbox.prometheus.world import GIB, MIB, Claim, Container, Node, Pod, Service, World, demo_world
+from sandbox.prometheus.server import PrometheusMissing, binaries, serve
+from sandbox.prometheus.world import GIB, MIB, World, demo_world
 
-__all__ = [
-    "GIB",
-    "INSTALL",
-    "MIB",
-    "Claim",
-    "Container",
-    "Node",
-    "Pod",
-    "PrometheusMissing",
-    "Service",
-    "World",
-    "binaries",
-    "build_tsdb",
-    "demo_world",
-    "render",
-    "serve",
-]
+__all__ = ["GIB", "MIB", "PrometheusMissing", "World", "binaries", "demo_world", "serve"]

@@ -70,7 +70,7 @@ def build_tsdb(world: World, folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30.0) -> Iterator[str]:
+def serve(world: World, folder: Path | None = None) -> Iterator[str]:
     """Build the world's TSDB and serve it; yields Prometheus's URL, stops it on exit."""
     prometheus, _ = binaries()
     owned = folder is None
@@ -96,7 +96,7 @@ def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30
                 preexec_fn=dies_with_parent(),  # a killed finops run or test session leaves none serving
             )
         try:
-            _wait_ready(url, process, root / "prometheus.log", ready_timeout)
+            _wait_ready(url, process, root / "prometheus.log")
             yield url
         finally:
             stop_process(process)
@@ -105,7 +105,7 @@ def serve(world: World, folder: Path | None = None, *, ready_timeout: float = 30
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
