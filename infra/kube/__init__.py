@@ -7,16 +7,14 @@ import): that happens when a client is constructed.
 
 from __future__ import annotations
 
-from infra.kube.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient
+from infra.kube.client import JSON_PATCH, KubeClient
 from infra.kube.discovery import ApiResource, Discovery, discovery_for
 from infra.kube.errors import AlreadyExists, wrap_errors
 from infra.kube.operations import METHOD_VERBS, Operation, Permission, permission_for
 
 __all__ = [
     "JSON_PATCH",
-    "MERGE_PATCH",
     "METHOD_VERBS",
-    "STRATEGIC_MERGE_PATCH",
     "AlreadyExists",
     "ApiResource",
     "Discovery",

@@ -25,6 +25,6 @@ Start it with ``serve(...)`` (``sandbox.localdemo`` does, for ``finops run``).
 
 from __future__ import annotations
 
-from sandbox.argocd_host.server import USERS, ArgoHost, ReactMissing, serve
+from sandbox.argocd_host.server import ArgoHost, ReactMissing, serve
 
-__all__ = ["USERS", "ArgoHost", "ReactMissing", "serve"]
+__all__ = ["ArgoHost", "ReactMissing", "serve"]

@@ -22,27 +22,15 @@ from __future__ import annotations
 
 from sandbox.kube.app import make_app
 from sandbox.kube.errors import ApiError
-from sandbox.kube.events import CloudEvent, Delivery, EventSource
-from sandbox.kube.resources import ResourceType
-from sandbox.kube.schema import CrdSchemas, Pruned, Rejected
 from sandbox.kube.seed import ManifestError, load_manifests
 from sandbox.kube.server import KubeServer, serve
 from sandbox.kube.store import KubeStore
-from sandbox.kube.validation import FieldError
 
 __all__ = [
     "ApiError",
-    "CloudEvent",
-    "CrdSchemas",
-    "Delivery",
-    "EventSource",
-    "FieldError",
     "KubeServer",
     "KubeStore",
     "ManifestError",
-    "Pruned",
-    "Rejected",
-    "ResourceType",
     "load_manifests",
     "make_app",
     "serve",
