@@ -269,11 +269,9 @@ def error_response(exc: Exception, run_id: str | None = None) -> flask.Response:
         body["retry"] = True
     if isinstance(exc, IncompleteData) and exc.coverage is not None:  # which hours, as a report shows
         body["coverage"] = exc.coverage
-    response = respond(status, body)
     retry_after = getattr(exc, "retry_after_seconds", None)
-    if isinstance(retry_after, int | float) and retry_after > 0:
-        response.headers["Retry-After"] = str(math.ceil(retry_after))
-    return response
+    seconds = math.ceil(retry_after) if isinstance(retry_after, int | float) and retry_after > 0 else None
+    return respond(status, body, retry_after=seconds)  # every error naming a retry is a 429 or 503
 
 
 Handler = Callable[[flask.Request, S, Run], flask.Response]

@@ -241,10 +241,11 @@ class SyncWebhook(BaseModel):
 
 def parse_delivery(body: object) -> tuple[int, datetime | None]:
     """A ``dev.finops.sync.accepted`` CloudEvent's data: ``syncEventId`` and its ``notBefore``."""
-    event_id = body.get("syncEventId") if isinstance(body, dict) else None
+    data = body if isinstance(body, dict) else {}
+    event_id = data.get("syncEventId")
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise InvalidInput("syncEventId: must be a positive integer")
-    not_before = body.get("notBefore") if isinstance(body, dict) else None
+    not_before = data.get("notBefore")
     if not_before is not None and not isinstance(not_before, str):
         raise InvalidInput("notBefore: must be an RFC 3339 timestamp")
     return event_id, None if not_before is None else parse_timestamp(not_before, field="notBefore")
