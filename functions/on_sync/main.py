@@ -51,7 +51,8 @@ def _webhook(request: flask.Request, s: OnSyncSettings, run: Run) -> flask.Respo
         return respond(200, {"outcome": "skipped", "reason": reason, "run_id": run.run_id, **notes})
     in_flight(s.MAX_IN_FLIGHT).check()
     run.db, run.http_status = database_from(s), 202  # the event and its run stored in one statement
-    self_url = with_event_token(f"http://127.0.0.1:{s.PORT}/", current_secret(s, "EVENT_TOKEN"))
+    own = f"http://127.0.0.1:{s.PORT}/"  # without a sink the event comes back here, carrying its token
+    self_url = "" if s.K_SINK else with_event_token(own, current_secret(s, "EVENT_TOKEN"))
     delivery = Delivery(f"/finops/{s.CLUSTER_ID}/on_sync", s.MEASURE_SETTLE_SECONDS, s.K_SINK, self_url)
     event_id, status, new, run.recorded = accept_sync(run.db, hook.event(s.CLUSTER_ID), record_of(run), delivery)
     run.counts.update(sync_event=event_id, replay=not new)
