@@ -119,13 +119,14 @@ def _wait_for_records(stack: Stack, wanted: int, deadline: float) -> bool:
     return False
 
 
-def measure_demo_apps(stack: Stack) -> list[str]:
-    """Backfill, two syncs of each ``DEMO_SYNCS`` application, the daily history, the cloud
-    estimate; lines to print. A failure is a line too: the demo's records are for the UI
+def measure_demo_apps(stack: Stack, hour: datetime) -> list[str]:
+    """Backfill, two syncs of each ``DEMO_SYNCS`` application, the daily history (a ping of
+    ``hour``, the last pinged one: a run that crosses an hour collects no hour it did not ping),
+    the cloud estimate; lines to print. A failure is a line too: the demo's records are for the UI
     extension, never a reason to stop the stack."""
     try:
         lines = _measure(stack)
-        lines += _record_days(stack)
+        lines += _record_days(stack, hour)
         lines += _push_estimate(stack)
         lines += _show(stack)
     except httpx.HTTPError as exc:
@@ -159,8 +160,7 @@ def _measure(stack: Stack) -> list[str]:
     return lines
 
 
-def _record_days(stack: Stack) -> list[str]:
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+def _record_days(stack: Stack, hour: datetime) -> list[str]:
     payload = _ping(stack, {"scheduledTime": hour.isoformat()})
     return [
         f"  daily history: {payload.get('daily_rows_written', 0)} days recorded for "

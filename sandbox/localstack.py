@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -105,10 +105,11 @@ def serve_function(stack: Stack, target: str, root: Path = ROOT, /, **extra_env:
 
 
 @contextlib.contextmanager
-def local_stack(*, source: str = "opencost", hours: int = 24) -> Iterator[Stack]:
+def local_stack(first: datetime, hours: int, *, source: str = "opencost") -> Iterator[Stack]:
     """Start the whole local world; everything stops when the block exits. With ``source``
-    ``prometheus``, Debian's Prometheus also serves a generated world's series (the last ``hours``
-    hours, built under ``.local/prometheus``) and collect_allocations reads it instead of OpenCost."""
+    ``prometheus``, Debian's Prometheus also serves a generated world's series (the ``hours`` hours
+    from ``first``, built under ``.local/prometheus``) and collect_allocations reads it instead of
+    OpenCost."""
     with contextlib.ExitStack() as stack:
         dsn = os.environ.get("DATABASE_URL") or stack.enter_context(embedded_postgres())
         db = connect(dsn)
@@ -119,8 +120,7 @@ def local_stack(*, source: str = "opencost", hours: int = 24) -> Iterator[Stack]
         kube = stack.enter_context(sandbox_kube.serve(seed_dir=DEMO / "kube", objects=cluster_objects(scenario)))
         prometheus_url = None
         if source == "prometheus":
-            # The pinged hours, the current one whole (its pods' events fall in the first four).
-            first = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+            # The pinged hours, the last one whole (its pods' events fall in the first four).
             world = sandbox_prometheus.demo_world(first, hours=hours)
             prometheus_url = stack.enter_context(sandbox_prometheus.serve(world, ROOT / ".local" / "prometheus"))
         yield Stack(

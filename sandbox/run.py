@@ -67,7 +67,9 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
 
 
 def run(args: argparse.Namespace) -> int:
-    with local_stack(source=args.source, hours=args.hours) as stack, contextlib.ExitStack() as functions:
+    last = truncate_to_hour(datetime.now(UTC))  # pinned once: a run across an hour pings the same hours
+    first = last - timedelta(hours=args.hours - 1)
+    with local_stack(first, args.hours, source=args.source) as stack, contextlib.ExitStack() as functions:
         for target in sorted(TARGETS, key=lambda t: t != "on_sync"):  # on_sync first: others re-drive to it
             redrive = {"ON_SYNC_URL": stack.function_urls["on_sync"]} if target != "on_sync" else {}
             if target == "cost_api":  # the UI extension's chargeback (demo policy), CI's estimates
@@ -85,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  function logs        {stack.log_dir}")
         if ui_url:
             print(f"  Argo CD UI extension: {ui_url}")
-        now = datetime.now(UTC)
-        first = truncate_to_hour(now) - timedelta(hours=args.hours - 1)
         failures = 0
         if args.source == "opencost":  # history for the UI's 30-day chart and the anomaly baseline
             print(f"\nLoading the {HISTORY_DAYS} days before them from OpenCost (a history load: finops collect):")
@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
                 f"  {scheduled:%Y-%m-%dT%H:%MZ}  HTTP {status}  {payload.get('outcome')}  "
                 f"rows={payload.get('rows_written', '-')}  {payload.get('error') or ''}".rstrip()
             )
-        print_cost_table(stack.database_url, stack.cluster, first, truncate_to_hour(now) + timedelta(hours=1))
+        print_cost_table(stack.database_url, stack.cluster, first, last + timedelta(hours=1))
         print("\nMeasuring the demo applications (install backfill, two syncs each, daily history) for the UI:")
-        print("\n".join(measure_demo_apps(stack)))
+        print("\n".join(measure_demo_apps(stack, last)))
         if args.source == "opencost":  # the loaded days, billed by a generated cloud bill
             print("\nReconciling the loaded days to a generated cloud bill (finops import cloud, --basis billed):")
             print("\n".join(demo_bill(stack, first)))
