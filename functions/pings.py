@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from finops.errors import InvalidInput
 from finops.hours import parse_timestamp
-from functions.edge import current_secret, parse_body, require_bearer
-from infra.settings import PingSettings
+from functions.edge import parse_body, require_bearer
+from infra.settings import PingSettings, current_secret
 from usecases.costjob_status import CostJobRef
 from usecases.runs import Run
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import flask
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.edge import current_secret, edge, parse_body, require_bearer, respond, settings_for, with_event_token
+from functions.edge import edge, parse_body, require_bearer, respond, settings_for, with_event_token
 from infra.clients import database_from, kube_from, opencost_from
-from infra.settings import BackfillSettings
+from infra.settings import BackfillSettings, current_secret
 from usecases.appcost.syncs import redrive
 from usecases.backfill import BackfillOptions
 from usecases.backfill import backfill as run_backfill

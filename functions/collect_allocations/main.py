@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 import flask
 
 from finops.costjobs import parse_costjob
-from functions.edge import current_secret, edge, respond, settings_for, with_event_token
+from functions.edge import edge, respond, settings_for, with_event_token
 from functions.pings import RangePing, accept_ping
 from infra.clients import database_from, kube_from
-from infra.settings import CollectAllocationsSettings
+from infra.settings import CollectAllocationsSettings, current_secret
 from usecases.collect_allocations.hourly import HourlyPing, hourly
 from usecases.costjob_status import record_execution, require_costjob
 from usecases.runs import Run

@@ -30,14 +30,13 @@ from finops.cloud_estimates import SOURCES, parse_infracost
 from finops.errors import InvalidInput, NotFound, TemporaryError
 from finops.labels import is_subdomain, validate_namespace
 from functions.cost_api import routes
-from functions.edge import MAX_BODY_BYTES, current_secret, read_json, require_bearer, respond
+from functions.edge import MAX_BODY_BYTES, read_json, require_bearer, respond
 from infra.clients import database_from
-from infra.settings import CostApiSettings
-from usecases.cost_api.cloud_estimates import money, store
+from infra.settings import CostApiSettings, current_secret
+from usecases.cost_api.cloud_estimates import CLOUD_ESTIMATE_BODY, money, store
 
 log = logging.getLogger(__name__)
 
-CLOUD_ESTIMATE_BODY = 10 * 1024 * 1024  # bytes: the push's body limit
 LARGE_AT_ONCE = 2  # pushes read and parsed at once per process
 # Hand-made: no library bounds the bodies one route reads at once (werkzeug bounds their size only).
 _large_bodies = threading.BoundedSemaphore(LARGE_AT_ONCE)

@@ -10,7 +10,7 @@ Anything else is 403 with no data. ``GET /api/v1/openapi.json`` documents every 
 ``GET /metrics`` (``functions/cost_api/metrics.py``) is for Prometheus, not the UI: it is answered
 before any of this, for ``METRICS_TOKEN``'s bearer only, and never reads the proxy's headers.
 So is CI's ``POST /api/v1/apps/{namespace}/{name}/cloud-estimate`` (``estimates.py``), for
-``CI_TOKEN``'s bearer only. ``/api/v1/data-quality`` and ``/api/v1/config`` (``status_views.py``)
+``CI_TOKEN``'s bearer only. ``/api/v1/data-quality`` and ``/api/v1/config`` (``usecases.cost_api.status_views``)
 need the header to name an application, any one.
 """
 
@@ -21,11 +21,12 @@ import hmac
 import flask
 
 from finops.errors import NotFound, PermanentError
-from functions.cost_api import estimates, metrics, routes, status_views
-from functions.edge import current_secret, edge, respond, settings_for
+from functions.cost_api import estimates, metrics, routes
+from functions.edge import edge, respond, settings_for
 from infra.clients import database_from
-from infra.settings import CostApiSettings
+from infra.settings import CostApiSettings, current_secret
 from usecases.cost_api.reads import APP_VIEWS, CLUSTER_VIEWS
+from usecases.cost_api.status_views import ANY_VIEWS
 from usecases.runs import Run
 
 FUNCTION = "cost_api"
@@ -69,7 +70,7 @@ def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Res
             raise Forbidden("Argocd-Application-Name does not name the application in the path")
         return respond(200, APP_VIEWS[route.view](database_from(s), s, identity, request.args))
     if route.scope == "any":  # any application's header: how the data stands, no application's figures
-        return respond(200, status_views.ANY_VIEWS[route.view](s, request.args))
+        return respond(200, ANY_VIEWS[route.view](database_from(s), s, request.args))
     if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
         raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
     return respond(200, CLUSTER_VIEWS[route.view](database_from(s), s, request.args, **params))

@@ -22,9 +22,9 @@ from prometheus_client.registry import Collector
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import NotFound
-from functions.edge import current_secret, require_bearer
+from functions.edge import require_bearer
 from infra.clients import database_from
-from infra.settings import CostApiSettings
+from infra.settings import CostApiSettings, current_secret
 from usecases.cost_api.app_metrics import application_families
 from usecases.cost_api.budget_views import budget_families
 from usecases.cost_api.metric_families import cost_families, health_families, last_complete_hour

@@ -16,7 +16,7 @@ class Route:
     scope: str  # "app": the header must name the path's application; "cluster": the gate app;
     # "any": the header must name some application; "ci": CI_TOKEN's bearer, never the proxy's headers
     summary: str
-    view: str  # the view's key in its scope's table (usecases.cost_api.reads, status_views)
+    view: str  # the view's key in its scope's table (usecases.cost_api.reads, usecases.cost_api.status_views)
     query: dict[str, str] = field(default_factory=dict)  # query parameter -> description
     responses: dict[str, str] = field(default_factory=dict)  # further status -> description
     method: str = "get"

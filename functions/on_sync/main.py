@@ -11,7 +11,6 @@ import math
 import flask
 
 from functions.edge import (
-    current_secret,
     edge,
     read_json,
     require_bearer,
@@ -24,7 +23,7 @@ from functions.limits import event_rate, in_flight
 from functions.on_sync.webhook import SyncWebhook, parse_delivery
 from infra import events
 from infra.clients import database_from, kube_from, opencost_from
-from infra.settings import OnSyncSettings
+from infra.settings import OnSyncSettings, current_secret
 from usecases.appcost.syncs import Delivery, NotSettled, accept_sync, ensure_settled, measure_event
 from usecases.runs import Run, record_of
 

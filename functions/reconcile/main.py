@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 
 import flask
 
-from functions.edge import current_secret, edge, read_json, require_bearer, require_event_token, respond, settings_for
+from functions.edge import edge, read_json, require_bearer, require_event_token, respond, settings_for
 from functions.limits import event_rate
 from infra.clients import database_from, kube_from
-from infra.settings import ReconcileSettings
+from infra.settings import ReconcileSettings, current_secret
 from usecases.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
 from usecases.reconcile.targets import mto_target, opencost_target
 from usecases.runs import Run

@@ -19,6 +19,7 @@ from infra.settings.base import (
 from infra.settings.billing import BillingSettings, CollectChargesSettings, ReconcileSettings
 from infra.settings.cost_api import CostApiSettings
 from infra.settings.measuring import BackfillSettings, CollectAllocationsSettings, OnSyncSettings
+from infra.settings.secrets import current_secret
 
 __all__ = [
     "BackfillSettings",
@@ -34,6 +35,7 @@ __all__ = [
     "PingSettings",
     "ReconcileSettings",
     "ServingSettings",
+    "current_secret",
     "database_url",
     "environment",
     "load",

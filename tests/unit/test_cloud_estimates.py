@@ -1,5 +1,5 @@
 """We test these aspects of reading Infracost's JSON (``finops.cloud_estimates``) and of the push
-route's larger body limit (``functions.cost_api.estimates.CLOUD_ESTIMATE_BODY``):
+route's larger body limit (``usecases.cost_api.cloud_estimates.CLOUD_ESTIMATE_BODY``):
 
 - amounts are exact: parsed from their text, every digit kept; null stays unknown (never 0);
   JSON numbers, exponents, signs and oversized figures are refused naming the field;
@@ -31,8 +31,9 @@ from finops import cloud_estimates
 from finops.cloud_estimates import amount, parse_infracost
 from finops.errors import InvalidInput
 from functions.cost_api import estimates
-from functions.cost_api.estimates import CLOUD_ESTIMATE_BODY, LARGE_AT_ONCE, LargeBodiesBusy
+from functions.cost_api.estimates import LARGE_AT_ONCE, LargeBodiesBusy
 from functions.edge import MAX_BODY_BYTES, PayloadTooLarge, read_json
+from usecases.cost_api.cloud_estimates import CLOUD_ESTIMATE_BODY
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "infracost" / "breakdown.json"
 

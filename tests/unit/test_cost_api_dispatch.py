@@ -3,8 +3,8 @@ view is reachable by a route: a route cannot be documented but unserved, nor a v
 
 from __future__ import annotations
 
-from functions.cost_api import routes, status_views
-from usecases.cost_api import reads
+from functions.cost_api import routes
+from usecases.cost_api import reads, status_views
 
 TABLES = {"app": reads.APP_VIEWS, "cluster": reads.CLUSTER_VIEWS, "any": status_views.ANY_VIEWS}
 

@@ -32,7 +32,6 @@ from functions.edge import (
     MAX_BODY_BYTES,
     BodiesBusy,
     PayloadTooLarge,
-    current_secret,
     edge,
     read_body,
     require_bearer,
@@ -40,7 +39,7 @@ from functions.edge import (
     with_event_token,
 )
 from functions.limits import RateLimit, TooManyEvents
-from infra.settings import CommonSettings, ConfigError, PingSettings, load
+from infra.settings import CommonSettings, ConfigError, PingSettings, current_secret, load
 from usecases.runs import Run
 
 

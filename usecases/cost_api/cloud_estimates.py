@@ -13,6 +13,7 @@ from finops.errors import NotFound
 from finops.money import format_amount, to_micros
 from infra.postgres import Database
 
+CLOUD_ESTIMATE_BODY = 10 * 1024 * 1024  # bytes: the push's body limit
 STALE_AFTER_SECONDS = 7 * 24 * 3600  # the tab warns about an estimate CI has not refreshed in a week
 COLUMNS = (
     "cluster",

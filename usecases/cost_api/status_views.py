@@ -27,12 +27,10 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.cloud_estimates import SOURCES
 from finops.errors import PermanentError
 from finops.money import format_amount
-from functions.cost_api.estimates import CLOUD_ESTIMATE_BODY
-from functions.edge import current_secret
-from infra.clients import database_from
 from infra.opencost.health import HEALTH_TIMEOUT_SECONDS, probe
-from infra.settings import CostApiSettings
-from usecases.cost_api.cloud_estimates import STALE_AFTER_SECONDS
+from infra.postgres import Database
+from infra.settings import CostApiSettings, current_secret
+from usecases.cost_api.cloud_estimates import CLOUD_ESTIMATE_BODY, STALE_AFTER_SECONDS
 from usecases.reports.formats import load_policy
 
 RECENT = 10  # open and lost hours listed
@@ -81,9 +79,10 @@ def _pricing(row: dict[str, Any] | None) -> dict[str, Any]:
     return {"pricebook": pricebook, "pricedHour": _hour(row["priced_hour"]), "reason": reason}
 
 
-def data_quality(s: CostApiSettings, _args: Mapping[str, str], now: datetime | None = None) -> dict[str, Any]:
+def data_quality(
+    db: Database, s: CostApiSettings, _args: Mapping[str, str], now: datetime | None = None
+) -> dict[str, Any]:
     now = now or datetime.now(UTC)
-    db = database_from(s)
     where: dict[str, Any] = {"cluster": s.CLUSTER_ID, "aggregation": DEFAULT_AGGREGATION}
     first, next_first = _month(now)
     start, end = first.date(), next_first.date()
@@ -153,7 +152,7 @@ def data_quality(s: CostApiSettings, _args: Mapping[str, str], now: datetime | N
     }
 
 
-def config(s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
+def config(_db: Database, s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
     labels: dict[str, Any] = {"owner": "team", "costCenter": "cost-center", "source": "default"}
     currency: str | None = None
     policy_error = None
@@ -181,7 +180,7 @@ def config(s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-ANY_VIEWS: dict[str, Callable[[CostApiSettings, Mapping[str, str]], Any]] = {
+ANY_VIEWS: dict[str, Callable[[Database, CostApiSettings, Mapping[str, str]], Any]] = {
     "data_quality": data_quality,
     "config": config,
 }
