@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball
+.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,17 @@ debs:
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n + 1 < 4 ? n + 1 : 4 )))
 test: $(STAMP) debs ui-deps  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
 	$(BIN)/pytest -q -p no:cacheprovider $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
+# The README's screenshots: the browser test that shoots the demo's argocd/web Cost tab and the
+# cluster view (headless Chromium, fixed viewport), copied into docs/images/ with screenshots.json,
+# the sha256 of what they were made from (tests/screenshots.py); tests/unit/test_screenshots.py
+# fails when those inputs change, asking for this target.
+SHOTS := .local/artifacts/ui-extension
+screenshots: $(STAMP) debs ui-deps  ## docs/images/cost-tab.png and cluster-view.png, and their record
+	rm -f $(SHOTS)/cost-tab.png $(SHOTS)/cluster-view.png
+	$(BIN)/pytest -q -p no:cacheprovider tests/e2e/test_ui_extension.py -k test_the_readmes_screenshots
+	cp $(SHOTS)/cost-tab.png $(SHOTS)/cluster-view.png docs/images/
+	$(BIN)/python -m tests.screenshots
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
