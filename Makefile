@@ -57,7 +57,7 @@ debs:
 	done
 
 # pytest-xdist: one worker process per core plus one, at most 4 (the suite waits on its servers and
-# subprocesses about a third of the time: on 2 cores, 3 workers took 334-359 s against 376 for 2);
+# subprocesses a good part of the time, so one worker more than the cores keeps them busy);
 # each worker has its own scratch database (and its own embedded PostgreSQL without DATABASE_URL),
 # sandbox servers and log folder. A test file runs whole on one worker (its module fixtures are
 # built once). TEST_WORKERS=0: serial.
