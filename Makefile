@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball
+.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,13 +57,24 @@ debs:
 	done
 
 # pytest-xdist: one worker process per core plus one, at most 4 (the suite waits on its servers and
-# subprocesses about a third of the time: on 2 cores, 3 workers took 334-359 s against 376 for 2);
+# subprocesses a good part of the time, so one worker more than the cores keeps them busy);
 # each worker has its own scratch database (and its own embedded PostgreSQL without DATABASE_URL),
 # sandbox servers and log folder. A test file runs whole on one worker (its module fixtures are
 # built once). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n + 1 < 4 ? n + 1 : 4 )))
 test: $(STAMP) debs ui-deps  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
 	$(BIN)/pytest -q -p no:cacheprovider $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
+# The README's screenshots: the browser test that shoots the demo's argocd/web Cost tab and the
+# cluster view (headless Chromium, fixed viewport), copied into docs/images/ with screenshots.json,
+# the sha256 of what they were made from (tests/screenshots.py); tests/unit/test_screenshots.py
+# fails when those inputs change, asking for this target.
+SHOTS := .local/artifacts/ui-extension
+screenshots: $(STAMP) debs ui-deps  ## docs/images/cost-tab.png and cluster-view.png, and their record
+	rm -f $(SHOTS)/cost-tab.png $(SHOTS)/cluster-view.png
+	$(BIN)/pytest -q -p no:cacheprovider tests/e2e/test_ui_extension.py -k test_the_readmes_screenshots
+	cp $(SHOTS)/cost-tab.png $(SHOTS)/cluster-view.png docs/images/
+	$(BIN)/python -m tests.screenshots
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

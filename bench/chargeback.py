@@ -176,3 +176,7 @@ def main() -> None:
     print(f"  ours  the report in-process (SQL + allocation)   median of {REPEATS}: {service_s * 1000:7.1f} ms")
     print(f"  floor SELECT count(*) over the same rows        median of {REPEATS}: {floor_s * 1000:7.1f} ms")
     print(f"  ratio ours(HTTP)/floor: {http_s / floor_s:.1f}; answer well under a second: {http_s < 1.0}")
+
+
+if __name__ == "__main__":
+    main()

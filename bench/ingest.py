@@ -8,12 +8,10 @@
 Every figure runs in a fresh process (``bench.ingest_point``), so a peak RSS is that figure's
 alone (not the floor's, not a warm-up's). The sandbox computes each size's answer once; the timed
 fetches are then served from that file (and the hour's ``/assets`` answer from its own) by a
-plain HTTP server here, so they measure transfer, not the simulator. (Until this was so, the
-server answered ``/assets`` with the allocations' file too: ours parsed the whole answer a second
-time, in memory, and the benchmark showed 1.2 to 1.7 and a peak RSS growing with the hour, 1.6 GiB
-at 200,000 containers.) Last, the 200,000-container hour is ingested from the sandbox itself once in
-one request and once in namespace batches (``OPENCOST_SHARD_NAMESPACES``), timed end to end
-(OpenCost's computing included), and the two clusters' rows are compared column for column.
+plain HTTP server here, so they measure transfer, not the simulator. Last, the 200,000-container
+hour is ingested from the sandbox itself once in one request and once in namespace batches
+(``OPENCOST_SHARD_NAMESPACES``), timed end to end (OpenCost's computing included), and the two
+clusters' rows are compared column for column.
 
 The ratio printed is ours over the floor, wall and CPU, at each size, with ours' peak RSS (bounded
 by a window of the answer, whatever the hour's size).
@@ -187,3 +185,7 @@ def main() -> None:
             f"(peak RSS {single['rss_mib']:.0f} / {sharded['rss_mib']:.0f} MiB); rows {sharded['rows']:,}, "
             f"differing from the single request's: {diff}"
         )
+
+
+if __name__ == "__main__":
+    main()

@@ -17,32 +17,17 @@ cProfile's top functions of one in-process billed report.
 Sizes: 30 nodes, 300 namespaces and 3,000 containers every hour of November (720 hours, 2.16M
 hourly rows), a mid-sized production cluster; pods are rescheduled daily, so each namespace's ten
 containers sit on ten nodes, on other nodes every day (3,000 node and namespace groups a day).
-Smaller sizes would hide what grows with the month's rows; the whole benchmark takes about 65 s
-on 2 shared cores (20 s writing the data, the rest ten billed reports of about 3 s each), so twice
-the rows would break its two-minute budget. The data is written directly (``COPY``), consistent with itself: each node's
-asset (CPU + RAM) is its containers' cost plus the node's idle, the cluster's ``__idle__`` row
-is the nodes' idle, the rollups are rebuilt from the rows (``rebuild_day``), every hour is in the
-ledger as final, and the bill has one usage line per node and day (85 % of the estimate), a
-credit and a tax line tagged with the cluster.
+Smaller sizes would hide what grows with the month's rows; twice the rows would break the
+benchmark's two-minute budget. The data is written directly (``COPY``), consistent with itself:
+each node's asset (CPU + RAM) is its containers' cost plus the node's idle, the cluster's
+``__idle__`` row is the nodes' idle, the rollups are rebuilt from the rows (``rebuild_day``), every
+hour is in the ledger as final, and the bill has one usage line per node and day (85 % of the
+estimate), a credit and a tax line tagged with the cluster.
 
-Measured on 2 CPUs shared with other work (load 4-10), four runs: billed in-process 2.9-3.8 s,
-over HTTP 3.4-5.1 s; estimate 23-30 ms (billed/estimate 99-147); SQL floor 0.36-0.61 s
-(billed/floor 6.2-8.1); peak RSS 191 MiB (60 MiB before the report). Where the time goes:
-
-- ``reconcile_rows``, 2.2-2.8 s (two thirds to three quarters): a scan of the month's 2.16M rows
-  like the floor's, but grouped by six keys into 90,030 groups, which the planner sorts (it
-  expects 216,024) and the sort spills 306 MiB to temp files at the default ``work_mem`` (4 MB);
-  with 64 MB it hashes in memory in 1.6 s instead of 3.5 s (``EXPLAIN ANALYZE``);
-- Python, 0.9-1.2 s: cProfile's top is ``Fraction`` arithmetic (211,147 additions, 100,264
-  divisions, 100,014 multiplications, 695,628 ``gcd``s) in ``_reconcile_billed`` (1.4 s
-  cumulative under the profiler), then ``reconciled._estimate`` building 90,030 ``EstimateRow``
-  dataclasses (0.22 s).
-
-The fix this points to (not made here: product code): a per-node daily rollup (``allocation_daily``
-keyed also by node, folded by ``fold_hour``/``unfold_hour`` in the hour's transaction like the
-other) read by ``reconcile_rows``; read as a table, the same 90,030 groups take 0.21-0.27 s. In
-``_reconcile_billed``, each node-day's factor ``bill / guess`` computed once instead of
-``compute * bill / guess`` per row (0.35 s -> 0.12 s for 90,000 rows in isolation).
+The first billed report of the month is timed on its own: it stores each settled day per node
+(``allocation_node_daily``), which later reports read instead of the hourly rows. Where the time of
+a later report goes is printed too: ``reconcile_rows`` (PostgreSQL's own execution of it, from
+``EXPLAIN ANALYZE``, and what it spilled to temp files) against the other queries and Python.
 """
 
 from __future__ import annotations

@@ -143,3 +143,7 @@ def main(containers: int = CONTAINERS, other_days: int = OTHER_DAYS) -> None:
         f"  ratio old rebuild / fold at the 24th hour: {ms['rebuild'][LAST] / ms['replace'][LAST]:.1f}x "
         f"(replaced hour), {ms['rebuild'][LAST] / ms['fold'][LAST]:.1f}x (new hour)"
     )
+
+
+if __name__ == "__main__":
+    main()

@@ -13,8 +13,8 @@ how fast it acknowledges, and how fast it starts. Each against a floor measured 
      measured (an Argo CD retry after the fact: no new row, no CloudEvent).
    - the sink (``bench/sink.py``): a broker's ingress reduced to an asyncio server answering 202,
      in its own process. A real broker runs on other nodes; here it shares the cores with the
-     function, so it is kept nearly free (a functions-framework sink cost ~0.8 ms of CPU per event,
-     counted in our latency). It counts the events, checked against the new sync events.
+     function, so it is kept nearly free (a heavier sink's CPU would be counted in our latency).
+     It counts the events, checked against the new sync events.
    - floor: ``bench/trivial/main.py``, a function that only answers 202, served with the same
      functions-framework command, the same ``WORKERS`` and ``THREADS`` and the same client load.
 
@@ -28,8 +28,7 @@ how fast it acknowledges, and how fast it starts. Each against a floor measured 
 
 2. Cold start: ``bench/cold_start.py`` (Popen to the first 202, and its phases).
 
-Where the 202 spends its time, and what was done about it: docs/architecture.md, "Cold start and
-webhook latency".
+Where the 202 spends its time: docs/explanation/architecture.md, "Cold start and webhook latency".
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ from sandbox.processes import free_port
 CLIENTS = 100
 REQUESTS = 10  # per client, after WARMUP untimed ones
 WARMUP = 1
-RUNS = 5  # floor and ours alternate; medians of the runs (3 moved the ratio by 0.2 run to run)
+RUNS = 5  # floor and ours alternate; medians of the runs (fewer leave the ratio noisy)
 SERVICE = ROOT / "knative" / "services" / "on-sync.yaml"
 TOKEN = "bench-webhook-token"
 LOG_DIR = ROOT / ".local" / "bench-logs"

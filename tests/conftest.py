@@ -81,10 +81,9 @@ def moto_s3() -> Iterator[str]:
             server.stop()
 
 
-# The longest files (half a minute to two minutes each on 2 cores, most of it kill-and-resume or
-# property tests): collected first, so that `make test`'s `--dist loadfile` starts them at once
-# instead of possibly leaving one to run alone on one core at the end (one run with a 100-second
-# file finishing last: 600 s of tests; with this order, on the same machine: 589 s).
+# The longest files (most of their time is kill-and-resume or property tests): collected first, so
+# that `make test`'s `--dist loadfile` starts them at once instead of possibly leaving one to run
+# alone on one core at the end.
 LONGEST_FIRST = (
     "tests/e2e/test_hour_ledger.py",
     "tests/e2e/test_collect_assets.py",

@@ -1,7 +1,6 @@
 """The floor of the webhook benchmark: a functions-framework function that does nothing but
 answer 202. Served with the same command and ``THREADS`` as ``on_sync``, it measures what
-functions-framework, gunicorn and the client cost on their own; it is also the benchmark's
-``K_SINK``, a broker that accepts every CloudEvent at once.
+functions-framework, gunicorn and the client cost on their own.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ LAYERS = {
         "base": KNATIVE,
         "eventing": KNATIVE / "eventing",
         "argocd": KNATIVE / "argocd",
-        "crds": KNATIVE / "crds",  # issue #4: applied on its own, before the base
-        "monitoring": KNATIVE / "monitoring",  # issue #13: Prometheus Operator objects, opted into
+        "crds": KNATIVE / "crds",  # applied on its own, before the base
+        "monitoring": KNATIVE / "monitoring",  # Prometheus Operator objects, opted into
     }.items()
     if (path / "kustomization.yaml").exists()
 }

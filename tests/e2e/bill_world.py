@@ -3,7 +3,7 @@
 The sandbox OpenCost serves ``sandbox/demo/scenario.yaml`` with its clock at 1 December 00:00, so
 the demo's relative times (workloads started "6 hours ago") fall on 30 November, and without the
 demo's 15-day retention (a Prometheus setting of the live demo), so the whole month is there.
-``collect_allocations`` loads the 720 hours as a history load (about 10 s on two cores).
+``collect_allocations`` loads the 720 hours as a history load.
 
 The bill is built from what was collected, as a cloud provider would bill the same machines:
 each node's day at its estimated asset cost (CPU + RAM + GPU and OpenCost's adjustment,

@@ -1,8 +1,8 @@
 """We test these aspects of serving under slow or lying clients, against a real served function
 (functions-framework under gunicorn, 8 threads, as a Knative revision runs it):
 
-- a declared 10 GB ``Content-Length`` with one byte sent is answered 413 at once (the framework
-  used to read the whole declared body before answering);
+- a declared 10 GB ``Content-Length`` with one byte sent is answered 413 at once, from the
+  headers, without waiting for a body that never comes;
 - 12 clients that send headers and then stall mid-body do not starve ``/healthz``: it answers
   while they stall; each stalled upload is answered (503 beyond the body readers, 408 once its
   body deadline passes) and its thread freed;

@@ -22,6 +22,8 @@ local stack through the Argo CD stand-in (sandbox/argocd_host) and its proxy:
 - the cluster view ranks the applications by anomaly score and lists the orphaned pods of every
   managed namespace as the API does;
 - no page logs a console error (beyond the browser's own line for an expected error status).
+- the README's screenshots (``make screenshots``): the demo's argocd/web Cost tab and the cluster
+  view, every card loaded.
 Every test saves a screenshot under .local/artifacts/ui-extension/.
 """
 
@@ -232,6 +234,30 @@ def test_finops_run_prints_the_page_and_shows_the_demo(demo: tuple[str, list[str
     page.get_by_test_id("trend-change").wait_for()
     assert demo_screen.text("trend-change") == "+" + money(gateway["change"]["amount"], gateway["currency"])
     assert demo_screen.errors == []
+
+
+SCREENSHOTS = {"cost-tab": ("/?app=argocd/web", "actual"), "cluster-view": ("/?view=finops", "chargeback")}
+
+
+def test_the_readmes_screenshots_show_the_demo_fully_loaded(demo: tuple[str, list[str]], browser: Browser) -> None:
+    """What ``make screenshots`` runs: the demo's argocd/web Cost tab and the cluster view, every
+    card loaded, at a fixed viewport, saved as cost-tab.png and cluster-view.png (the Makefile
+    copies them into docs/images/). Before any test here changes the demo's data."""
+    ui_world.ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for name, (query, ready) in SCREENSHOTS.items():
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        try:
+            view = Screen(context.new_page(), demo[0].rstrip("/"), ui_world.ARTIFACTS)
+            view.page.on("console", lambda m, v=view: v.errors.append(m.text) if m.type == "error" else None)
+            page = view.open(query)
+            page.get_by_test_id(ready).wait_for()
+            page.wait_for_function("() => document.querySelector('[data-testid=loading]') === null")
+            assert "NaN" not in page.inner_text("body") and view.errors == [], name
+            path = ui_world.ARTIFACTS / f"{name}.png"
+            page.screenshot(path=str(path), full_page=True, animations="disabled", caret="hide")
+            assert path.stat().st_size > 0
+        finally:
+            context.close()
 
 
 def _anomaly_figures(page: Any, anomaly: dict[str, Any], currency: str) -> None:

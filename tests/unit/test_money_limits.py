@@ -1,5 +1,5 @@
-"""We test these aspects of ``finops.money`` at its edges (each was a surviving mutant of
-``make mutate``):
+"""We test these aspects of ``finops.money`` at its edges (where ``make mutate``'s mutants of the
+module would otherwise go unnoticed):
 
 - whole currency units (ints) convert to micros exactly, as Decimals do;
 - the largest storable amount is exactly a PostgreSQL bigint of micros, either sign; one micro

@@ -5,7 +5,7 @@
 - unreachable, 5xx and a body that is not the envelope are ``PrometheusUnavailable`` (retryable,
   503) after the retries; a rejected query (400) is ``SourceMisconfigured``, one line, not retried;
 - ``ALLOCATION_SOURCE=prometheus`` requires ``PROMETHEUS_URL`` (and the default aggregation) and
-  no longer requires ``OPENCOST_URL``; the opencost source still requires it.
+  does not require ``OPENCOST_URL``; the opencost source requires it.
 """
 
 from __future__ import annotations

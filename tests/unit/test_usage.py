@@ -283,8 +283,8 @@ def book_rates(**rates: str) -> dict[str, Decimal]:
 
 
 def test_a_storage_rate_with_11_decimals_is_priced_exactly() -> None:
-    # 0.00005479452 per GiB-hour x 10^9 GiB-hours = 54,794.52 exactly; at 55 micros it was
-    # 55,000.00 (+0.38%). x 10^6 GiB-hours = 54.79452 (not 55.00).
+    # 0.00005479452 per GiB-hour x 10^9 GiB-hours = 54,794.52 exactly; a unit price rounded to
+    # 55 micros would give 55,000.00 (+0.38%). x 10^6 GiB-hours = 54.79452 (not 55.00).
     rates = book_rates(ramGbHour="0.00005479452")
     charge = usage_charge(RAM, [row(ram=Decimal(10**9 * GIB), rates=rates)], NO_MARGIN, ALWAYS)
     assert charge.quantity == Decimal(10**9)

@@ -1,5 +1,6 @@
-"""We test these aspects of ``finops.usage`` at its edges (each was a surviving mutant of
-``make mutate``; objects are built inside the tests, since mutmut does not re-import modules):
+"""We test these aspects of ``finops.usage`` at its edges (where ``make mutate``'s mutants of the
+module would otherwise go unnoticed; objects are built inside the tests, since mutmut does not
+re-import modules):
 
 - rows wholly outside the active interval are ignored: neither priced nor reported as dropped,
   whichever side of it they fall on and wherever they come in the hour's list;
