@@ -129,9 +129,10 @@ OTHER_VARIABLES = (
     ),
     OtherVariable(
         "DATABASE_URL",
-        ("finops run",),
-        "unset (an embedded server)",
-        "The database the local demo migrates and uses; unset, it starts an embedded PostgreSQL.",
+        ("`finops` database commands", "finops run"),
+        "required (`finops run`: an embedded server)",
+        "The PostgreSQL DSN the commands use, with the functions' other database settings; `finops run` "
+        "migrates and uses it when set, else starts an embedded PostgreSQL.",
     ),
     OtherVariable(
         "EXTENSION_CHECKSUM_URL",
@@ -289,26 +290,33 @@ def _calls(path: Path, function: str) -> Iterator[ast.Call]:
             yield node
 
 
-def readers() -> dict[str, set[str]]:
-    """Settings class name -> who loads it: each function (``settings_for(FUNCTION, X)`` in
-    ``functions/<name>/main.py``), every function (``load(X)`` in ``functions/*.py``, the serving
-    settings), and the ``finops`` commands (``load(X, ...)`` in ``cli/``)."""
-    by_class: dict[str, set[str]] = {}
+def readers() -> dict[str, dict[str, frozenset[str]]]:
+    """Settings class name -> who loads it -> the fields it gives itself rather than read: each
+    function (``settings_for(FUNCTION, X)`` in ``functions/<name>/main.py``), every function
+    (``load(X)`` in ``functions/*.py``, the serving settings), and the ``finops`` commands
+    (``load(X, {"NAME": value, **os.environ})`` in ``cli/``: the names given are not read)."""
+    by_class: dict[str, dict[str, frozenset[str]]] = {}
     served = set()
     for main in sorted((ROOT / "functions").glob("*/main.py")):
         for call in _calls(main, "settings_for"):
             if len(call.args) == 2 and isinstance(call.args[1], ast.Name):
-                by_class.setdefault(call.args[1].id, set()).add(f"`{main.parent.name}`")
+                by_class.setdefault(call.args[1].id, {})[f"`{main.parent.name}`"] = frozenset()
                 served.add(f"`{main.parent.name}`")
     for module in sorted((ROOT / "functions").glob("*.py")):
         for call in _calls(module, "load"):
             if call.args and isinstance(call.args[0], ast.Name):
-                by_class.setdefault(call.args[0].id, set()).update(served)
+                by_class.setdefault(call.args[0].id, {}).update(dict.fromkeys(served, frozenset()))
     for module in sorted((ROOT / "cli").glob("*.py")):
         for call in _calls(module, "load"):
             if call.args and isinstance(call.args[0], ast.Name):
                 who = CLI_READERS.get(module.name, f"`finops` (`cli/{module.name}`)")
-                by_class.setdefault(call.args[0].id, set()).add(who)
+                mapping = call.args[1] if len(call.args) > 1 else None
+                given = (
+                    [k.value for k in mapping.keys if isinstance(k, ast.Constant)]
+                    if isinstance(mapping, ast.Dict)
+                    else []
+                )
+                by_class.setdefault(call.args[0].id, {})[who] = frozenset(str(k) for k in given)
     return by_class
 
 
@@ -406,8 +414,9 @@ def settings_entries() -> dict[str, dict[str, Entry]]:
                 md(description) if description else "",
                 owner.__name__,
             )
-            for reader in who:
-                out.setdefault(name, {})[reader] = entry
+            for reader, given in who.items():
+                if name not in given:
+                    out.setdefault(name, {})[reader] = entry
     return out
 
 
@@ -415,7 +424,8 @@ def environment_page() -> str:
     entries = settings_entries()
     for other in OTHER_VARIABLES:
         for reader in other.read_by:
-            entries.setdefault(other.name, {})[f"`{reader}`"] = Entry("", other.default, "", other.description, "")
+            shown = reader if "`" in reader else f"`{reader}`"
+            entries.setdefault(other.name, {})[shown] = Entry("", other.default, "", other.description, "")
     lines = [
         header("Environment variables", "the settings classes of `infra/settings/` and `tools/reference.py`"),
         "Every variable the functions, the `finops` CLI and the manifests in `knative/` read. Each function "
