@@ -475,9 +475,9 @@ def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[argparse.Argu
     """Every parser of the tree, depth first in the order they were added, with its help line."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for choice in action._choices_actions:
-                sub: argparse.ArgumentParser = action.choices[choice.dest]
-                yield sub, choice.help or ""
+            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield sub, helps.get(name, "")
                 yield from subcommands(sub)
 
 
