@@ -70,8 +70,10 @@ def md(text: str) -> str:
 
 
 def cell(text: str) -> str:
-    """``text`` fit for a Markdown table cell."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """``text`` fit for a Markdown table cell: one line, a pipe escaped outside code spans (inside
+    one it separates no cells, and a backslash would show)."""
+    parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
+    return "".join(part if part.startswith("`") else part.replace("|", "\\|") for part in parts)
 
 
 def table(head: list[str], rows: Iterable[list[str]]) -> str:
