@@ -134,8 +134,32 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+COLLECT_DESCRIPTION = """\
+Load every hour of [--from, --to) that is not final, oldest first: in this process, with the
+collect_allocations environment (DATABASE_URL, OPENCOST_URL or ALLOCATION_SOURCE=prometheus and
+PROMETHEUS_URL, ...), or through a deployed collect_allocations with --url (pinged as its CronJob
+does, bearer token from PING_TOKEN). Each invocation is bounded by COLLECT_BUDGET_SECONDS and the
+command calls again while hours remain, so it is resumable: run it again after any failure and it
+continues. Exit 0 when every hour is final, 1 otherwise."""
+
+COLLECT_EXAMPLES = """\
+examples:
+  finops collect --from 2026-10-01 --to 2026-11-01
+      load October in this process
+  finops collect --from 2026-10-01T06:00:00Z --to 2026-10-01T12:00:00Z
+      six hours, given as RFC 3339 times
+  PING_TOKEN=... finops collect --from 2026-10-01 --to 2026-10-08 \\
+      --url http://collect-allocations.finops.svc.cluster.local
+      a week, loaded by the deployed function"""
+
+
 def add_commands(sub: Any) -> None:
-    collect = sub.add_parser("collect", help="load allocation history hour by hour (resumable)")
+    collect = sub.add_parser(
+        "collect",
+        help="load allocation history hour by hour (resumable)",
+        description=COLLECT_DESCRIPTION,
+        epilog=COLLECT_EXAMPLES,
+    )
     collect.add_argument("--from", dest="from_", required=True, help=DATE_HELP)
     collect.add_argument("--to", required=True, help=f"{DATE_HELP} (exclusive)")
     collect.add_argument("--url", help="a deployed collect_allocations to ping instead of loading in this process")

@@ -105,26 +105,59 @@ def cmd_run(options: list[str]) -> int:
     os.execv(sys.executable, [sys.executable, "-m", "sandbox.run", *options])  # noqa: S606 - our own module
 
 
+DESCRIPTION = """\
+Kubernetes cost allocation, showback and chargeback: run the local demo, serve or ping a
+function, migrate the database, load history, check the ledger, and make reports and exports.
+
+The commands that touch the database read DATABASE_URL (and the functions' DATABASE_* settings).
+Every failure is one line on stderr, "finops: <what failed>", redacted (no password, token or URL
+userinfo), never a traceback (FINOPS_DEBUG=1 shows it). Exit status: 0 success; 1 the work failed
+(a dependency unavailable, a refused period, a failed check); 2 bad usage, input, configuration
+or policy.
+
+Run "finops COMMAND --help" for the options of a command."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written (their line breaks and examples kept); help lines wrapped."""
+
+
+def plain_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` and every subcommand's parser formatted by ``HelpFormatter``, a subcommand
+    without a description described by its help line (argparse passes neither down)."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                sub = action.choices[choice.dest]
+                if sub.description is None and choice.help:
+                    sub.description = f"{choice.help[0].upper()}{choice.help[1:]}."
+                plain_help(sub)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="finops", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="finops", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of:")
     # `finops run ...` is handed to the demo whole (main), which parses its own options
     sub.add_parser("run", help="the local demo stack and the main job on embedded defaults (finops run --help)")
-    serve = sub.add_parser("serve", help="serve one function under functions-framework")
-    serve.add_argument("target", choices=TARGETS)
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")))
+    serve = sub.add_parser("serve", help="serve one function under functions-framework, as the image does")
+    serve.add_argument("target", choices=TARGETS, help="the function to serve")
+    serve.add_argument(
+        "--port", type=int, default=int(os.environ.get("PORT", "8080")), help="port to listen on (default: PORT, 8080)"
+    )
     serve.set_defaults(func=cmd_serve)
-    invoke = sub.add_parser("invoke", help="ping a function (bearer token from PING_TOKEN)")
-    invoke.add_argument("target", choices=TARGETS)
+    invoke = sub.add_parser("invoke", help="ping a function once (bearer token from PING_TOKEN) and print its answer")
+    invoke.add_argument("target", choices=TARGETS, help="the function pinged (names the ping in messages)")
     invoke.add_argument("--url", required=True, help="the function's URL")
-    invoke.add_argument("--data", help="JSON body")
-    invoke.add_argument("--scheduled-time", help="RFC 3339 time pinning the run's hour")
+    invoke.add_argument("--data", help="JSON object sent as the body (default: {})")
+    invoke.add_argument("--scheduled-time", help="RFC 3339 time pinning the run's hour (the body's scheduledTime)")
     invoke.set_defaults(func=cmd_invoke)
     migrate = sub.add_parser("migrate", help="apply pending migrations to DATABASE_URL")
     migrate.set_defaults(func=cmd_migrate)
     runs = sub.add_parser("runs", help="recent run outcomes from job_runs, newest first")
-    runs.add_argument("--function", choices=TARGETS)
-    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--function", choices=TARGETS, help="only this function's runs (default: all)")
+    runs.add_argument("--limit", type=int, default=20, help="at most this many runs (default: 20)")
     runs.set_defaults(func=cmd_runs)
 
     def render_costjobs(args: argparse.Namespace) -> int:
@@ -134,14 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
         return 0
 
     render_cmd = sub.add_parser("render", help="render manifests")
-    render_kinds = render_cmd.add_subparsers(dest="render", required=True)
+    render_kinds = render_cmd.add_subparsers(dest="render", required=True, metavar="KIND", help="one of:")
     costjob = render_kinds.add_parser("costjob", help="the operator's CostJobs as CronJobs pinging the functions")
     costjob.add_argument("files", nargs="+", help="YAML files holding CostJob manifests")
     costjob.set_defaults(func=render_costjobs)
     add_report_commands(sub)
     add_ledger_commands(sub)
     add_ops_commands(sub)
-    return parser
+    return plain_help(parser)
 
 
 def _fail(message: str, code: int) -> int:

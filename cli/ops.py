@@ -289,9 +289,33 @@ def cmd_ping(args: argparse.Namespace) -> int:
     return 0
 
 
+INSTALL_DESCRIPTION = """\
+What the install Job runs: apply the migrations to DATABASE_URL, then call backfill until it
+answers "remaining": 0, retrying while its Service is not routable. Each option falls back to an
+environment variable; PING_TOKEN (required) is read from the environment only.
+
+Retried: connection errors and HTTP 404, 429, 502, 503 and 504 (a Knative route not ready, a busy
+lock, a replica restarting), after the answer's retry_after_seconds or Retry-After. Any other
+non-2xx answer fails at once (exit 1), as does work left after the last invocation."""
+
+PING_DESCRIPTION = """\
+What the hourly CronJobs run: POST the scheduled time to a collector and ping again while it
+answers "remaining" > 0, at most MAX_PINGS times; what is still left then is the next scheduled
+ping's (exit 0). Each option falls back to an environment variable; PING_TOKEN (required) is read
+from the environment only and never printed.
+
+The CronJob controller names each Job <cronjob>-<scheduled time in minutes since the epoch>; a Job
+named otherwise (kubectl create job --from=cronjob/...), or no JOB_NAME, pins the current hour.
+A non-2xx answer or a connection error fails (exit 1, the answer's error on stderr)."""
+
+
 def add_commands(sub: Any) -> None:
     """Register ``install`` and ``ping`` on the ``finops`` parser's subcommands."""
-    install = sub.add_parser("install", help="migrate, then call backfill until nothing remains (the install Job)")
+    install = sub.add_parser(
+        "install",
+        help="migrate, then call backfill until nothing remains (the install Job)",
+        description=INSTALL_DESCRIPTION,
+    )
     install.add_argument("--url", help="backfill's URL (default: BACKFILL_URL)")
     install.add_argument(
         "--request-timeout-seconds", type=float, help="per call (default: REQUEST_TIMEOUT_SECONDS, 350)"
@@ -302,7 +326,11 @@ def add_commands(sub: Any) -> None:
     )
     install.add_argument("--skip-migrations", action="store_true", help="only call backfill")
     install.set_defaults(func=cmd_install)
-    ping = sub.add_parser("ping", help="the hourly ping of a collector (the CronJobs); bearer token from PING_TOKEN")
+    ping = sub.add_parser(
+        "ping",
+        help="the hourly ping of a collector (the CronJobs); bearer token from PING_TOKEN",
+        description=PING_DESCRIPTION,
+    )
     ping.add_argument("--url", help="the function's URL (default: FUNCTION_URL)")
     ping.add_argument("--job-name", help="the Job's name, <cronjob>-<minutes since the epoch> (default: JOB_NAME)")
     ping.add_argument("--cronjob", help="the CronJob's name (default: CRONJOB)")

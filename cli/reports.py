@@ -128,6 +128,34 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 
 S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
+FORMAT_HELP = "output format (default: table)"
+BY_HELP = "one line per team (the owner label), cost centre or namespace (default: team)"
+REPORT_DESCRIPTION = """\
+Showback and chargeback reports from DATABASE_URL. A report that takes --policy reads it first,
+so a bad policy is reported as such even without a database. Exit 1 when the period is refused
+(unpriced hours, or hours not final under --require-complete), 2 for bad input or policy. With
+--format json or csv the coverage warning goes to stderr, so stdout stays parseable."""
+EXPORT_DESCRIPTION = """\
+Export a month's chargeback to a local file or to S3 (s3://bucket/key, or a prefix ending /, where
+the file is named for the cluster and month). Exit 1 when the month is refused (unpriced hours, or
+hours not final under --require-complete), 2 for bad input or policy."""
+CHARGEBACK_EXAMPLES = """\
+examples:
+  finops report chargeback --month 2026-10 --policy policy.yaml
+      October per team, as a table: allocated, idle and shared lines adding up to the bill
+  finops report chargeback --month 2026-10 --policy policy.yaml --by cost-center --format csv > 2026-10.csv
+      per cost centre, as CSV
+  finops report chargeback --month 2026-10 --policy policy.yaml --basis billed --require-complete
+      reconciled to the imported cloud bill; refused unless every hour is final and priced"""
+FOCUS_EXAMPLES = """\
+examples:
+  finops export focus --month 2026-10 --policy policy.yaml --to focus-2026-10.csv
+      every cluster and the month's cloud spend, to a local file
+  finops export focus --month 2026-10 --policy policy.yaml --cluster prod --to s3://billing/focus/
+      one cluster, to S3 as s3://billing/focus/focus-prod-2026-10.csv
+  finops export focus --month 2026-10 --policy policy.yaml --to s3://billing/focus/ \\
+      --s3-endpoint http://minio.storage:9000 --require-complete
+      to an S3-compatible store; refused unless every hour is final and priced"""
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -149,10 +177,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_parser(
-    kinds: Any, name: str, text: str, *, to_help: str, cluster_help: str = "one cluster (default: all)"
+    kinds: Any,
+    name: str,
+    text: str,
+    *,
+    to_help: str,
+    cluster_help: str = "one cluster (default: all)",
+    epilog: str | None = None,
 ) -> Any:
     """An ``export`` subcommand with the options every export takes."""
-    parser = kinds.add_parser(name, help=text)
+    parser = kinds.add_parser(name, help=text, epilog=epilog)
     parser.add_argument("--month", required=True, help="e.g. 2026-10")
     parser.add_argument("--policy", required=True, help="the chargeback policy YAML")
     parser.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help=to_help)
@@ -163,34 +197,36 @@ def _export_parser(
 
 
 def add_commands(sub: Any) -> None:
-    report = sub.add_parser("report", help="showback and chargeback reports from DATABASE_URL")
-    kinds = report.add_subparsers(dest="report", required=True)
+    report = sub.add_parser(
+        "report", help="showback and chargeback reports from DATABASE_URL", description=REPORT_DESCRIPTION
+    )
+    kinds = report.add_subparsers(dest="report", required=True, metavar="REPORT", help="one of:")
     for name, text in (
         ("chargeback", "a month's cost per owner: allocated, idle, shared; lines add up to the bill"),
         ("team", "one team's monthly report: total and change, top namespaces, requests against usage"),
         ("daily", "cost per day and owner for the last days"),
         ("unlabelled", "namespaces without the owner label, with their cost"),
     ):
-        kind = kinds.add_parser(name, help=text)
+        kind = kinds.add_parser(name, help=text, epilog=CHARGEBACK_EXAMPLES if name == "chargeback" else None)
         kind.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
         kind.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
         if name == "daily":
-            kind.add_argument("--days", type=int, default=30)
+            kind.add_argument("--days", type=int, default=30, help="UTC days ending today (default: 30)")
             continue
         kind.add_argument("--month", required=True, help="e.g. 2026-10")
-        kind.add_argument("--format", choices=("table", "json", "csv"), default="table")
+        kind.add_argument("--format", choices=("table", "json", "csv"), default="table", help=FORMAT_HELP)
         if name in ("chargeback", "team"):
             kind.add_argument("--policy", required=True, help="the chargeback policy YAML")
             kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "chargeback":
-            kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
+            kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
         if name == "team":
-            kind.add_argument("--team", required=True)
+            kind.add_argument("--team", required=True, help="the team: a value of the policy's owner label")
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
     budgets.add_argument("--month", help="e.g. 2026-11 (default: the current UTC month)")
     budgets.add_argument("--policy", required=True, help="the chargeback policy YAML, with its budgets")
     budgets.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
-    budgets.add_argument("--format", choices=("table", "json"), default="table")
+    budgets.add_argument("--format", choices=("table", "json"), default="table", help=FORMAT_HELP)
     budgets.add_argument("--basis", choices=BASES, help=BASIS_HELP)
     budgets.set_defaults(require_complete=False)  # the policy's require_complete applies
     report.set_defaults(func=cmd_report)
@@ -201,28 +237,31 @@ def add_commands(sub: Any) -> None:
         return import_command(_report_db(), args.source, s3_endpoint=args.s3_endpoint)
 
     imports = sub.add_parser("import", help="import cost data into DATABASE_URL")
-    import_kinds = imports.add_subparsers(dest="kind", required=True)
+    import_kinds = imports.add_subparsers(dest="kind", required=True, metavar="KIND", help="one of:")
     cloud = import_kinds.add_parser("cloud", help="a FOCUS or AWS CUR 2.0 CSV of cloud spend outside the clusters")
     cloud.add_argument("--from", dest="source", required=True, metavar="PATH|s3://bucket/key", help="CSV, gzip too")
     cloud.add_argument("--s3-endpoint", help=S3_HELP)
     cloud.set_defaults(func=import_cloud)
-    export = sub.add_parser("export", help="export a month's chargeback to a file or S3")
-    export_kinds = export.add_subparsers(dest="export", required=True)
+    export = sub.add_parser(
+        "export", help="export a month's chargeback to a file or S3", description=EXPORT_DESCRIPTION
+    )
+    export_kinds = export.add_subparsers(dest="export", required=True, metavar="FORMAT", help="one of:")
     focus = _export_parser(
         export_kinds,
         "focus",
         "FOCUS 1.2 CSV: a row per day, owner and namespace",
         to_help="a file, or a folder (ending /)",
         cluster_help="one cluster (default: all, with the month's cloud spend)",
+        epilog=FOCUS_EXAMPLES,
     )
     csv = _export_parser(export_kinds, "chargeback-csv", "the chargeback report as CSV", to_help="a file or a folder")
-    csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team")
+    csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
     csv.add_argument("--basis", choices=BASES, help=BASIS_HELP)
     for parser in (focus, csv):
         parser.set_defaults(func=cmd_export)
 
     policy = sub.add_parser("policy", help="chargeback policy files")
-    policy_kinds = policy.add_subparsers(dest="policy_command", required=True)
+    policy_kinds = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION", help="one of:")
     policy_check = policy_kinds.add_parser("check", help="validate a policy file (exit 1 naming the bad key)")
     policy_check.add_argument("file", help="the chargeback policy YAML")
     policy_check.set_defaults(func=cmd_policy_check)

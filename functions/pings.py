@@ -24,7 +24,9 @@ class Ping(BaseModel):
 
     scheduledTime: str | None = Field(default=None, description="RFC 3339; pins the run's hour")
     costJob: CostJobRef | None = Field(default=None, description="CostJob whose status records this run")
-    trigger: str = Field(default="cron", pattern=r"^[a-z][a-z0-9-]{0,31}$")
+    trigger: str = Field(
+        default="cron", pattern=r"^[a-z][a-z0-9-]{0,31}$", description="recorded as the run's trigger in job_runs"
+    )
 
 
 class RangePing(Ping):

@@ -124,12 +124,43 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = """\
+The local demo (make run): PostgreSQL (DATABASE_URL, else an embedded server), a sandbox OpenCost
+and Kubernetes API, every function served under functions-framework, the last hours collected as
+the CronJob would, the demo applications measured, history loaded and a cloud bill reconciled;
+it prints every URL (the Argo CD UI extension's when it can be served) and serves until Ctrl-C.
+It needs a checkout of the repository."""
+
+EXAMPLES = """\
+examples:
+  finops run
+      the demo; serves until Ctrl-C
+  finops run --once
+      the same steps, then stop instead of serving (exit 1 if a ping failed)
+  finops run --hours 6 --source prometheus
+      six hours computed from Prometheus series instead of OpenCost (needs prometheus installed)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="finops run",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--once", action="store_true", help="stop once the steps are done instead of serving")
+    parser.add_argument("--hours", type=int, default=24, help="scheduled hours to ping (default: 24)")
+    parser.add_argument(
+        "--source",
+        choices=("opencost", "prometheus"),
+        default="opencost",
+        help="collect_allocations' ALLOCATION_SOURCE (default: opencost)",
+    )
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="finops run", description=__doc__)
-    parser.add_argument("--once", action="store_true", help="exit after printing the table")
-    parser.add_argument("--hours", type=int, default=24, help="scheduled hours to ping (default 24)")
-    parser.add_argument("--source", choices=("opencost", "prometheus"), default="opencost")
-    return run(parser.parse_args(argv))
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

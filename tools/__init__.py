@@ -1,0 +1,1 @@
+"""Developer tools run from the checkout (never shipped): the generated Reference (``tools.reference``)."""
