@@ -77,7 +77,7 @@ bench: $(STAMP)
 # .local/site/. --strict fails on a broken link, a bad anchor or a page missing from the nav.
 docs: $(STAMP)  ## the documentation site in .local/site/ (open .local/site/index.html)
 	$(BIN)/python -m tools.reference
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Mutation testing of the money rules ([tool.mutmut] in pyproject.toml). Always from a fresh copy
 # (mutants/), so SQL and data files are never stale. MUTANTS narrows it by mutant name, e.g.
