@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball screenshots
+.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball screenshots docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The documentation site (mkdocs.yml): the generated reference pages first, then the site into
+# .local/site/. --strict fails on a broken link, a bad anchor or a page missing from the nav.
+docs: $(STAMP)  ## the documentation site in .local/site/ (open .local/site/index.html)
+	$(BIN)/python -m tools.reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Mutation testing of the money rules ([tool.mutmut] in pyproject.toml). Always from a fresh copy
 # (mutants/), so SQL and data files are never stale. MUTANTS narrows it by mutant name, e.g.

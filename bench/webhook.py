@@ -28,7 +28,8 @@ how fast it acknowledges, and how fast it starts. Each against a floor measured 
 
 2. Cold start: ``bench/cold_start.py`` (Popen to the first 202, and its phases).
 
-Where the 202 spends its time: docs/explanation/architecture.md, "Cold start and webhook latency".
+What the 202 costs beyond the trivial one: docs/explanation/architecture.md, "Data flows"; what
+make bench reports: docs/development/benchmarks.md.
 """
 
 from __future__ import annotations

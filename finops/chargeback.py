@@ -1,6 +1,6 @@
 """Chargeback: turn a period's allocated, idle and shared costs into lines that add up to the bill.
 
-The method is in ``docs/architecture.md``; the policy (``finops.policy``) chooses its options. Each
+The method is in ``docs/explanation/money-rules.md``; the policy (``finops.policy``) chooses its options. Each
 cluster is settled on its own first, then the clusters are summed, so one cluster's overhead never
 lands on a team that only runs elsewhere. Within a cluster:
 

@@ -1,7 +1,7 @@
 """Cloud spend outside the cluster: a cloud cost report's rows (FOCUS or AWS CUR 2.0) parsed into
 ``CloudCost`` items, each owned through its tags.
 
-The method for spend outside the cluster (docs/architecture.md): snapshots, egress and managed
+The method for spend outside the cluster (docs/explanation/money-rules.md): snapshots, egress and managed
 databases carry cloud tags with the same ``team`` and ``cost-center`` keys as the namespaces, so
 the cloud's cost report and the cluster's join on the same names; what stays untagged goes on the
 unallocated line. The chargeback adds these costs as ``finops.chargeback.DirectCost``.

@@ -179,7 +179,7 @@ class Coverage:
         )
 
     def as_document(self) -> dict[str, object]:
-        """The stable ``"coverage"`` object of every report (README, "Coverage")."""
+        """The stable ``"coverage"`` object of every report (docs/explanation/money-rules.md, "Coverage")."""
         return {
             "complete": self.complete,
             "period_over": self.period_over,

@@ -1,7 +1,8 @@
 """The chargeback policy: who owns what, and what happens to idle and shared costs.
 
-The method (docs/architecture.md, "Showback and chargeback") asks for the idle/shared policy to be agreed and written
-down before the first report, so it is a small document kept with the platform's configuration::
+The method (docs/explanation/money-rules.md, "Idle and shared cost") asks for the idle/shared
+policy to be agreed and written down before the first report, so it is a small document kept with
+the platform's configuration::
 
     owner_label: team              # namespace label naming the owner (OpenCost's sanitised form works too)
     cost_center_label: cost-center

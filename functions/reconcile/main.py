@@ -6,7 +6,7 @@ for a generation already observed (a status-only change, such as ``collect_charg
 ``collect_charges`` does every hour; it needs the ``PING_TOKEN`` bearer, as the pings do.
 
 An event delivery (any ``ce-type``) must carry ``EVENT_TOKEN`` when it is set, as the ``token``
-query parameter of the ApiServerSource's sink URI (docs/deploy.md, "Authenticated events"), and
+query parameter of the ApiServerSource's sink URI (docs/tutorial/first-cluster.md, "Harden it"), and
 is rate-limited per replica (``EVENTS_PER_SECOND``, ``EVENTS_BURST``: beyond them 429 with
 ``Retry-After``, which the source retries). An event other than ``ref.*`` also runs a full pass.
 """

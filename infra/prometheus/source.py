@@ -2,8 +2,8 @@
 
 ``ALLOCATION_SOURCE=prometheus``: :class:`PrometheusAllocations` answers ``allocation()`` like
 ``OpenCostClient.allocation`` does for one accumulated window, so ``_write_hour`` and
-``RowBuilder`` store its rows unchanged. The method (docs/deploy.md, "Prometheus as the
-allocation source"):
+``RowBuilder`` store its rows unchanged. The method (docs/how-to/prometheus-source.md, "How an
+hour is computed"):
 
 * per container, each minute: the larger of its request (Pending/Running pods only) and its usage
   (CPU: ``rate`` of ``container_cpu_usage_seconds_total``; memory:

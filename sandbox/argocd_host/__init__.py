@@ -18,7 +18,7 @@ what Argo CD's does for an extension, and nothing else:
 
 The demo users (the page sets the cookie, as logging in would; ``/?user=NAME`` chooses):
 ``readonly`` (the default: reads every application and may invoke the extension, the RBAC line
-docs/deploy.md asks for) and ``no-gate`` (the same, except that it may not read the gate
+docs/tutorial/first-cluster.md asks for) and ``no-gate`` (the same, except that it may not read the gate
 application, so the cluster view is refused). A request without a known session is 401.
 Start it with ``serve(...)`` (``sandbox.localdemo`` does, for ``finops run``).
 """

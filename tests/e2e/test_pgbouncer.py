@@ -1,6 +1,6 @@
 """We test the main flows through a real PgBouncer in transaction pooling mode (Debian's
 ``pgbouncer``, started for this module in front of the tests' PostgreSQL), with
-``DATABASE_POOL=null`` as docs/deploy.md recommends:
+``DATABASE_POOL=null`` as docs/how-to/pgbouncer.md recommends:
 
 - ``finops migrate`` (the install Job) migrates through it, and a second run finds nothing to do;
 - replicas migrating at once serialise on the migrations' transaction-scoped lock and apply each

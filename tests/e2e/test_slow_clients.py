@@ -10,7 +10,7 @@
 
 Clients that stall inside the *headers* are not covered: gunicorn parses headers before any of
 our code runs. In Knative the queue-proxy only forwards a request once its headers are complete
-(docs/deploy.md, "Slow clients and the queue-proxy").
+(docs/tutorial/first-cluster.md, "Harden it").
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_the_document_shape() -> None:
     document = json.loads(json.dumps(report.to_document()))
     assert list(document) == [
         *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation")
-    ]  # the stable shape the README documents, in its order
+    ]  # the stable shape of docs/reference/http-api.md, in its order
     assert document["coverage"] is None  # a report built from rows alone; the reports that read data set it
     covered = dataclasses.replace(report, coverage=Coverage(NOVEMBER, datetime(2026, 12, 2, tzinfo=UTC), ()))
     assert covered.to_document()["coverage"] == Coverage(NOVEMBER, datetime(2026, 12, 2, tzinfo=UTC), ()).as_document()

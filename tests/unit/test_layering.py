@@ -1,4 +1,4 @@
-"""We test these aspects of the architecture (docs/architecture.md, "Layers and the import rules"):
+"""We test these aspects of the architecture (docs/explanation/architecture.md, "Layers and import rules"):
 
 - ``finops`` (the domain) imports nothing of ours and no I/O library;
 - ``infra`` imports only ``finops``; ``usecases`` imports ``finops`` and ``infra``; the edges

@@ -61,7 +61,7 @@ export function CloudEstimates({ estimates }) {
   if (rows.length === 0) {
     return (
       <Note testid="estimates-empty">
-        No cloud estimate: CI has not pushed one for this application (Infracost's JSON, docs/ci-cloud-estimates.md).
+        No cloud estimate: CI has not pushed one for this application (Infracost's JSON, docs/how-to/ci-cloud-estimates.md).
       </Note>
     );
   }
