@@ -152,7 +152,7 @@ class EventSettings(Settings):
     """Shared secret an event delivery must carry as the ``token`` query parameter of the URL it is
     delivered to (the Trigger's subscriber ``uri``, the ApiServerSource's sink ``uri``, the re-drive's
     ``ON_SYNC_URL``), or as ``Authorization: Bearer``. Unset: deliveries are not authenticated
-    (only rate-limited); docs/deploy.md, "Authenticated events". A secret."""
+    (only rate-limited); docs/tutorial/first-cluster.md, "Harden it". A secret."""
 
 
 class EventReceiverSettings(EventSettings):
