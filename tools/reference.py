@@ -609,10 +609,11 @@ def error_rows() -> list[list[str]]:
     """Every error class the functions can raise (of the product's packages, the CLI's excepted),
     with the HTTP status their edge answers it with and its meaning."""
     from finops.errors import FinOpsError
-    from infra.serving import TARGETS
 
-    for target in TARGETS:
-        importlib.import_module(f"functions.{target}.main")
+    product = ("finops.", "infra.", "usecases.", "functions.")
+    for package in product:  # every module, so the table does not depend on what was imported before
+        for module in pkgutil.walk_packages([str(ROOT / package.strip("."))], prefix=package):
+            importlib.import_module(module.name)
 
     def tree(cls: type) -> Iterator[type]:
         yield cls
@@ -620,7 +621,6 @@ def error_rows() -> list[list[str]]:
         for subclass in subclasses:
             yield from tree(subclass)
 
-    product = ("finops.", "infra.", "usecases.", "functions.")
     found = {c for c in tree(FinOpsError) if c.__module__.startswith(product)}
     return [
         [str(c.http_status), f"`{c.__name__}`", f"`{c.__module__}`", md(c.__doc__ or "")]  # type: ignore[attr-defined]

@@ -31,6 +31,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from infra.postgres import Database
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "tutorial" / "local-demo.md"
 BIN = Path(sys.executable).parent
@@ -120,7 +122,7 @@ def test_the_page_marks_a_stack_and_commands_with_their_output() -> None:
     assert "finops report chargeback" in " ".join(s.command for s in found)
 
 
-def test_the_tutorial_runs_as_written(database_url: str) -> None:
+def test_the_tutorial_runs_as_written(database_url: str, db: Database) -> None:
     serve, *commands = steps(PAGE.read_text())
     env = {
         **os.environ,
