@@ -156,19 +156,6 @@ class ObjectStore:
             raise PermanentError(f"{url}: {exc}") from exc
 
 
-_default = ObjectStore()
-
-
-def read_bytes(url: str) -> bytes:
-    """Read a local file or an S3 object with the default store (the usual AWS endpoint)."""
-    return _default.read_bytes(url)
-
-
-def write_bytes(url: str, data: bytes, content_type: str = "application/octet-stream") -> str:
-    """Write a local file or an S3 object with the default store (the usual AWS endpoint)."""
-    return _default.write_bytes(url, data, content_type)
-
-
 @contextmanager
 def _local_errors(url: str) -> Iterator[None]:
     try:
