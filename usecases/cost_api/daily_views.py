@@ -20,28 +20,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import InvalidInput, NotFound
+from finops.errors import NotFound
 from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.app_history.scope import app_scope
-from usecases.cost_api.views import _money
-
-DEFAULT_DAYS = 30
-
-
-def _days(args: Mapping[str, str], most: int) -> int:
-    raw = args.get("days", str(DEFAULT_DAYS))
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
-        raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to {most} (DAILY_HISTORY_DAYS)")
-    return int(raw)
+from usecases.cost_api.views import _money, days_param
 
 
 def daily(
     db: Database, s: CostApiSettings, identity: tuple[str, str], args: Mapping[str, str], *, now: datetime
 ) -> dict[str, Any]:
     """The last ``days`` UTC days of the application named by ``identity`` (the header's)."""
-    count = _days(args, s.DAILY_HISTORY_DAYS)
+    count = days_param(args, s.DAILY_HISTORY_DAYS, " (DAILY_HISTORY_DAYS)")
     app_namespace, app_name = identity
     scope = app_scope(db, s.CLUSTER_ID, app_namespace, app_name)
     if scope is None:
