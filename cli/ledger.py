@@ -1,14 +1,6 @@
-"""``finops collect`` (history loads) and ``finops verify`` (the consistency check).
-
-finops collect --from 2026-10-01 --to 2026-11-01 [--url URL]
-    Loads every hour of [from, to) that is not final, oldest first: in this process (with the
-    ``collect_allocations`` environment: DATABASE_URL, OPENCOST_URL, ...), or through a deployed
-    function with --url (pinged as its CronJob does, PING_TOKEN). Each invocation is bounded by
-    COLLECT_BUDGET_SECONDS and the command calls again until nothing remains, so it is resumable:
-    run it again after any failure and it continues. Exit 0 when every hour is final, 1 otherwise.
-finops verify [--cluster C]
-    Compares ledger and rows, rollups and rows, applications' recorded days and their rows; exit 0
-    when they agree, 1 listing every difference.
+"""``finops collect`` (history loads: ``COLLECT_DESCRIPTION``) and ``finops verify`` (the
+consistency check: ledger and rows, rollups and rows, applications' recorded days and their rows;
+exit 0 when they agree, 1 listing every difference).
 """
 
 from __future__ import annotations

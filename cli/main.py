@@ -1,22 +1,7 @@
 """The ``finops`` command: run the local stack, serve or invoke a function, migrate, list runs.
 
-finops run [--once] [--hours 24] [--source opencost|prometheus]
-                                     the main job on embedded defaults (``make run``)
-finops serve TARGET [--port 8080]    one function under functions-framework, as in production
-finops invoke TARGET --url URL       ping a function the way its CronJob does
-finops migrate                       apply pending migrations to DATABASE_URL
-finops install / finops ping         what the install Job and the hourly CronJobs run (cli_ops)
-finops runs [--function F] [--limit N]   recent run outcomes, newest first
-finops collect --from D --to D       load allocation history hour by hour (resumable)
-finops verify [--cluster C]          check that the hour ledger, rows, rollups and app days agree
-finops report ... / finops export ...   exit 1 when the period is refused (unpriced hours, or
-                                     incomplete under --require-complete), 2 for bad input or policy
-finops policy check FILE             validate a chargeback policy (no database needed)
-
-Every failure is one line on stderr, ``finops: <what failed>``, redacted (no password, token or
-URL userinfo), never a traceback (``FINOPS_DEBUG=1`` shows it): exit 2 for bad usage, input,
-configuration or policy; 1 when the work failed (a dependency unavailable, a refused period, a
-failed check).
+Its commands and exit statuses are its ``--help``: ``DESCRIPTION`` and each subcommand's help, those
+of ``cli.ops``, ``cli.reports`` and ``cli.ledger`` included.
 """
 
 from __future__ import annotations

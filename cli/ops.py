@@ -1,30 +1,10 @@
 """``finops install`` and ``finops ping``: what the install Job and the hourly CronJobs run
 (knative/install-job.yaml, knative/cronjobs.yaml), as tested commands instead of shell in YAML.
 
-finops install [--skip-migrations]   apply the migrations, then call backfill until it answers
-                                     ``"remaining": 0``, retrying while its Service is not routable
-finops ping                          POST the scheduled time (recovered from the Job's name) to a
-                                     collector; ping again while it answers ``remaining`` > 0
-
-Settings come from the environment the manifests pass, each overridable by a flag. A missing or
-invalid one is a one-line error naming the variable (exit 2); the bearer token (``PING_TOKEN``)
-is read from the environment only and is never printed.
-
-install: ``BACKFILL_URL`` (required), ``PING_TOKEN`` (required), ``DATABASE_URL`` (the migrations),
-``REQUEST_TIMEOUT_SECONDS`` (350), ``MAX_INVOCATIONS`` (100), ``RETRY_SECONDS`` (10: the wait
-after an answer naming none). Retried: connection errors and HTTP 404/429/502/503/504 (a Knative
-route not ready, a busy lock, a replica restarting), after ``retry_after_seconds`` (a 2xx answer)
-or ``Retry-After``. Any other non-2xx fails at once (exit 1), as does work left after the last
-invocation.
-
-ping: ``FUNCTION_URL`` (required), ``PING_TOKEN`` (required), ``CRONJOB`` and ``JOB_NAME`` (the
-scheduled time), ``MAX_TIME`` (650: seconds to wait for one answer), ``MAX_PINGS`` (4),
-``COST_JOB`` (``namespace/name``: the CostJob the run is recorded on). The CronJob controller
-names each Job ``<cronjob>-<scheduled time in minutes since the epoch>``; a Job named otherwise
-(``kubectl create job --from=cronjob/...``, or no ``JOB_NAME``) pins the current hour. A non-2xx
-answer fails (exit 1, the answer's error on stderr); so does a connection error. A 2xx answer with
-``remaining`` > 0 (work left by the function's time budget) is pinged again with the same body,
-at most ``MAX_PINGS`` times in all; what is still left then is the next scheduled ping's (exit 0).
+What each does is its ``--help``: ``INSTALL_DESCRIPTION``, ``PING_DESCRIPTION`` and the options'
+help, which name the environment variable each option falls back to and its default. A missing or
+invalid setting is a one-line error naming the variable (exit 2). A ping answered with work
+``remaining`` (left by the function's time budget) is sent again with the same body.
 """
 
 from __future__ import annotations

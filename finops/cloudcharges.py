@@ -22,25 +22,18 @@ category       FOCUS ``ChargeCategory``    CUR 2.0 ``line_item_line_item_type``
 
 Values are compared exactly as the spec and AWS write them (case-sensitive); any other value,
 an empty one included, is an error naming the row and column. A report without the column is
-all ``usage`` (what every line was read as before categories). Then ``support``: a line whose
-service (FOCUS ``ServiceName``, CUR ``line_item_product_code``) matches ``SUPPORT_SERVICE``,
-``(?i)\bsupport\b|^AWS.*Support`` ("AWS Support (Business)", ``AWSSupportBusiness``,
-``AWSDeveloperSupport``...), and that would be ``usage`` or ``purchase`` is ``support``; a
-support plan's tax or credit keeps its category.
+all ``usage``. Then ``support``: a line whose service (FOCUS ``ServiceName``, CUR
+``line_item_product_code``) matches ``SUPPORT_SERVICE`` ("AWS Support (Business)",
+``AWSSupportBusiness``, ``AWSDeveloperSupport``...), and that would be ``usage`` or ``purchase``
+is ``support``; a support plan's tax or credit keeps its category.
 
 Amortised cost in CUR 2.0 (``effective_micros``), as AWS defines it (the Cloud Intelligence
-Dashboards' ``amortized_cost``), by line item type:
-
-- SavingsPlanCoveredUsage: ``savings_plan_savings_plan_effective_cost``;
-- DiscountedUsage: ``reservation_effective_cost``;
-- SavingsPlanNegation, SavingsPlanUpfrontFee: 0 (the plan's cost is in the covered usage);
-- SavingsPlanRecurringFee: ``savings_plan_total_commitment_to_date`` -
-  ``savings_plan_used_commitment`` (the commitment left unused);
-- RIFee: ``reservation_unused_amortized_upfront_fee_for_billing_period`` +
-  ``reservation_unused_recurring_fee`` (the reservation left unused);
-- Fee with a ``reservation_reservation_a_r_n``: 0 (a reservation's upfront payment, amortised
-  into its DiscountedUsage and RIFee lines, so not counted twice);
-- any other line: ``line_item_net_unblended_cost``.
+Dashboards' ``amortized_cost``): per line item type, the sum of the columns ``CUR_AMORTISED``
+names, i.e. a plan's or reservation's effective cost on the usage it covers, only the commitment
+left unused on its fee lines, and 0 on a Savings Plan's negation and upfront fee (the plan's cost
+is in the covered usage); a Fee with a ``CUR_RESERVATION_ARN`` (a reservation's upfront payment,
+amortised into its DiscountedUsage and RIFee lines) is 0; any other line is
+``line_item_net_unblended_cost``.
 
 When a column such a rule needs is absent from the report, or empty on the row, the line keeps
 the plain rule: ``line_item_net_unblended_cost``, or unknown (``None``: the chargeback then counts

@@ -9,26 +9,17 @@ unallocated line. The chargeback adds these costs as ``finops.chargeback.DirectC
 Formats, told apart by the header (a CSV's first row):
 
 - **FOCUS** (FinOps Open Cost and Usage Specification 1.x): a header with ``BilledCost`` and
-  ``ChargePeriodStart``. Columns read: ``BilledCost``, ``EffectiveCost`` (optional column),
-  ``BillingCurrency``, ``ChargePeriodStart``, ``ChargePeriodEnd``, ``ChargeCategory`` (optional
-  column), ``ServiceName``, ``ResourceId``, ``SubAccountId``, ``Tags`` (a JSON object; optional
-  column). ``EffectiveCost`` is already amortised by the spec (commitment purchases spread over
-  the usage they cover), so it is taken as it is.
-- **AWS CUR 2.0** (Data Exports, standard table): a header with ``line_item_unblended_cost``.
-  ``line_item_unblended_cost`` is the billed cost; ``line_item_currency_code``,
-  ``line_item_usage_start_date``, ``line_item_usage_end_date``, ``line_item_line_item_type``
-  (optional column), ``line_item_product_code``, ``line_item_resource_id``,
-  ``line_item_usage_account_id``, ``resource_tags`` (a JSON map; CUR 2.0 writes user tags as
-  ``user_<key>``; optional column). The effective cost is the amortised cost
-  (``finops.cloudcharges``), read from ``line_item_net_unblended_cost`` (present when the account
-  has discounts) and the optional ``savings_plan_*`` and ``reservation_*`` columns that rule names.
+  ``ChargePeriodStart``. ``EffectiveCost`` is already amortised by the spec (commitment purchases
+  spread over the usage they cover), so it is taken as it is.
+- **AWS CUR 2.0** (Data Exports, standard table): a header with ``line_item_unblended_cost``, the
+  billed cost; CUR 2.0 writes user tags in ``resource_tags`` as ``user_<key>``. The effective cost
+  is the amortised cost (``finops.cloudcharges``), read from ``line_item_net_unblended_cost``
+  (present when the account has discounts) and the ``savings_plan_*`` and ``reservation_*``
+  columns that rule names.
 
-Charge categories (``ChargeCategory``: usage, discount, purchase, tax, support) from FOCUS's
-``ChargeCategory`` and CUR's ``line_item_line_item_type``, and CUR's amortised cost by line item
-type: ``finops.cloudcharges`` has the table and the rule. Without the category column every line
-is ``usage``.
-
-A column of the format that is not optional must be in the header; extra columns are ignored.
+The columns read are ``COLUMNS``: one not ``optional`` must be in the header; extra columns are
+ignored. Charge categories (usage, discount, purchase, tax, support; ``usage`` without the
+category column) and CUR's amortised cost by line item type: ``finops.cloudcharges``.
 
 Nulls. An empty field is null in both formats. FOCUS files may also write null as the bare token
 ``NULL`` (the FinOps Foundation's own sample data does, in ``Tags``, ``ResourceId``,
@@ -37,15 +28,9 @@ cannot tell them apart) is null in every column, so a nullable column reads it a
 column that must have a value (``BilledCost``, the charge period, ``BillingCurrency``) reports it
 as required. CUR 2.0 has no such token: ``NULL`` there is text.
 
-Tags. The owner is the first of these keys present, the cost centre likewise; keys are
-case-sensitive, exactly as listed:
-
-- owner: ``team``, ``user:team``, ``user_team``;
-- cost centre: ``cost-center``, ``cost_center``, ``user:cost-center``, ``user:cost_center``,
-  ``user_cost_center``, ``user_cost-center``.
-
-(``team``/``cost-center`` as tagged; ``user:`` is AWS's prefix for user-defined tags in cost
-reports, ``user_`` with ``-`` turned into ``_`` is how CUR 2.0 writes them.) Two keys of the same
+Tags. The owner is the first of ``OWNER_TAGS`` present, the cost centre the first of
+``COST_CENTER_TAGS``, case-sensitive (``user:`` is AWS's prefix for user-defined tags in cost
+reports, ``user_`` with ``-`` turned into ``_`` is how CUR 2.0 writes them). Two keys of the same
 field with different values make the row invalid: which one is right is not ours to guess. Values
 are trimmed; a missing or empty value is untagged (``None``), which the chargeback shows on
 ``__unallocated__``. The whole tag map is kept as well.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from finops.errors import InvalidInput
 
@@ -39,6 +39,11 @@ class Hour:
 
     def __str__(self) -> str:
         return self.start.strftime("%Y-%m-%dT%H:00Z")
+
+
+def midnight(day: date) -> datetime:
+    """The start of the UTC ``day``."""
+    return datetime.combine(day, time(), tzinfo=UTC)
 
 
 def truncate_to_hour(moment: datetime) -> datetime:

@@ -19,8 +19,6 @@ from finops.pricebooks import PriceBook
 from finops.subscriptions import Obj, Ref, is_ready, ref_of, reference
 from finops.usage import Meter, parse_margin, price
 
-FINALIZER = "offerings.finops.stakater.com/finalizer"
-
 
 @dataclass(frozen=True)
 class Resolution:

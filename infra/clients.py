@@ -30,12 +30,10 @@ _migrated: set[str] = set()  # DSNs checked (or migrated) by this process or the
 def database(
     dsn: str, pool: str, max_size: int, timeout: float, migrate: bool, timeouts: Timeouts | None = None
 ) -> Database:
-    """One pool per process (per DSN), its schema checked on the DSN's first use in this process
-    (or the master it was forked from); with ``migrate`` (``MIGRATE_ON_START``), pending
-    migrations are applied first, under the migrations' lock. A schema newer than this code is
-    refused (``SchemaTooNew``, the cold start stops), an older one answers 503 until ``finops
-    migrate`` has run (``SchemaBehind``). On any error the pool is closed and forgotten: the next
-    request tries again rather than run on a wrong schema."""
+    """One pool per process (per DSN), its schema checked (``check_schema``) on the DSN's first use
+    in this process (or the master it was forked from); with ``migrate`` (``MIGRATE_ON_START``),
+    pending migrations are applied first, under the migrations' lock. On any error the pool is
+    closed and forgotten: the next request tries again rather than run on a wrong schema."""
     db = connect(dsn, pool=pool, max_size=max_size, timeout=timeout, timeouts=timeouts)
     if dsn not in _migrated:
         try:

@@ -80,11 +80,8 @@ def resolve_target(url: str, name: str) -> str:
 class ObjectStore:
     """Whole-file reads and writes; one S3 client per store, created on first use."""
 
-    def __init__(
-        self, endpoint_url: str | None = None, *, region: str | None = None, timeout: float = 30.0, attempts: int = 3
-    ) -> None:
+    def __init__(self, endpoint_url: str | None = None, *, timeout: float = 30.0, attempts: int = 3) -> None:
         self.endpoint_url = endpoint_url
-        self.region = region
         self.timeout = timeout
         self.attempts = attempts  # botocore's standard retry mode: throttling, 5xx and connection errors
         self._client: Any = None
@@ -124,7 +121,7 @@ class ObjectStore:
                 options["s3"] = {"addressing_style": "path"}
             try:
                 self._client = boto3.session.Session().client(
-                    "s3", endpoint_url=self.endpoint_url, region_name=self.region, config=Config(**options)
+                    "s3", endpoint_url=self.endpoint_url, config=Config(**options)
                 )
             except ValueError as exc:  # botocore's "Invalid endpoint: ..."
                 raise InvalidInput(f"S3 endpoint {self.endpoint_url!r}: {exc}") from exc
@@ -157,19 +154,6 @@ class ObjectStore:
             raise ObjectStoreUnavailable(f"{url}: the object store is unavailable ({exc})") from exc
         except exceptions.BotoCoreError as exc:
             raise PermanentError(f"{url}: {exc}") from exc
-
-
-_default = ObjectStore()
-
-
-def read_bytes(url: str) -> bytes:
-    """Read a local file or an S3 object with the default store (the usual AWS endpoint)."""
-    return _default.read_bytes(url)
-
-
-def write_bytes(url: str, data: bytes, content_type: str = "application/octet-stream") -> str:
-    """Write a local file or an S3 object with the default store (the usual AWS endpoint)."""
-    return _default.write_bytes(url, data, content_type)
 
 
 @contextmanager

@@ -1,5 +1,4 @@
-"""Both sandboxes over one scenario, describing the same cluster: the OpenCost sandbox and the
-Kubernetes API sandbox holding the scenario's objects (``sandbox.cluster.cluster_objects``)."""
+"""The OpenCost and Kubernetes API sandboxes describing one cluster (``sandbox.cluster.cluster_objects``)."""
 
 from __future__ import annotations
 

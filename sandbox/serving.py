@@ -1,5 +1,4 @@
-"""What every sandbox server shares: it is a context manager that stops it at the block's end, and
-a werkzeug server runs in a daemon thread behind a handle (``ThreadedServer``)."""
+"""What every sandbox server shares: ``StopOnExit`` and a werkzeug server's ``ThreadedServer``."""
 
 from __future__ import annotations
 

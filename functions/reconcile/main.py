@@ -1,8 +1,7 @@
 """``reconcile``: PriceBook, Offering and Subscription changes, delivered as CloudEvents by a Knative
 ``ApiServerSource`` in Reference mode (``dev.knative.apiserver.ref.add|update|delete``, the data
-naming the object). Each event reconciles the object it names and what depends on it, and an event
-for a generation already observed (a status-only change, such as ``collect_charges`` writing
-``status.costs``) does no work. A POST that is not such an event runs a full pass, as
+naming the object). Each event reconciles the object it names and what depends on it
+(``usecases.reconcile.service``). A POST that is not such an event runs a full pass, as
 ``collect_charges`` does every hour; it needs the ``PING_TOKEN`` bearer, as the pings do.
 
 An event delivery (any ``ce-type``) must carry ``EVENT_TOKEN`` when it is set, as the ``token``

@@ -24,7 +24,7 @@ Behaviour, in short:
 Caching: each group/version's list is kept for the life of the ``Discovery`` (use
 ``discovery_for(kube)``: one per ``KubeClient`` for the whole process, which is how the
 functions hold their client). A kind found stays found. A kind not found triggers one re-fetch
-of its list, but only when the cached list is at least ``recheck_seconds`` (60 s) old, so a CRD
+of its list, but only when the cached list is at least ``RECHECK_SECONDS`` (60 s) old, so a CRD
 installed after the first look is found within a minute, while a reference to a kind that
 never exists costs at most one request a minute. A kind removed later keeps resolving; the
 request made with it then answers 404 (``NotFound``), which callers handle anyway. The cache is
@@ -101,13 +101,9 @@ class Discovery:
         self,
         kube: ApiResourceSource,
         *,
-        recheck_seconds: float = RECHECK_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if recheck_seconds < 0:
-            raise ValueError("recheck_seconds must not be negative")
         self._kube = kube
-        self._recheck_seconds = recheck_seconds
         self._clock = clock
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, str], _Listing] = {}
@@ -125,7 +121,7 @@ class Discovery:
             listing = self._listings.get((group, version))
         if listing is not None:
             found = listing.by_kind.get(kind)
-            if found is not None or self._clock() - listing.fetched_at < self._recheck_seconds:
+            if found is not None or self._clock() - listing.fetched_at < RECHECK_SECONDS:
                 return found
         return self._fetch(group, version).by_kind.get(kind)
 

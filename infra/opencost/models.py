@@ -27,7 +27,6 @@ Number = Decimal | None
 
 
 def _null_string(value: Any) -> Any:
-    """Some OpenCost versions write a missing time as the string ``"null"`` rather than JSON null."""
     return None if value == "null" else value
 
 

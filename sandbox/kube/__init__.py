@@ -3,13 +3,10 @@
 The product's Kubernetes adapter is exercised through the official ``kubernetes`` client over
 real HTTP. This package serves the subset of the API the product uses (CRUD, merge and JSON patch,
 the status subresource, label and field selectors, optimistic concurrency, finalizers) from an
-in-memory store that can be seeded from a folder of YAML manifests. Objects of a kind whose CRD
-(with a schema) was created in the sandbox are pruned, defaulted and validated against it on every
-write like on a real server (``sandbox.kube.schema``, ``sandbox.kube.validation``; CEL rules
-excepted), and what was pruned or refused is recorded in ``KubeStore.schemas``; other kinds are
-stored as sent. There is no watch, admission webhook, garbage collection or authentication;
-``KubeServer.attach_events`` does send change events the way a Knative ``ApiServerSource`` does
-(``sandbox.kube.events``).
+in-memory store that can be seeded from a folder of YAML manifests; custom resources are checked
+against their CRD's schema as on a real server (``sandbox.kube.schema``). There is no watch,
+admission webhook, garbage collection or authentication; ``KubeServer.attach_events`` sends change
+events as a Knative ``ApiServerSource`` does (``sandbox.kube.events``).
 
     with serve(seed_dir=Path("sandbox/demo")) as server:
         client = KubeClient.from_url(server.url)

@@ -1,9 +1,4 @@
-"""Running the sandbox API server on a real socket, in a background thread.
-
-``serve()`` binds (port 0 picks a free port), starts werkzeug's threaded server in a daemon thread
-and returns a handle whose ``stop()`` releases the port; as a context manager it cannot leak a
-server between tests.
-"""
+"""The sandbox API server on a real socket (``serve``), in a ``sandbox.serving.ThreadedServer``."""
 
 from __future__ import annotations
 
@@ -62,7 +57,6 @@ class KubeServer(ThreadedServer):
             source.stop()
 
     def stop(self) -> None:
-        """Stop serving and release the port; safe to call twice."""
         for source in list(self._event_sources):
             self.detach_events(source)
         super().stop()

@@ -70,8 +70,6 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-GIB = 1024**3
-
 Kind = Literal["Deployment", "Rollout", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"]
 API_VERSIONS: dict[str, str] = {
     "Deployment": "apps/v1",

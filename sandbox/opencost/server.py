@@ -6,17 +6,12 @@ Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/alloc
 ``/healthz``. ``assets=False`` (``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
 versions without the assets API do.
 
-Tests arm faults on the handle, so the product's requests stay those it sends to a real OpenCost:
-``server.fail_next(status=503)``, ``server.delay_next(2.0)``, ``server.malformed_next(b"{not json")``,
-``server.trickle_next(1, 0.05)`` (the real answer, sent
-``bytes_per_chunk`` bytes every ``interval`` seconds, as a stalled proxy or an overloaded OpenCost
-does; it defeats a per-read timeout). Each fault applies to the next ``times`` matching requests
-(default: any ``/allocation...`` request, summaries included; ``path="/allocation/summary"`` targets
-only those), and ``server.requests`` records the parameters of every allocation or summary query as a
-dict for assertions about what the client actually sent; a query to another route than ``/allocation``
-also carries ``"_path"`` (e.g. ``"/allocation/summary"``), and ``server.calls`` pairs every query with
-its path, ``/assets`` queries included (they are not in ``requests``). ``fail_next(path="/assets")``
-and the other faults target them.
+Tests arm faults on the handle (``fail_next``, ``delay_next``, ``malformed_next``, ``trickle_next``:
+a stalled proxy, which defeats a per-read timeout), so the product's requests stay those it sends to
+a real OpenCost. Each applies to the next ``times`` matching requests (default: any ``/allocation...``
+request, summaries included; ``path="/allocation/summary"`` or ``path="/assets"`` targets only those).
+``server.requests`` records the parameters of every allocation or summary query, with ``"_path"`` for
+another route than ``/allocation``; ``server.calls`` pairs every query, ``/assets`` included, with its path.
 
 ``legacy_summary=True`` (``OpenCostApp``/``serve``) answers summaries the way other OpenCost versions
 do (``efficiency`` for ``totalEfficiency``, ``"null"`` strings in an empty range's window; see

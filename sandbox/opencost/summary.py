@@ -7,10 +7,7 @@ and only the JSON differs:
 * envelope ``{"code":200,"status":"success","data":{"step":<ns>,"sets":[{"allocations":{..},
   "window":{..}}],"window":{..}}}``; ``step`` is a Go ``time.Duration`` (nanoseconds) equal to the
   first set's length, ``window`` spans all sets (``SummaryAllocationSetRange``);
-* per item, in ``SummaryAllocationResponse`` order: ``name, start, end, cpuCoreRequestAverage,
-  cpuCoreUsageAverage, cpuCost, cpuCostIdle, gpuRequestAverage, gpuUsageAverage, gpuCost, gpuCostIdle,
-  networkCost, loadBalancerCost, pvCost, ramByteRequestAverage, ramByteUsageAverage, ramCost,
-  ramCostIdle, sharedCost, externalCost, totalEfficiency, totalCost``; no properties, no labels;
+* per item, the fields of ``SummaryAllocationResponse`` in its order (``_item``); no properties, no labels;
 * each ``*Cost`` includes its ``*CostAdjustment`` (OpenCost's ``NewSummaryAllocation`` folds them in),
   so ``totalCost`` is the sum of the parts, as on ``/allocation``;
 * ``cpuCostIdle``/``ramCostIdle``/``gpuCostIdle`` are always 0, as in real OpenCost (opencost#3823),

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, timedelta
 from typing import Any
 
+from finops.hours import midnight
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
@@ -74,10 +75,6 @@ def history_start(today: date, history_days: int) -> date:
     return today - timedelta(days=history_days)
 
 
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(0), tzinfo=UTC)
-
-
 def record_daily(db: Database, options: RecorderOptions, *, today: date) -> RecordResult:
     """Bring every application's series of ``options.cluster`` up to date as far as one run may."""
     result = RecordResult()
@@ -111,8 +108,8 @@ def record_daily(db: Database, options: RecorderOptions, *, today: date) -> Reco
                 conn,
                 **key,
                 days=days,
-                start=_midnight(min(days)),
-                end=_midnight(max(days) + timedelta(days=1)),
+                start=midnight(min(days)),
+                end=midnight(max(days) + timedelta(days=1)),
             )
         result.days_recorded += len(days)
     result.days_remaining = len(

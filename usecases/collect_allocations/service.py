@@ -10,17 +10,12 @@ fetches every unsettled hour of a range, lost ones included.
 
 Each hour is fetched, then replaced whole in its own transaction under a per-hour advisory lock,
 together with its assets (``assets``: nodes, disks, load balancers), its ledger state and its fold
-into its UTC day's rollup: an interrupted run keeps the
-hours it finished, overlapping runs serialise per hour, and a replay writes identical rows. Replacing the
-hour (delete, then ``COPY``) has the effect of an upsert on the natural key (the primary key) plus
-removal of rows OpenCost no longer reports, at the speed of a plain ``COPY``. A final hour is
-never rewritten. An hour OpenCost answers with no allocations keeps what it had and stays open
-until ``EMPTY_HOUR_GRACE_HOURS`` after it ended, then it is lost.
-
-The daily rollups are folded hour by hour (``usecases.rollups``): the hour's old rows are
-subtracted and its new rows added in the hour's transaction. A day the fold cannot handle (hours in
-mixed currencies) is marked instead, and every marked day of the cluster is rebuilt at the end of
-the run, even one that failed midway, each in the transaction that clears its mark.
+into its UTC day's rollup (``usecases.rollups``, which also says when a day is rebuilt instead): an
+interrupted run keeps the hours it finished, overlapping runs serialise per hour, and a replay
+writes identical rows. Replacing the hour (delete, then ``COPY``) has the effect of an upsert on
+the natural key (the primary key) plus removal of rows OpenCost no longer reports, at the speed of
+a plain ``COPY``. A final hour is never rewritten. An hour OpenCost answers with no allocations
+keeps what it had and stays open until ``EMPTY_HOUR_GRACE_HOURS`` after it ended, then it is lost.
 
 Every invocation (the hourly ping and a history load alike) is bounded by
 ``COLLECT_BUDGET_SECONDS``: no hour starts once it is spent (the first hour always does, so each

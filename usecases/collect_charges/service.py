@@ -19,7 +19,6 @@ from typing import Any
 from finops.errors import FinOpsError, InvalidInput
 from finops.hours import Hour, pin_hour
 from finops.subscriptions import Ref, meta, ref_of, reference
-from infra.kube.discovery import Discovery
 from infra.postgres import Database
 from usecases.collect_charges.pricing import Plan, plan_subscription, price_plans
 from usecases.collect_charges.status import read_totals, release_finalizer, write_costs
@@ -91,11 +90,10 @@ def collect_charges(
     now: datetime,
     mto: MtoTarget | None = None,
     limits: Limits = Limits(),
-    discovery: Discovery | None = None,
 ) -> ChargesResult:
     pinned = pin_hour(scheduled, now)
     result = ChargesResult(pinned_hour=pinned)
-    reconciled = reconcile_all(kube, db, cluster, opencost, now, mto, discovery)
+    reconciled = reconcile_all(kube, db, cluster, opencost, now, mto)
     result.reconcile = reconciled.result.counts()
     result.errors.update(reconciled.result.errors)
     plans = _plans(db, cluster, aggregation, reconciled, pinned, result)

@@ -23,23 +23,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
 from finops import anomaly
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput
+from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.cost_api.views import _money
 
 LOOKBACK_DAYS = 28  # the baseline's days are among the last four weeks
 MAX_LIMIT = 500
-
-
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(0), tzinfo=UTC)
 
 
 def _inputs(db: Database, cluster: str, now: datetime, identity: tuple[str, str] | None = None) -> list[dict[str, Any]]:
@@ -53,8 +50,8 @@ def _inputs(db: Database, cluster: str, now: datetime, identity: tuple[str, str]
         oldest=today - timedelta(days=LOOKBACK_DAYS),
         today=today,
         baseline_days=anomaly.BASELINE_DAYS,
-        start=_midnight(today),
-        end=_midnight(today + timedelta(days=1)),
+        start=midnight(today),
+        end=midnight(today + timedelta(days=1)),
     )
 
 

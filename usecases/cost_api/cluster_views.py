@@ -11,20 +11,15 @@ from finops.errors import InvalidInput, NotFound
 from finops.money import format_amount
 from infra.postgres import Database
 from infra.settings import CostApiSettings
-from usecases.cost_api.views import actual
+from usecases.cost_api.views import actual, days_param
 from usecases.reports import service
 from usecases.reports.formats import load_policy
 
-
-def _days(args: Mapping[str, str]) -> int:
-    raw = args.get("days", "30")
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 400:
-        raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to 400")
-    return int(raw)
+MAX_DAYS = 400
 
 
 def _window(args: Mapping[str, str]) -> dict[str, Any]:
-    period = service.last_days(_days(args), datetime.now(UTC).date())
+    period = service.last_days(days_param(args, MAX_DAYS), datetime.now(UTC).date())
     return {"start": period.start.date(), "end": period.end.date(), "aggregation": DEFAULT_AGGREGATION}
 
 
@@ -32,7 +27,7 @@ def namespaces(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: s
     rows = db.fetch_all("namespace_costs", cluster=s.CLUSTER_ID, namespace=None, **_window(args))
     return {
         "cluster": s.CLUSTER_ID,
-        "days": _days(args),
+        "days": days_param(args, MAX_DAYS),
         "namespaces": [
             {
                 "namespace": r["namespace"],
@@ -57,7 +52,7 @@ def namespace(db: Database, s: CostApiSettings, args: Mapping[str, str], namespa
         "owner": row["owner"] if row else None,
         "costCenter": row["cost_center"] if row else None,
         "cost": format_amount(int(row["micros"])) if row else None,
-        "days": _days(args),
+        "days": days_param(args, MAX_DAYS),
         # Each app's own share; the namespace figures of these records are the namespace's, once.
         "applications": [actual(a) for a in apps],
     }

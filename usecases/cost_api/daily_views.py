@@ -16,35 +16,23 @@ of the range, oldest first, without gaps:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import InvalidInput, NotFound
+from finops.errors import NotFound
+from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.app_history.scope import app_scope
-from usecases.cost_api.views import _money
-
-DEFAULT_DAYS = 30
-
-
-def _days(args: Mapping[str, str], most: int) -> int:
-    raw = args.get("days", str(DEFAULT_DAYS))
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
-        raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to {most} (DAILY_HISTORY_DAYS)")
-    return int(raw)
-
-
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(0), tzinfo=UTC)
+from usecases.cost_api.views import _money, days_param
 
 
 def daily(
     db: Database, s: CostApiSettings, identity: tuple[str, str], args: Mapping[str, str], *, now: datetime
 ) -> dict[str, Any]:
     """The last ``days`` UTC days of the application named by ``identity`` (the header's)."""
-    count = _days(args, s.DAILY_HISTORY_DAYS)
+    count = days_param(args, s.DAILY_HISTORY_DAYS, " (DAILY_HISTORY_DAYS)")
     app_namespace, app_name = identity
     scope = app_scope(db, s.CLUSTER_ID, app_namespace, app_name)
     if scope is None:
@@ -64,8 +52,8 @@ def daily(
         "app_scope_cost",
         cluster=s.CLUSTER_ID,
         aggregation=aggregation,
-        start=_midnight(today),
-        end=_midnight(today + timedelta(days=1)),
+        start=midnight(today),
+        end=midnight(today + timedelta(days=1)),
         **scope.params(),
     )
     assert partial is not None  # an aggregate always answers one row

@@ -10,12 +10,22 @@ more than one currency.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
+from finops.errors import InvalidInput
 from finops.money import format_amount
 from infra.postgres import Database
+
+
+def days_param(args: Mapping[str, str], most: int, limit: str = "") -> int:
+    """The ``days`` query parameter, 30 by default: 1 to ``most`` (``limit`` names what sets it)."""
+    raw = args.get("days", "30")
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
+        raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to {most}{limit}")
+    return int(raw)
 
 
 def _money(micros: int | None) -> dict[str, Any] | None:

@@ -52,7 +52,6 @@ def reconcile_all(
     opencost: OpenCostTarget | None,
     now: datetime,
     mto: MtoTarget | None = None,
-    discovery: Discovery | None = None,
 ) -> Reconciled:
     """Everything, in dependency order: PriceBooks, the provider, Offerings, Subscriptions."""
     result = ReconcileResult()
@@ -60,7 +59,7 @@ def reconcile_all(
     reconcile_provider(kube, mto, opencost, now, result)
     offerings = reconcile_offerings(kube, db, cluster, now, result)
     listed = {ref_of(s): s for s in list_kind(kube, "subscriptions")}
-    targets = Targets(kube, discovery or discovery_for(kube), bulk=True)
+    targets = Targets(kube, discovery_for(kube), bulk=True)
     world = World(offerings=offerings.objects, subscriptions=listed, target_exists=targets)
     decided = []
     for ref, sub in list(listed.items()):
@@ -106,7 +105,6 @@ def reconcile_event(
     opencost: OpenCostTarget | None,
     now: datetime,
     mto: MtoTarget | None = None,
-    discovery: Discovery | None = None,
 ) -> ReconcileResult:
     """The object ``ref`` names and what depends on it (see the module's docstring)."""
     result = ReconcileResult()
@@ -114,7 +112,7 @@ def reconcile_event(
     if obj is not None and observed(obj) and (ref.kind != "Subscription" or _settled_metadata(obj)):
         result.skipped += 1
         return result
-    events = _Cascade(kube, db, cluster, now, result, discovery or discovery_for(kube))
+    events = _Cascade(kube, db, cluster, now, result, discovery_for(kube))
     if ref.kind == "Subscription":
         if obj is None:
             db.execute("forget_subscription", cluster=cluster, namespace=ref.namespace, name=ref.name)

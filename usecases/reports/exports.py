@@ -1,6 +1,6 @@
 """Exports of a month's chargeback to files: FOCUS CSV (``finops export focus``).
 
-The rows are built by the domain (``finops.focus``, which documents what each row stands for);
+The FOCUS 1.2 rows are built by the domain (``finops.focus``: what each row and column means);
 this module reads the daily rollups, writes the CSV with the ``csv`` module and uploads it through
 ``infra.objectstore`` to a local path or ``s3://bucket/key``. A target ending in ``/`` (or an
 existing local directory) is a folder: the file is named ``focus-<cluster|all>-<month>.csv``.
@@ -10,9 +10,8 @@ Without ``--cluster`` the export covers every cluster and the month's cloud spen
 chargeback total with its direct costs; with ``--cluster`` it covers that cluster only, and no
 cloud spend, which belongs to no cluster.
 
-The rows conform to FOCUS 1.2 (``finops.focus`` says what each column means). The provider and
-invoice issuer they name is ``FOCUS_INVOICE_ISSUER`` (e.g. the platform team's name), read by the
-command; unset, ``Kubernetes``.
+The provider and invoice issuer the rows name is ``FOCUS_INVOICE_ISSUER`` (e.g. the platform
+team's name), read by the command; unset, ``Kubernetes``.
 
 Each CSV gets a sidecar, written just before it: the same name with ``.coverage.json`` for
 ``.csv`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period", "currency", "total",
