@@ -40,8 +40,3 @@ def relaxed_gc() -> Iterator[None]:
             _depth -= 1
             if _depth == 0:
                 gc.set_threshold(*_saved)
-
-
-def relaxed() -> bool:
-    """Whether a block is active (for tests)."""
-    return _depth > 0

@@ -146,12 +146,6 @@ def quantities_text(record: Any, name: str) -> str:
     return text.replace("None", "\\N") if "None" in text else text
 
 
-def quantities_of(record: Any, name: str) -> tuple[Decimal | None, ...]:
-    """A streamed record's ``QUANTITIES`` as exact Decimals (what ``quantities_text`` writes, read
-    back: the tests compare records with the models' dicts through it)."""
-    return tuple(None if text == "\\N" else Decimal(text) for text in quantities_text(record, name).split("\t"))
-
-
 _NUMBERS = frozenset({Decimal, int, type(None)})
 _DECIMAL = TypeAdapter(Decimal)
 

@@ -278,11 +278,7 @@ class KubeStore:
         objects.check_identity(resource, namespace, name, body)
         with self._lock:
             key = self._key(resource, namespace, name)
-            stored = self._stored(key)
-            if objects.stale_precondition(body, stored):
-                raise errors.conflict(resource.group, resource.plural, name)
-            result = self._admit(resource, version, stored, body, subresource)
-            return self._view(self._commit(key, resource, stored, result), resource, version)
+            return self._write(key, resource, version, self._stored(key), body, subresource)
 
     def patch_in(
         self,
@@ -317,10 +313,16 @@ class KubeStore:
                 raise errors.invalid(resource.group, resource.plural, name, "the patched object is not a JSON object")
             self._check_type(resource, candidate)
             objects.check_identity(resource, namespace, name, candidate)
-            if objects.stale_precondition(candidate, stored):
-                raise errors.conflict(resource.group, resource.plural, name)
-            result = self._admit(resource, version, stored, candidate, subresource)
-            return self._view(self._commit(key, resource, stored, result), resource, version)
+            return self._write(key, resource, version, stored, candidate, subresource)
+
+    def _write(
+        self, key: Key, resource: ResourceType, version: str | None, stored: Obj, body: Obj, subresource: str | None
+    ) -> Obj:
+        """A PUT's or PATCH's write, under the lock: its precondition, admission and commit."""
+        if objects.stale_precondition(body, stored):
+            raise errors.conflict(resource.group, resource.plural, key[3])
+        result = self._admit(resource, version, stored, body, subresource)
+        return self._view(self._commit(key, resource, stored, result), resource, version)
 
     def delete_in(
         self,

@@ -23,8 +23,14 @@ import pytest
 
 from finops.errors import OpenCostUnavailable
 from infra.opencost.models import RESPONSE
-from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_of, quantities_text, read_allocations
+from infra.opencost.stream import QUANTITIES, _Allocation, _Properties, quantities_text, read_allocations
 from usecases.collect_allocations import rows
+
+
+def quantities_of(record: Any, name: str) -> tuple[Decimal | None, ...]:
+    """A streamed record's ``QUANTITIES`` as exact Decimals: what ``quantities_text`` writes, read back."""
+    return tuple(None if text == "\\N" else Decimal(text) for text in quantities_text(record, name).split("\t"))
+
 
 ORIGIN = "OpenCost at http://opencost answered /allocation"
 

@@ -12,39 +12,18 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from finops.errors import Conflict, FinOpsError, NotFound
 from finops.subscriptions import meta, ref_of
+from infra.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
 GROUP, VERSION = "finops.stakater.com", "v1alpha1"
 
 
-class Kube(Protocol):
-    def list_objects(
-        self, group: str, version: str, plural: str, *, namespace: str | None = None, label_selector: str | None = None
-    ) -> list[dict[str, Any]]: ...
-    def get_object(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]: ...
-    def create_object(
-        self, group: str, version: str, plural: str, namespace: str | None, body: dict[str, Any]
-    ) -> Any: ...
-    def patch_object(
-        self,
-        group: str,
-        version: str,
-        plural: str,
-        namespace: str | None,
-        name: str,
-        patch: Any,
-        *,
-        content_type: str = ...,
-    ) -> dict[str, Any]: ...
-    def patch_status(
-        self, group: str, version: str, plural: str, namespace: str | None, name: str, patch: dict[str, Any]
-    ) -> dict[str, Any]: ...
-    def api_resources(self, group: str, version: str) -> list[dict[str, Any]]: ...
+Kube = KubeClient
 
 
 @dataclass
