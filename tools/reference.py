@@ -28,7 +28,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -763,42 +763,13 @@ class _EmptyDatabase:
 
 
 def metric_families() -> list[Any]:
-    """The families ``GET /metrics`` exposes, as ``functions.cost_api.metrics.scrape`` builds them
+    """The families ``GET /metrics`` exposes, as ``functions.cost_api.metrics.families`` builds them
     (over an empty database: every family, no samples)."""
-    import flask
-
     from functions.cost_api import metrics
     from infra.settings import CostApiSettings, load
 
-    settings = load(
-        CostApiSettings,
-        {"DATABASE_URL": "postgresql://reference@localhost/none", "PROXY_TOKEN": "-", "METRICS_TOKEN": "reference"},
-    )
-    captured: list[Any] = []
-
-    def capture(registry: Any) -> bytes:
-        captured.extend(registry.collect())
-        return b""
-
-    app = flask.Flask("reference")
-    with (
-        app.test_request_context(metrics.PATH, headers={"Authorization": "Bearer reference"}) as context,
-        _patched(metrics, database_from=lambda _s: _EmptyDatabase(), generate_latest=capture),
-    ):
-        metrics.scrape(context.request, settings)
-    return captured
-
-
-@contextlib.contextmanager
-def _patched(module: Any, **values: Callable[..., Any]) -> Iterator[None]:
-    saved = {name: getattr(module, name) for name in values}
-    for name, value in values.items():
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+    settings = load(CostApiSettings, {"DATABASE_URL": "postgresql://reference@localhost/none", "PROXY_TOKEN": "-"})
+    return metrics.families(_EmptyDatabase(), settings)  # type: ignore[arg-type]  # reads rows only
 
 
 def metrics_page() -> str:

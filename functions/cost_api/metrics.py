@@ -24,6 +24,7 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import NotFound
 from functions.edge import require_bearer
 from infra.clients import database_from
+from infra.postgres import Database
 from infra.settings import CostApiSettings, current_secret
 from usecases.cost_api.app_metrics import application_families
 from usecases.cost_api.budget_views import budget_families
@@ -49,10 +50,18 @@ def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
     if not token:
         raise NotFound("metrics are not enabled: set METRICS_TOKEN (the bearer token Prometheus sends)")
     require_bearer(request, token)
+    exposition = generate_latest(_Families(families(database_from(s), s)))
+    response = flask.Response(exposition, status=200, content_type=CONTENT_TYPE_LATEST)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def families(db: Database, s: CostApiSettings) -> list[Metric]:
+    """Every family of one scrape, read from ``db``, and how long reading them took."""
     started = time.monotonic()
-    db, cluster = database_from(s), s.CLUSTER_ID
+    cluster = s.CLUSTER_ID
     hour = last_complete_hour(db, cluster, DEFAULT_AGGREGATION)
-    families: list[Metric] = [
+    found: list[Metric] = [
         *cost_families(db, cluster, DEFAULT_AGGREGATION, hour),
         *application_families(db, cluster, DEFAULT_AGGREGATION, hour),
         *health_families(db, cluster, DEFAULT_AGGREGATION),
@@ -64,7 +73,4 @@ def scrape(request: flask.Request, s: CostApiSettings) -> flask.Response:
         labels=["cluster"],
     )
     duration.add_metric([cluster], time.monotonic() - started)
-    exposition = generate_latest(_Families([*families, duration]))
-    response = flask.Response(exposition, status=200, content_type=CONTENT_TYPE_LATEST)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return [*found, duration]

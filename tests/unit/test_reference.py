@@ -31,6 +31,7 @@ from pydantic_settings import BaseSettings
 
 from cli.main import build_parser
 from sandbox.run import build_parser as run_parser
+from tools.reference import cli_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("finops", "infra", "usecases", "functions", "cli")
@@ -178,14 +179,6 @@ def test_every_variable_the_code_reads_is_in_the_reference() -> None:
 RST = re.compile(r"``|:[a-z]+:`|^\.\. [a-z-]+::|`[^`\n]+`_\b|^\s*\.\. ", re.MULTILINE)
 
 
-def cli_tree() -> argparse.ArgumentParser:
-    parser = build_parser()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            action.choices["run"] = run_parser()
-    return parser
-
-
 def walk(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
     yield parser
     for action in parser._actions:
@@ -194,7 +187,7 @@ def walk(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
                 yield from walk(sub)
 
 
-PARSERS = {p.prog: p for p in walk(cli_tree())}
+PARSERS = {p.prog: p for p in walk(cli_parser())}
 
 
 def test_the_tree_is_walked_whole() -> None:
