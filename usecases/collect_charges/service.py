@@ -19,11 +19,11 @@ from typing import Any
 from finops.errors import FinOpsError, InvalidInput
 from finops.hours import Hour, pin_hour
 from finops.subscriptions import Ref, meta, ref_of, reference
+from infra.kube import KubeClient as Kube
 from infra.postgres import Database
 from usecases.collect_charges.pricing import Plan, plan_subscription, price_plans
 from usecases.collect_charges.status import read_totals, release_finalizer, write_costs
 from usecases.collect_charges.usage_rows import UsageBoundary
-from usecases.reconcile.objects import Kube
 from usecases.reconcile.offerings import mirrored_offerings
 from usecases.reconcile.opencost import MtoTarget, OpenCostTarget
 from usecases.reconcile.service import Reconciled, reconcile_all

@@ -20,9 +20,10 @@ from finops.errors import Conflict, FinOpsError
 from finops.hours import Hour, parse_timestamp, truncate_to_hour
 from finops.periods import ONE_MICROSECOND
 from finops.subscriptions import FINALIZER, meta, ref_of
+from infra.kube import KubeClient as Kube
 from infra.postgres import Database
 from usecases.collect_charges.pricing import Plan
-from usecases.reconcile.objects import GROUP, VERSION, Kube
+from usecases.reconcile.objects import GROUP, VERSION
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
+from infra.kube import KubeClient as Kube
 from infra.postgres import Database
 from usecases.insights import workloads
 from usecases.insights.money import money
-from usecases.insights.workloads import App, Kube, Unavailable
+from usecases.insights.workloads import App, Unavailable
 
 log = logging.getLogger(__name__)
 

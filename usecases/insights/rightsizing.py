@@ -27,10 +27,11 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import InvalidInput
 from finops.quantities import parse_quantity
 from finops.rightsizing import RowUse, change, decimal_text, longest_run, quantity_text, suggest, unsettled
+from infra.kube import KubeClient as Kube
 from infra.postgres import Database
 from usecases.insights import workloads
 from usecases.insights.money import money
-from usecases.insights.workloads import Kube, Namespace, Obj, Target, Unavailable
+from usecases.insights.workloads import Namespace, Obj, Target, Unavailable
 
 log = logging.getLogger(__name__)
 

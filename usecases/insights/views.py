@@ -15,12 +15,12 @@ from typing import Any
 from finops.errors import InvalidInput
 from finops.labels import validate_namespace
 from infra.clients import kube_from
+from infra.kube import KubeClient as Kube
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.insights import workloads
 from usecases.insights.orphans import orphaned_pods
 from usecases.insights.rightsizing import rightsizing
-from usecases.insights.workloads import Kube
 
 MAX_DAYS = 90
 

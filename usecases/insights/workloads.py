@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from finops.applications import is_local
 from finops.errors import InvalidInput, KubernetesUnavailable, NotFound, PermanentError
 from finops.labels import validate_namespace
 from finops.ownership import owned_pods, owner_chain
+from infra.kube import KubeClient as Kube
 from infra.kube import discovery_for
 
 Obj = dict[str, Any]
@@ -33,14 +34,6 @@ APPS, REPLICASETS = "apps", "replicasets"
 BATCH, JOBS = "batch", "jobs"
 
 Target = tuple[str, str, str]  # (API group, kind, name) of an object in the destination namespace
-
-
-class Kube(Protocol):
-    def list_objects(self, group: str, version: str, plural: str, *, namespace: str | None = None) -> list[Obj]: ...
-
-    def get_object(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> Obj: ...
-
-    def api_resources(self, group: str, version: str) -> list[Obj]: ...
 
 
 class Unavailable(Exception):

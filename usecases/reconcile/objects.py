@@ -16,14 +16,11 @@ from typing import Any
 
 from finops.errors import Conflict, FinOpsError, NotFound
 from finops.subscriptions import meta, ref_of
-from infra.kube import KubeClient
+from infra.kube import KubeClient as Kube
 
 log = logging.getLogger(__name__)
 
 GROUP, VERSION = "finops.stakater.com", "v1alpha1"
-
-
-Kube = KubeClient
 
 
 @dataclass

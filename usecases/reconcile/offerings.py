@@ -16,8 +16,9 @@ from typing import Any
 from finops.conditions import condition_status, set_condition
 from finops.offerings import needs_resolution, resolve
 from finops.subscriptions import Ref, meta, ref_of
+from infra.kube import KubeClient as Kube
 from infra.postgres import Database
-from usecases.reconcile.objects import Kube, ReconcileResult, fingerprint, list_kind, write_status
+from usecases.reconcile.objects import ReconcileResult, fingerprint, list_kind, write_status
 
 
 @dataclass

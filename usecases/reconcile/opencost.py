@@ -18,7 +18,8 @@ from finops.conditions import condition_status, rfc3339, set_condition
 from finops.errors import InvalidInput, NotFound
 from finops.pricebooks import PriceBook, elect_active, opencost_pricing, parse_pricebook
 from finops.subscriptions import meta, ref_of
-from usecases.reconcile.objects import GROUP, VERSION, Kube, ReconcileResult, list_kind, status_changed, write_status
+from infra.kube import KubeClient as Kube
+from usecases.reconcile.objects import GROUP, VERSION, ReconcileResult, list_kind, status_changed, write_status
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,10 @@ from typing import Any
 
 from finops.errors import InvalidInput
 from finops.subscriptions import FINALIZER, Ref, World, meta, ref_of, reference
+from infra.kube import KubeClient as Kube
 from infra.kube.discovery import Discovery, discovery_for
 from infra.postgres import Database
-from usecases.reconcile.objects import Kube, ReconcileResult, get_kind, list_kind, observed
+from usecases.reconcile.objects import ReconcileResult, get_kind, list_kind, observed
 from usecases.reconcile.offerings import Offerings, reconcile_offerings
 from usecases.reconcile.opencost import MtoTarget, OpenCostTarget, reconcile_pricebooks, reconcile_provider
 from usecases.reconcile.subscriptions import Targets, decide, mirror

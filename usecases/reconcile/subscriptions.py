@@ -19,9 +19,10 @@ from typing import Any
 from finops.conditions import condition_status, get_condition, rfc3339, set_condition
 from finops.errors import FinOpsError, NotFound
 from finops.subscriptions import FINALIZER, Ref, World, deactivation_cause, gates, meta, ref_of, reference
+from infra.kube import KubeClient as Kube
 from infra.kube.discovery import ApiResource, Discovery
 from infra.postgres import Database
-from usecases.reconcile.objects import GROUP, VERSION, Kube, ReconcileResult, fingerprint, write_status
+from usecases.reconcile.objects import GROUP, VERSION, ReconcileResult, fingerprint, write_status
 
 
 class Targets:
