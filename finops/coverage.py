@@ -18,7 +18,10 @@ without I/O, from the ledger's runs of alike hours (``LedgerRun``). Per cluster 
 - ``incomplete``: the runs of hours that are not final, oldest first, as compact ranges (first and
   last hour, both included: ``2026-11-03T00:00Z..2026-11-03T05:00Z missing``; a lost or open run
   carries its reason), ``unpriced_hours`` the same for unpriced hours, and ``lost_reasons`` the
-  lost hours per reason. A list longer than ``MAX_RANGES`` ends with ``and N more ranges (M hours)``.
+  lost hours per reason. A list longer than ``MAX_RANGES`` ends with ``and N more ranges (M hours)``;
+- ``pricing``: the pricing versions the hours were stamped with (``PricingVersion``: a PriceBook,
+  or OpenCost's own prices in a declared currency), each with its hour ranges, so a period in
+  which the source or the currency changed shows both.
 
 The coverage is *complete* when the period is over and every hour of every covered cluster is
 final and priced. A lost hour is never complete: it is a known gap, not data.
@@ -45,6 +48,16 @@ STATES = tuple(state.value for state in HourState if state is not HourState.MISS
 
 
 @dataclass(frozen=True)
+class PricingVersion:
+    """Where stamped hours' prices came from: ``source`` ``pricebook`` (``name`` the book's
+    namespace/name) or ``opencost`` (``name`` who declared it), in ``currency``."""
+
+    source: str
+    name: str
+    currency: str
+
+
+@dataclass(frozen=True)
 class LedgerRun:
     """Consecutive ledger hours of one cluster alike in state, reason, currency and pricing (a row
     of the ``report_hour_ledger`` query)."""
@@ -57,6 +70,7 @@ class LedgerRun:
     currency: str | None = None
     reason: str | None = None
     rows: int = 0  # allocation rows stored for these hours
+    pricing: PricingVersion | None = None  # the version the hours were stamped with (None: unpriced)
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -96,6 +110,7 @@ class ClusterCoverage:
     incomplete: tuple[HourRange, ...]
     unpriced_hours: tuple[HourRange, ...]
     lost_reasons: Mapping[str, int] = field(default_factory=dict)
+    pricing: tuple[tuple[PricingVersion, tuple[HourRange, ...]], ...] = ()  # each version's hours, first first
 
     @property
     def gaps(self) -> bool:
@@ -134,6 +149,15 @@ class ClusterCoverage:
             "incomplete": compact(self.incomplete),
             "unpriced_hours": compact(self.unpriced_hours),
             "lost_reasons": dict(self.lost_reasons),
+            "pricing": [
+                {
+                    "source": version.source,
+                    "name": version.name,
+                    "currency": version.currency,
+                    "hours": compact(hours),
+                }
+                for version, hours in self.pricing
+            ],
         }
 
 
@@ -230,6 +254,7 @@ def _cluster(
     index = {start: i for i, start in enumerate(starts)}
     labels = ["future" if start > current else "missing" for start in starts]
     unpriced = [False] * len(starts)
+    priced_with: list[PricingVersion | None] = [None] * len(starts)
     currencies = set(rollup or ())
     for run in runs:
         moment = truncate_to_hour(run.first)
@@ -237,6 +262,7 @@ def _cluster(
             if (i := index.get(moment)) is not None:
                 labels[i] = f"{run.state}: {run.reason}" if run.reason and run.state != "final" else run.state
                 unpriced[i] = run.unpriced
+                priced_with[i] = run.pricing if run.rows else None
             moment += HOUR
         if run.currency:
             currencies.add(run.currency.strip())
@@ -258,6 +284,18 @@ def _cluster(
         incomplete=tuple(_runs(starts, [label not in ("final", "future") for label in labels], labels)),
         unpriced_hours=tuple(_runs(starts, unpriced, [""] * len(starts))),
         lost_reasons=dict(sorted(lost_reasons.items())),
+        pricing=_pricing(starts, priced_with),
+    )
+
+
+def _pricing(
+    starts: list[datetime], priced_with: list[PricingVersion | None]
+) -> tuple[tuple[PricingVersion, tuple[HourRange, ...]], ...]:
+    """Each pricing version with the runs of hours stamped with it, in the order first used."""
+    versions = dict.fromkeys(version for version in priced_with if version is not None)
+    return tuple(
+        (version, tuple(_runs(starts, [used == version for used in priced_with], [""] * len(starts))))
+        for version in versions
     )
 
 

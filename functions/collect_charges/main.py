@@ -17,7 +17,7 @@ from infra.settings import CollectChargesSettings
 from usecases.collect_charges.service import Limits
 from usecases.collect_charges.service import collect_charges as run_charges
 from usecases.costjob_status import record_execution, require_costjob
-from usecases.reconcile.targets import mto_target, opencost_target
+from usecases.reconcile.targets import mto_target, opencost_target, pricing_setting
 from usecases.runs import Run
 
 FUNCTION = "collect_charges"
@@ -41,6 +41,7 @@ def collect_charges(request: flask.Request, s: CollectChargesSettings, run: Run)
         scheduled=scheduled,
         now=datetime.now(UTC),
         mto=mto_target(s),
+        pricing=pricing_setting(s),
         limits=Limits(s.CHARGES_CHUNK_HOURS, s.CHARGES_BATCH_ROWS, s.CHARGES_BUDGET_SECONDS),
     )
     run.counts = result.counts()

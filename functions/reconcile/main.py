@@ -21,7 +21,7 @@ from functions.limits import event_rate
 from infra.clients import database_from, kube_from
 from infra.settings import ReconcileSettings, current_secret
 from usecases.reconcile.service import parse_event_ref, reconcile_all, reconcile_event
-from usecases.reconcile.targets import mto_target, opencost_target
+from usecases.reconcile.targets import mto_target, opencost_target, pricing_setting
 from usecases.runs import Run
 
 FUNCTION = "reconcile"
@@ -44,9 +44,9 @@ def reconcile(request: flask.Request, s: ReconcileSettings, run: Run) -> flask.R
     now = datetime.now(UTC)
     kube, cluster, opencost, mto = kube_from(s), s.CLUSTER_ID, opencost_target(s), mto_target(s)
     if ref is None:
-        result = reconcile_all(kube, run.db, cluster, opencost, now, mto).result
+        result = reconcile_all(kube, run.db, cluster, opencost, now, mto, pricing_setting(s)).result
     else:
-        result = reconcile_event(kube, run.db, cluster, ref, opencost, now, mto)
+        result = reconcile_event(kube, run.db, cluster, ref, opencost, now, mto, pricing_setting(s))
     run.counts = {**result.counts(), "event_type": event_type}
     if ref is not None:
         run.counts["object"] = f"{ref.kind} {ref.namespace}/{ref.name}".replace(" /", " ")

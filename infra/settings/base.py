@@ -12,12 +12,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from finops.errors import InvalidInput, PermanentError
 from finops.hours import parse_timestamp
 from finops.labels import validate_namespace
+from finops.pricing import check_currency
 from infra.logs import redact
 
 
@@ -143,6 +144,31 @@ class KubeSettings(Settings):
 
     KUBE_TIMEOUT_SECONDS: float = Field(default=10, gt=0, le=120)
     """Timeout of one Kubernetes API request."""
+
+
+class PricingSettings(Settings):
+    """Where prices come from when there is no FinOpsProvider ``default`` (which, when it exists,
+    decides instead: docs/how-to/opencost-prices.md)."""
+
+    PRICING_SOURCE: Literal["pricebook", "opencost"] = "pricebook"
+    """``pricebook``: rows are priced by the active PriceBook (none: stored unpriced).
+    ``opencost``: OpenCost's own figures (cloud list prices or its custom pricing file) are
+    authoritative, in ``PRICING_CURRENCY``; no PriceBook is needed or rendered into OpenCost."""
+
+    PRICING_CURRENCY: str | None = None
+    """The ISO 4217 currency of OpenCost's figures (e.g. ``USD``). Required when
+    ``PRICING_SOURCE`` is ``opencost``; a PriceBook states its own."""
+
+    @field_validator("PRICING_CURRENCY")
+    @classmethod
+    def _currency_code(cls, value: str | None) -> str | None:
+        return None if value is None else as_config(check_currency, value, "PRICING_CURRENCY")
+
+    @model_validator(mode="after")
+    def _currency_when_opencost(self) -> PricingSettings:
+        if self.PRICING_SOURCE == "opencost" and self.PRICING_CURRENCY is None:
+            raise ValueError("PRICING_CURRENCY is required when PRICING_SOURCE is opencost (e.g. USD)")
+        return self
 
 
 class EventSettings(Settings):

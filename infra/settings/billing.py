@@ -10,6 +10,7 @@ from infra.settings.base import (
     EventReceiverSettings,
     KubeSettings,
     PingSettings,
+    PricingSettings,
     Settings,
 )
 
@@ -43,7 +44,7 @@ class BillingSettings(Settings):
         return value
 
 
-class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings, EventReceiverSettings):
+class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings, EventReceiverSettings, PricingSettings):
     """``reconcile``: PriceBooks, Offerings and Subscriptions on every change (ApiServerSource)."""
 
     PING_TOKEN: SecretStr
@@ -51,7 +52,7 @@ class ReconcileSettings(CommonSettings, KubeSettings, BillingSettings, EventRece
     do. Required; a secret."""
 
 
-class CollectChargesSettings(PingSettings, KubeSettings, BillingSettings):
+class CollectChargesSettings(PingSettings, KubeSettings, BillingSettings, PricingSettings):
     """``collect_charges``: prices every activated Subscription hour by hour."""
 
     OPENCOST_AGGREGATE: str = DEFAULT_AGGREGATION

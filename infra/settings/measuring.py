@@ -14,13 +14,14 @@ from infra.settings.base import (
     KubeSettings,
     OpenCostSettings,
     PingSettings,
+    PricingSettings,
     RedriveSettings,
     as_config,
     http_url,
 )
 
 
-class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings):
+class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings, PricingSettings):
     """``collect_allocations``: copies OpenCost allocations hour by hour (or computes the same rows
     from Prometheus, ``ALLOCATION_SOURCE=prometheus``)."""
 
@@ -61,6 +62,11 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, R
         if self.ALLOCATION_SOURCE == "prometheus":
             if not self.PROMETHEUS_URL:
                 raise ValueError("PROMETHEUS_URL is required when ALLOCATION_SOURCE is prometheus")
+            if self.PRICING_SOURCE == "opencost":
+                raise ValueError(
+                    "PRICING_SOURCE opencost needs ALLOCATION_SOURCE opencost: the Prometheus source has no "
+                    "prices of its own (it prices with the active PriceBook)"
+                )
             if self.OPENCOST_AGGREGATE != DEFAULT_AGGREGATION:
                 raise ValueError(
                     f"OPENCOST_AGGREGATE must be {DEFAULT_AGGREGATION} when ALLOCATION_SOURCE is prometheus "

@@ -665,6 +665,8 @@ INVALID: list[tuple[str, dict[str, Any], str, list[str]]] = [
         'unknown field "spec.onpremoptions.cloudIntegrationSecret"',
         [],
     ),
+    ("FinOpsProvider/gcp-list-prices", {"spec.gcpoptions.currency": "eur"}, "should match '^[A-Z]{3}$'", []),
+    ("FinOpsProvider/gcp-list-prices", {"spec.gcpoptions.currency": "EURO"}, "should match '^[A-Z]{3}$'", []),
 ]
 
 

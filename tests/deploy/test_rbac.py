@@ -42,7 +42,11 @@ RECONCILE = [
 EVENT = [("get_object", FINOPS, plural) for plural in ("pricebooks", "offerings", "subscriptions")]
 COSTJOB = [("get_object", FINOPS, "costjobs"), ("patch_status", FINOPS, "costjobs")]  # the CostJob a ping names
 CALLS: dict[str, list[tuple[str, str, str]]] = {
-    "collect_allocations": [("list_objects", FINOPS, "pricebooks"), *COSTJOB],  # re-drives go to on-sync as events
+    "collect_allocations": [  # re-drives go to on-sync as events
+        ("get_object", FINOPS, "finopsproviders"),  # where prices come from (finops/pricing.py)
+        ("list_objects", FINOPS, "pricebooks"),
+        *COSTJOB,
+    ],
     "on_sync": MEASURE,
     "backfill": [("list_objects", "argoproj.io", "applications"), *MEASURE],
     "cost_api": [  # rightsizing and orphaned pods (usecases/insights/workloads.py)

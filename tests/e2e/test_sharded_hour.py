@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import OpenCostUnavailable
+from finops.errors import NotFound, OpenCostUnavailable
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
 from sandbox.opencost.server import OpenCostApp, OpenCostServer
@@ -44,6 +44,9 @@ class NoKube:
 
     def list_objects(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         return []
+
+    def get_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise NotFound("no FinOpsProvider")
 
 
 class FilterIgnoringApp(OpenCostApp):

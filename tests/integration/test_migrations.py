@@ -138,6 +138,7 @@ def test_pricebook_rates_are_stored_and_read_back_exactly(db: Database) -> None:
         "fingerprint": book.fingerprint,
         "currency": book.currency,
         "valuation_mode": book.valuation_mode,
+        "source": "pricebook",
         **book.rates,
     }
     row = db.fetch_one("upsert_pricebook", **version)

@@ -70,6 +70,7 @@ def test_a_week_of_a_month_is_576_hours_missing() -> None:
                 "incomplete": ["2026-10-08T00:00Z..2026-10-31T23:00Z missing"],
                 "unpriced_hours": [],
                 "lost_reasons": {},
+                "pricing": [],  # the run names no pricing version
             }
         },
     }

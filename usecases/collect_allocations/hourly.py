@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from finops.pricing import Setting
 from infra.clients import kube_from, opencost_from, prometheus_from
 from infra.kube import KubeClient
 from infra.postgres import Database
@@ -94,6 +95,7 @@ def options_from(s: CollectAllocationsSettings) -> CollectOptions:
         budget_seconds=s.COLLECT_BUDGET_SECONDS,
         source=s.ALLOCATION_SOURCE,
         shards=ShardOptions(s.OPENCOST_SHARD_NAMESPACES, s.OPENCOST_SHARD_ABOVE_BYTES),
+        pricing=Setting(s.PRICING_SOURCE, s.PRICING_CURRENCY),
     )
 
 

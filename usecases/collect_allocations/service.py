@@ -39,13 +39,15 @@ from finops.errors import InvalidInput
 from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
 from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
 from finops.ledger import horizon as history_horizon
+from finops.pricing import Setting
 from infra.heap import relaxed_gc
+from infra.kube import KubeClient
 from infra.opencost import Assets
 from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from usecases.collect_allocations.assets import fetch_assets, store_assets
-from usecases.collect_allocations.pricing import ActivePricing, KubeReader, resolve_pricebook
+from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
 from usecases.rollups import fold_hour, rebuild_marked_days, unfold_hour
@@ -68,6 +70,9 @@ class CollectOptions:
     budget_seconds: float = 240  # work one invocation does before answering
     source: Source = "opencost"  # recorded on every row and ledger entry
     shards: ShardOptions = field(default_factory=ShardOptions)  # OPENCOST_SHARD_*: huge hours in namespace batches
+    pricing: Setting = field(
+        default_factory=Setting
+    )  # PRICING_SOURCE/PRICING_CURRENCY (when no FinOpsProvider decides)
 
 
 @dataclass
@@ -121,7 +126,7 @@ class CollectResult:
 def collect(
     db: Database,
     source: AllocationSource,
-    kube: KubeReader,
+    kube: KubeClient,
     options: CollectOptions,
     *,
     scheduled: datetime | None,
@@ -153,7 +158,7 @@ def collect(
 def collect_range(
     db: Database,
     source: AllocationSource,
-    kube: KubeReader,
+    kube: KubeClient,
     options: CollectOptions,
     *,
     start: datetime,
@@ -188,7 +193,7 @@ def collect_range(
 def _collect_hours(
     db: Database,
     source: AllocationSource,
-    kube: KubeReader,
+    kube: KubeClient,
     options: CollectOptions,
     todo: list[tuple[Hour, bool]],
     result: CollectResult,
@@ -199,7 +204,7 @@ def _collect_hours(
     progress: Progress | None = None,
 ) -> None:
     """Write ``todo`` within the time budget, then rebuild every marked day, even after a failure."""
-    pricing = resolve_pricebook(db, kube, options.cluster)
+    pricing = resolve_pricing(db, kube, options.cluster, options.pricing, options.source)
     result.pricebook, result.pricebook_id = pricing.label, pricing.pricebook_id
     if isinstance(source, PricedSource):
         source = source.priced(pricing.rates)

@@ -18,6 +18,7 @@ from typing import Any
 
 from finops.errors import FinOpsError, InvalidInput
 from finops.hours import Hour, pin_hour
+from finops.pricing import Setting
 from finops.subscriptions import Ref, meta, ref_of, reference
 from infra.kube import KubeClient as Kube
 from infra.postgres import Database
@@ -89,11 +90,12 @@ def collect_charges(
     scheduled: datetime | None,
     now: datetime,
     mto: MtoTarget | None = None,
+    pricing: Setting | None = None,
     limits: Limits = Limits(),
 ) -> ChargesResult:
     pinned = pin_hour(scheduled, now)
     result = ChargesResult(pinned_hour=pinned)
-    reconciled = reconcile_all(kube, db, cluster, opencost, now, mto)
+    reconciled = reconcile_all(kube, db, cluster, opencost, now, mto, pricing)
     result.reconcile = reconciled.result.counts()
     result.errors.update(reconciled.result.errors)
     plans = _plans(db, cluster, aggregation, reconciled, pinned, result)

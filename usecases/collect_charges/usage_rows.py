@@ -47,7 +47,7 @@ class UsageBoundary:
 def usage_row(row: Mapping[str, Any]) -> UsageRow:
     start = row["data_start"] or row["hour"]
     end = row["data_end"] or row["hour"] + HOUR
-    rates = None if row["pricebook_id"] is None else {field: row[col] for field, col in RATE_COLUMNS.items()}
+    rates = None if row["rates_id"] is None else {field: row[col] for field, col in RATE_COLUMNS.items()}
     return UsageRow(
         start=start,
         end=end,

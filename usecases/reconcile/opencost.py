@@ -1,5 +1,7 @@
 """The cluster's pricing: the active PriceBook (elected, validated, rendered into OpenCost's custom
-pricing ConfigMap, OpenCost restarted on a change) and the ``default`` FinOpsProvider.
+pricing ConfigMap, OpenCost restarted on a change) and the ``default`` FinOpsProvider, which says
+where prices come from (``finops.pricing``). When OpenCost's own prices are declared, its figures
+are authoritative: no PriceBook is rendered into its pricing ConfigMap.
 
 PriceBooks and the provider are few per cluster, so their reconcile reads them all, whichever one
 an event named: the election depends on every book.
@@ -17,6 +19,7 @@ from typing import Any
 from finops.conditions import condition_status, rfc3339, set_condition
 from finops.errors import InvalidInput, NotFound
 from finops.pricebooks import PriceBook, elect_active, opencost_pricing, parse_pricebook
+from finops.pricing import PRICEBOOK, PROVIDER_BLOCKS, PROVIDER_NAME, Declaration, Setting, declare
 from finops.subscriptions import meta, ref_of
 from infra.kube import KubeClient as Kube
 from usecases.reconcile.objects import GROUP, VERSION, ReconcileResult, list_kind, status_changed, write_status
@@ -42,6 +45,32 @@ class MtoTarget:
     plural: str
     namespace: str
     name: str
+
+
+@dataclass(frozen=True)
+class Provider:
+    """The ``default`` FinOpsProvider (None: there is none) and the pricing it, or the settings
+    without it, declare (an ``InvalidInput`` when the declaration cannot be used)."""
+
+    obj: dict[str, Any] | None
+    pricing: Declaration | InvalidInput
+
+    @property
+    def renders_pricebook(self) -> bool:
+        """Whether the active PriceBook drives OpenCost's prices (else OpenCost's are authoritative)."""
+        return isinstance(self.pricing, Declaration) and self.pricing.source == PRICEBOOK
+
+
+def read_provider(kube: Kube, setting: Setting | None) -> Provider:
+    """The FinOpsProvider and its declaration; ``setting`` (None: the defaults) decides without one."""
+    try:
+        obj = kube.get_object(GROUP, VERSION, "finopsproviders", None, PROVIDER_NAME)
+    except NotFound:
+        obj = None
+    try:
+        return Provider(obj, declare(obj, setting or Setting()))
+    except InvalidInput as exc:
+        return Provider(obj, exc)
 
 
 def reconcile_pricebooks(kube: Kube, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult) -> None:
@@ -119,24 +148,33 @@ def _render_pricing(kube: Kube, target: OpenCostTarget, document: dict[str, str]
     return True
 
 
-PROVIDER_BLOCKS = ("awsoptions", "gcpoptions", "azureoptions", "onpremoptions")
-
-
 def reconcile_provider(
-    kube: Kube, mto: MtoTarget | None, opencost: OpenCostTarget | None, now: datetime, result: ReconcileResult
+    kube: Kube,
+    found: Provider,
+    mto: MtoTarget | None,
+    opencost: OpenCostTarget | None,
+    now: datetime,
+    result: ReconcileResult,
 ) -> None:
     """The ``default`` FinOpsProvider. With MTO, patch its OpenCost resource on a real diff and
-    restart OpenCost (unless this run already did); without, OpenCost follows the PriceBook path.
-    Unlike the operator, its status says what happened, and why nothing was applied."""
-    try:
-        provider = kube.get_object(GROUP, VERSION, "finopsproviders", None, "default")
-    except NotFound:
+    restart OpenCost (unless this run already did); without, OpenCost follows the PriceBook path
+    or, with OpenCost's prices declared, is left alone. Unlike the operator, its status says what
+    happened, why nothing was applied, and which pricing source and currency are active."""
+    provider = found.obj
+    if provider is None:
         return
     spec = provider.get("spec") or {}
     blocks = [name for name in PROVIDER_BLOCKS if spec.get(name)]
-    ready, reason, message = True, "Synced", "nothing to apply: MTO_ENABLED is not true (PriceBooks drive OpenCost)"
+    pricing = found.pricing
+    if isinstance(pricing, Declaration) and pricing.source != PRICEBOOK:
+        applied = f"prices come from OpenCost, in {pricing.currency} (no PriceBook is rendered into OpenCost)"
+    else:
+        applied = "PriceBooks drive OpenCost"
+    ready, reason, message = True, "Synced", f"nothing to apply: MTO_ENABLED is not true ({applied})"
     if len(blocks) != 1:
         ready, reason, message = False, "ValidationError", "exactly one provider block must be set"
+    elif isinstance(pricing, InvalidInput):
+        ready, reason, message = False, "InvalidPricing", pricing.message
     elif mto is not None:
         block = spec[blocks[0]] or {}
         secret = block.get("cloudIntegrationSecret")
@@ -177,6 +215,8 @@ def reconcile_provider(
         "observedGeneration": meta(provider).get("generation"),
         "lastSyncTime": rfc3339(now),
         "conditions": conditions,
+        "pricingSource": pricing.source if isinstance(pricing, Declaration) else None,
+        "currency": pricing.currency if isinstance(pricing, Declaration) else None,
     }
     if status_changed(provider, {k: v for k, v in status.items() if k != "lastSyncTime"}):
         write_status(kube, "finopsproviders", provider, status, result)

@@ -21,13 +21,20 @@ from datetime import datetime
 from typing import Any
 
 from finops.errors import InvalidInput
+from finops.pricing import Setting
 from finops.subscriptions import FINALIZER, Ref, World, meta, ref_of, reference
 from infra.kube import KubeClient as Kube
 from infra.kube.discovery import Discovery, discovery_for
 from infra.postgres import Database
 from usecases.reconcile.objects import ReconcileResult, get_kind, list_kind, observed
 from usecases.reconcile.offerings import Offerings, reconcile_offerings
-from usecases.reconcile.opencost import MtoTarget, OpenCostTarget, reconcile_pricebooks, reconcile_provider
+from usecases.reconcile.opencost import (
+    MtoTarget,
+    OpenCostTarget,
+    read_provider,
+    reconcile_pricebooks,
+    reconcile_provider,
+)
 from usecases.reconcile.subscriptions import Targets, decide, mirror
 
 log = logging.getLogger(__name__)
@@ -53,11 +60,14 @@ def reconcile_all(
     opencost: OpenCostTarget | None,
     now: datetime,
     mto: MtoTarget | None = None,
+    pricing: Setting | None = None,
 ) -> Reconciled:
-    """Everything, in dependency order: PriceBooks, the provider, Offerings, Subscriptions."""
+    """Everything, in dependency order: PriceBooks, the provider, Offerings, Subscriptions.
+    ``pricing`` (``PRICING_SOURCE``) decides where prices come from when no FinOpsProvider does."""
     result = ReconcileResult()
-    reconcile_pricebooks(kube, opencost, now, result)
-    reconcile_provider(kube, mto, opencost, now, result)
+    provider = read_provider(kube, pricing)
+    reconcile_pricebooks(kube, opencost if provider.renders_pricebook else None, now, result)
+    reconcile_provider(kube, provider, mto, opencost, now, result)
     offerings = reconcile_offerings(kube, db, cluster, now, result)
     listed = {ref_of(s): s for s in list_kind(kube, "subscriptions")}
     targets = Targets(kube, discovery_for(kube), bulk=True)
@@ -106,6 +116,7 @@ def reconcile_event(
     opencost: OpenCostTarget | None,
     now: datetime,
     mto: MtoTarget | None = None,
+    pricing: Setting | None = None,
 ) -> ReconcileResult:
     """The object ``ref`` names and what depends on it (see the module's docstring)."""
     result = ReconcileResult()
@@ -122,9 +133,11 @@ def reconcile_event(
         return result
     # A PriceBook or an Offering: the books and Offerings are few, and an Offering's readiness
     # follows the active book and the Offerings it requires, so all of them are re-resolved.
-    reconcile_pricebooks(kube, opencost if ref.kind == "PriceBook" else None, now, result)
-    if ref.kind == "PriceBook":
-        reconcile_provider(kube, mto, opencost, now, result)
+    provider = read_provider(kube, pricing) if ref.kind == "PriceBook" else None
+    render = opencost if provider is not None and provider.renders_pricebook else None
+    reconcile_pricebooks(kube, render, now, result)
+    if provider is not None:
+        reconcile_provider(kube, provider, mto, opencost, now, result)
     offerings = reconcile_offerings(kube, db, cluster, now, result)
     changed = offerings.changed | ({(ref.namespace, ref.name)} if ref.kind == "Offering" and obj is None else set())
     events.offerings.update(offerings.objects)

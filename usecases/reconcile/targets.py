@@ -1,9 +1,11 @@
 """Where reconciliation writes outside our CRDs, from the billing settings both ``reconcile`` and
-``collect_charges`` share: OpenCost's pricing ConfigMap and Deployment, and the MTO resource."""
+``collect_charges`` share: OpenCost's pricing ConfigMap and Deployment, and the MTO resource; and
+where prices come from when no FinOpsProvider says."""
 
 from __future__ import annotations
 
-from infra.settings import BillingSettings
+from finops.pricing import Setting
+from infra.settings import BillingSettings, PricingSettings
 from usecases.reconcile.opencost import MtoTarget, OpenCostTarget
 
 
@@ -20,3 +22,8 @@ def mto_target(s: BillingSettings) -> MtoTarget | None:
         return None
     group, version, plural, namespace, name = s.MTO_OPENCOST.split("/")
     return MtoTarget(group, version, plural, namespace, name)
+
+
+def pricing_setting(s: PricingSettings) -> Setting:
+    """``PRICING_SOURCE`` and ``PRICING_CURRENCY``."""
+    return Setting(s.PRICING_SOURCE, s.PRICING_CURRENCY)

@@ -26,6 +26,7 @@ from finops.chargeback import CostRow, IdleRow, LineKey, Period, Report, allocat
 from finops.coverage import (
     Coverage,
     LedgerRun,
+    PricingVersion,
     build_coverage,
     covered_clusters,
     require_complete,
@@ -102,6 +103,7 @@ def period_coverage(db: Database, query: ReportQuery, policy: Policy | None = No
             r["currency"],
             r["reason"],
             int(r["row_count"] or 0),
+            _version(r),
         )
         for r in ledger
     ]
@@ -116,6 +118,13 @@ def period_coverage(db: Database, query: ReportQuery, policy: Policy | None = No
     if query.require_complete or (policy is not None and policy.require_complete):
         require_complete(coverage)
     return coverage
+
+
+def _version(row: dict[str, Any]) -> PricingVersion | None:
+    """The pricing version a ``report_hour_ledger`` run was stamped with (None: unpriced)."""
+    if row["pricing_source"] is None or row["currency"] is None:
+        return None
+    return PricingVersion(row["pricing_source"], row["pricing_name"], row["currency"])
 
 
 def chargeback(

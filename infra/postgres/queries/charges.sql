@@ -12,14 +12,15 @@ WHERE cluster = %(cluster)s AND subscription_uid = ANY(%(uids)s::text[]);
 
 -- name: usage_rows
 -- Allocation rows of (namespace, [start, end)) windows, disjoint per namespace, with the exact
--- rates (currency units) of the PriceBook version each row was stamped with.
+-- rates (currency units) of the PriceBook version each row was stamped with. A row priced with
+-- OpenCost's own prices has no rates (rates_id NULL): metered usage needs a PriceBook's.
 SELECT a.hour, a.namespace, a.controller_kind, a.controller, a.pod, a.data_start, a.data_end,
        a.cpu_core_usage_avg, a.ram_byte_usage_avg, a.pv_byte_hours, a.network_transfer_bytes,
-       a.network_receive_bytes, a.gpu_hours, a.minutes, a.currency, a.pricebook_id,
+       a.network_receive_bytes, a.gpu_hours, a.minutes, a.currency, a.pricebook_id, p.id AS rates_id,
        p.cpu_hour, p.ram_gb_hour, p.pv_gb_hour, p.gpu_hour, p.network_gib
 FROM unnest(%(namespaces)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[]) AS w(namespace, first, stop)
 JOIN provider_allocations a ON a.namespace = w.namespace AND a.hour >= w.first AND a.hour < w.stop
-LEFT JOIN pricebooks p ON p.id = a.pricebook_id
+LEFT JOIN pricebooks p ON p.id = a.pricebook_id AND p.source = 'pricebook'
 WHERE a.cluster = %(cluster)s AND a.aggregation = %(aggregation)s AND a.entry_kind = 'workload';
 
 -- name: charge_totals

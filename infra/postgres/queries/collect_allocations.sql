@@ -1,11 +1,12 @@
 -- Named queries of collect allocations: each under a "-- name: <name>" header; parameters are %(name)s.
 
 -- name: upsert_pricebook
-INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode,
+-- A pricing version: a PriceBook's rates, or (source 'opencost') OpenCost's figures in a currency.
+INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, source,
                         cpu_hour, spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour,
                         network_gib, lb_hour)
 VALUES (%(cluster)s, %(namespace)s, %(name)s, %(uid)s, %(fingerprint)s, %(currency)s, %(valuation_mode)s,
-        %(cpuHour)s, %(spotCPUHour)s, %(ramGbHour)s, %(spotRAMGbHour)s, %(pvGbHour)s, %(gpuHour)s,
+        %(source)s, %(cpuHour)s, %(spotCPUHour)s, %(ramGbHour)s, %(spotRAMGbHour)s, %(pvGbHour)s, %(gpuHour)s,
         %(networkGiB)s, %(lbHour)s)
 ON CONFLICT (cluster, namespace, name, fingerprint) DO UPDATE SET uid = EXCLUDED.uid
 RETURNING id;

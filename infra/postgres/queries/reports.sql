@@ -33,21 +33,26 @@ ORDER BY day, owner;
 
 -- name: report_hour_ledger
 -- A report's coverage (finops.coverage): the hour ledger over [start, end) as runs of consecutive
--- hours of one cluster alike in state, reason, currency and pricing (unpriced: rows, no currency).
-SELECT cluster, state, reason, currency, unpriced, min(hour) AS first, max(hour) AS last,
-       sum(row_count)::bigint AS row_count
+-- hours of one cluster alike in state, reason, currency and pricing (unpriced: rows, no currency),
+-- with the pricing version they were stamped with (its source and name; none when unpriced).
+SELECT ledger.cluster, state, reason, ledger.currency, unpriced, min(hour) AS first, max(hour) AS last,
+       sum(row_count)::bigint AS row_count, p.source AS pricing_source,
+       CASE WHEN p.namespace = '' THEN p.name ELSE p.namespace || '/' || p.name END AS pricing_name
 FROM (
-    SELECT cluster, state, reason, btrim(currency) AS currency, row_count, hour,
+    SELECT cluster, state, reason, btrim(currency) AS currency, row_count, hour, pricebook_id,
            (row_count > 0 AND currency IS NULL) AS unpriced,
            hour - interval '1 hour' * row_number() OVER (
-               PARTITION BY cluster, state, reason, currency, (row_count > 0 AND currency IS NULL) ORDER BY hour
+               PARTITION BY cluster, state, reason, currency, pricebook_id, (row_count > 0 AND currency IS NULL)
+               ORDER BY hour
            ) AS run
     FROM allocation_hours
     WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
       AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
 ) ledger
-GROUP BY cluster, state, reason, currency, unpriced, run
-ORDER BY cluster, first;
+LEFT JOIN pricebooks p ON p.id = ledger.pricebook_id
+GROUP BY ledger.cluster, state, reason, ledger.currency, unpriced, run, ledger.pricebook_id, p.source, p.namespace,
+         p.name
+ORDER BY ledger.cluster, first;
 
 -- name: report_rollup_clusters
 -- The clusters with daily rollups over [start, end) (days), the currencies their rows are priced
