@@ -84,7 +84,7 @@ def declare(provider: Mapping[str, Any] | None, setting: Setting) -> Declaration
         return Declaration("opencost", check_currency(setting.currency, "PRICING_CURRENCY"), "PRICING_SOURCE")
     spec = provider.get("spec")
     spec = spec if isinstance(spec, Mapping) else {}
-    blocks = [name for name in PROVIDER_BLOCKS if spec.get(name)]
+    blocks = [name for name in PROVIDER_BLOCKS if spec.get(name) is not None]  # set, even empty (as CEL has())
     if len(blocks) != 1:
         raise InvalidInput(f"FinOpsProvider {PROVIDER_NAME}: spec must set exactly one of {', '.join(PROVIDER_BLOCKS)}")
     block = spec[blocks[0]]

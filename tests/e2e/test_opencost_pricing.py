@@ -12,7 +12,9 @@ cloud-priced answers of a small scenario, a sandbox Kubernetes API holding no Pr
 - a switch of pricing source inside a period (PriceBook -> OpenCost, OpenCost -> FinOpsProvider)
   in one currency: the report is made and its coverage lists both versions with their hours;
 - mixed currencies inside one cluster's period are refused, OpenCost's first or the PriceBook's
-  first.
+  first;
+- ``reconcile`` renders no PriceBook into OpenCost's pricing ConfigMap while OpenCost's prices are
+  declared, and the FinOpsProvider's status says the source and currency (or why it cannot be used).
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
+from sandbox.localstack import Stack, serve_function
+from tests.logs import LOG_DIR as TEST_LOGS
 
 FINOPS = "finops.stakater.com/v1alpha1"
 CENT = Decimal("0.01")
+CONFIGMAP = "finops-operator-custom-pricing-configs"  # OPENCOST_PRICING_CONFIGMAP's default
 CLUSTER = "oc"
 # Prices exact in binary, so the sandbox's float arithmetic is exact too.
 CPU_HOURLY, RAM_HOURLY = Decimal("0.0625"), Decimal("0.0078125")
@@ -286,3 +292,50 @@ def test_mixed_currencies_in_one_clusters_period_are_refused(
         out = chargeback(database_url, policy(tmp_path, currency))
         assert out.returncode != 0 and out.stdout == "", out.stdout
         assert "the period mixes currencies" in out.stderr and "EUR, USD" in out.stderr, out.stderr
+
+
+def test_reconcile_leaves_opencosts_pricing_alone_and_says_the_source_in_the_providers_status(
+    database_url: str, opencost: sandbox_opencost.OpenCostServer, cluster: sandbox_kube.KubeServer
+) -> None:
+    store = cluster.store
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "opencost"}}
+    deployment = {  # restarted when its pricing changes
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "opencost", "namespace": "opencost"},
+        "spec": {"selector": {"matchLabels": {"app": "opencost"}}, "template": {"metadata": {}}},
+    }
+    store.apply_manifests([namespace, deployment, book("USD"), provider({"gcpoptions": {"currency": "EUR"}})])
+    world = Stack(database_url, opencost.url, cluster.url, "t", CLUSTER, log_dir=TEST_LOGS)
+    with serve_function(world, "reconcile") as url:
+
+        def full_pass() -> dict[str, Any]:
+            answer = httpx.post(url, json={}, headers={"Authorization": "Bearer t"}, timeout=30)
+            assert answer.status_code == 200, answer.text
+            status = store.get(FINOPS, "finopsproviders", None, "default")
+            assert status is not None
+            return dict(status["status"])
+
+        status = full_pass()  # OpenCost's prices: the active PriceBook is not rendered into OpenCost
+        assert store.get("v1", "configmaps", "opencost", CONFIGMAP) is None
+        assert (status["pricingSource"], status["currency"], status["conditions"][0]["status"]) == (
+            "opencost",
+            "EUR",
+            "True",
+        )
+        assert "prices come from OpenCost, in EUR" in status["conditions"][0]["message"]
+
+        store.patch(FINOPS, "finopsproviders", None, "default", {"spec": {"gcpoptions": {"currency": None}}})
+        status = full_pass()  # unusable: not ready, naming the field; still nothing rendered
+        assert store.get("v1", "configmaps", "opencost", CONFIGMAP) is None
+        assert status["conditions"][0]["reason"] == "InvalidPricing" and "pricingSource" not in status
+        assert "spec.gcpoptions.currency: required" in status["conditions"][0]["message"]
+
+        store.patch(
+            FINOPS, "finopsproviders", None, "default", {"spec": {"gcpoptions": {"pricingModelSource": "Pricebook"}}}
+        )
+        status = full_pass()  # the PriceBook path: the book is rendered, as before
+        assert (status["pricingSource"], status.get("currency")) == ("pricebook", None)
+        rendered = store.get("v1", "configmaps", "opencost", CONFIGMAP)
+        assert rendered is not None and '"CPU": "0.05"' in rendered["data"]["default.json"]
+    store.delete("v1", "configmaps", "opencost", CONFIGMAP)

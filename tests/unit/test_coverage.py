@@ -19,6 +19,7 @@ import pytest
 
 from finops.coverage import (
     LedgerRun,
+    PricingVersion,
     build_coverage,
     covered_clusters,
     day_ranges,
@@ -195,3 +196,29 @@ def test_ledger_runs_are_checked() -> None:
         LedgerRun("prod-eu", "final", at(2), at(1))
     with pytest.raises(ValueError, match="timezone"):
         build_coverage(OCTOBER, ["prod-eu"], [], now=datetime(2026, 12, 1))
+
+
+def test_the_pricing_versions_of_a_period_are_listed_with_their_hours_in_the_order_first_used() -> None:
+    book = PricingVersion("pricebook", "finops/standard", "EUR")
+    opencost = PricingVersion("opencost", "PRICING_SOURCE", "EUR")
+    runs = [
+        run(at(1), at(9, 23), pricing=book),
+        run(at(10), at(19, 23), pricing=opencost),
+        run(at(20), at(31, 23), pricing=book),
+    ]
+    coverage = build_coverage(OCTOBER, ["prod-eu"], runs, now=AFTER)
+    assert coverage.complete  # a switch of source in one currency is no gap
+    assert coverage.as_document()["clusters"]["prod-eu"]["pricing"] == [  # type: ignore[index]
+        {
+            "source": "pricebook",
+            "name": "finops/standard",
+            "currency": "EUR",
+            "hours": ["2026-10-01T00:00Z..2026-10-09T23:00Z", "2026-10-20T00:00Z..2026-10-31T23:00Z"],
+        },
+        {
+            "source": "opencost",
+            "name": "PRICING_SOURCE",
+            "currency": "EUR",
+            "hours": ["2026-10-10T00:00Z..2026-10-19T23:00Z"],
+        },
+    ]

@@ -164,7 +164,7 @@ def reconcile_provider(
     if provider is None:
         return
     spec = provider.get("spec") or {}
-    blocks = [name for name in PROVIDER_BLOCKS if spec.get(name)]
+    blocks = [name for name in PROVIDER_BLOCKS if spec.get(name) is not None]  # set, even empty (as CEL has())
     pricing = found.pricing
     if isinstance(pricing, Declaration) and pricing.source != PRICEBOOK:
         applied = f"prices come from OpenCost, in {pricing.currency} (no PriceBook is rendered into OpenCost)"
