@@ -28,6 +28,8 @@ from sandbox.processes import dies_with_parent, free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sandbox" / "demo"
+DEMO_CURRENCY = "USD"  # the demo scenario's node prices (OpenCost's list prices) and policy's currency
+PRICEBOOKS = "finops.stakater.com/v1alpha1"
 
 
 def functions_framework_command(target: str, port: int, root: Path = ROOT) -> list[str]:
@@ -46,6 +48,7 @@ class Stack:
     function_urls: dict[str, str] = field(default_factory=dict)
     log_dir: Path = ROOT / ".local" / "logs"
     prometheus_url: str | None = None  # set: collect_allocations computes from Prometheus
+    opencost_currency: str | None = None  # set: priced with OpenCost's own prices (PRICING_SOURCE=opencost)
 
     def function_env(self, target: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in {"FUNCTION_TARGET", "SCHEDULED_TIMESTAMP"}}
@@ -63,6 +66,8 @@ class Stack:
         )
         if self.prometheus_url:  # the generated series start at the first pinged hour: no lookback before it
             env.update(ALLOCATION_SOURCE="prometheus", PROMETHEUS_URL=self.prometheus_url, HOURS_LOOKBACK="0")
+        if self.opencost_currency:
+            env.update(PRICING_SOURCE="opencost", PRICING_CURRENCY=self.opencost_currency)
         env.update(extra)
         return env
 
@@ -105,11 +110,14 @@ def serve_function(stack: Stack, target: str, root: Path = ROOT, /, **extra_env:
 
 
 @contextlib.contextmanager
-def local_stack(first: datetime, hours: int, *, source: str = "opencost") -> Iterator[Stack]:
+def local_stack(
+    first: datetime, hours: int, *, source: str = "opencost", pricing: str = "pricebook"
+) -> Iterator[Stack]:
     """Start the whole local world; everything stops when the block exits. With ``source``
     ``prometheus``, Debian's Prometheus also serves a generated world's series (the ``hours`` hours
     from ``first``, built under ``.local/prometheus``) and collect_allocations reads it instead of
-    OpenCost."""
+    OpenCost. With ``pricing`` ``opencost`` the cluster has no PriceBook: the functions price with
+    OpenCost's own prices, declared in ``DEMO_CURRENCY``."""
     with contextlib.ExitStack() as stack:
         dsn = os.environ.get("DATABASE_URL") or stack.enter_context(embedded_postgres())
         db = connect(dsn)
@@ -118,6 +126,9 @@ def local_stack(first: datetime, hours: int, *, source: str = "opencost") -> Ite
         scenario = sandbox_opencost.load_scenario(DEMO / "scenario.yaml")
         opencost = stack.enter_context(sandbox_opencost.serve(scenario))
         kube = stack.enter_context(sandbox_kube.serve(seed_dir=DEMO / "kube", objects=cluster_objects(scenario)))
+        if pricing == "opencost":
+            for book in kube.store.list(PRICEBOOKS, "pricebooks"):
+                kube.store.delete(PRICEBOOKS, "pricebooks", book["metadata"]["namespace"], book["metadata"]["name"])
         prometheus_url = None
         if source == "prometheus":
             # The pinged hours, the last one whole (its pods' events fall in the first four).
@@ -130,4 +141,5 @@ def local_stack(first: datetime, hours: int, *, source: str = "opencost") -> Ite
             ping_token=secrets.token_urlsafe(24),
             cluster="demo",
             prometheus_url=prometheus_url,
+            opencost_currency=DEMO_CURRENCY if pricing == "opencost" else None,
         )

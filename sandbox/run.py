@@ -1,6 +1,7 @@
 """The local demo behind ``make run`` (``finops run``), on ``sandbox.localstack``: ``DESCRIPTION``.
 
-Run from the checkout: ``python -m sandbox.run [--once] [--hours 24] [--source opencost|prometheus]``.
+Run from the checkout: ``python -m sandbox.run [--once] [--hours 24] [--source opencost|prometheus]
+[--pricing pricebook|opencost]``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def print_cost_table(database_url: str, cluster: str, start: datetime, end: date
 def run(args: argparse.Namespace) -> int:
     last = truncate_to_hour(datetime.now(UTC))  # pinned once: a run across an hour pings the same hours
     first = last - timedelta(hours=args.hours - 1)
-    with local_stack(first, args.hours, source=args.source) as stack, contextlib.ExitStack() as functions:
+    with (
+        local_stack(first, args.hours, source=args.source, pricing=args.pricing) as stack,
+        contextlib.ExitStack() as functions,
+    ):
         for target in sorted(TARGETS, key=lambda t: t != "on_sync"):  # on_sync first: others re-drive to it
             redrive = {"ON_SYNC_URL": stack.function_urls["on_sync"]} if target != "on_sync" else {}
             if target == "cost_api":  # the UI extension's chargeback (demo policy), CI's estimates
@@ -136,7 +140,9 @@ examples:
   finops run --once
       the same steps, then stop instead of serving (exit 1 if a ping failed)
   finops run --hours 6 --source prometheus
-      six hours computed from Prometheus series instead of OpenCost (needs prometheus installed)"""
+      six hours computed from Prometheus series instead of OpenCost (needs prometheus installed)
+  finops run --once --pricing opencost
+      no PriceBook in the cluster: priced with OpenCost's own (list) prices, declared in USD"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,11 +160,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="opencost",
         help="collect_allocations' ALLOCATION_SOURCE (default: opencost)",
     )
+    parser.add_argument(
+        "--pricing",
+        choices=("pricebook", "opencost"),
+        default="pricebook",
+        help="PRICING_SOURCE: the demo's active PriceBook, or no PriceBook and OpenCost's own prices "
+        "(default: pricebook)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.pricing == "opencost" and args.source == "prometheus":  # PRICING_SOURCE's own rule
+        parser.error("--pricing opencost needs --source opencost: Prometheus has no prices of its own")
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -339,3 +340,38 @@ def test_reconcile_leaves_opencosts_pricing_alone_and_says_the_source_in_the_pro
         rendered = store.get("v1", "configmaps", "opencost", CONFIGMAP)
         assert rendered is not None and '"CPU": "0.05"' in rendered["data"]["default.json"]
     store.delete("v1", "configmaps", "opencost", CONFIGMAP)
+
+
+def test_finops_run_with_opencost_prices_prints_the_chargeback_with_no_pricebook(
+    database_url: str, db: Database
+) -> None:
+    """``finops run --once --pricing opencost``: the demo cluster without its PriceBooks, every
+    hour priced and stamped with the OpenCost pricing version in the declared USD."""
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("finops")), "run", "--once", "--hours", "2", "--pricing", "opencost"],
+        env={**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert len(re.findall(r"^  \S+Z  HTTP 200  success  rows=\d+$", out, re.MULTILINE)) == 2, out
+    assert re.search(r"^Cost per team and namespace, cluster demo, .* UTC \(USD\)$", out, re.MULTILINE), out
+    assert re.search(r"^TOTAL\s+[1-9][\d.]*$", out, re.MULTILINE), out
+    with db.connection() as conn:
+        versions = conn.execute("SELECT source, name, currency FROM pricebooks").fetchall()
+        unpriced = conn.execute("SELECT count(*) AS n FROM allocation_hours WHERE currency IS NULL").fetchone()
+    assert versions == [{"source": "opencost", "name": "PRICING_SOURCE", "currency": "USD"}]
+    assert unpriced == {"n": 0}
+
+
+def test_finops_run_refuses_opencost_prices_with_the_prometheus_source() -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("finops")), "run", "--pricing", "opencost", "--source", "prometheus"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2 and "--pricing opencost needs --source opencost" in done.stderr, done.stderr
