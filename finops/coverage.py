@@ -333,7 +333,8 @@ def require_priced(coverage: Coverage, currency: str | None, unpriced_days: Mapp
         taken = f" and are never counted as {currency}" if currency else ""
         raise IncompleteData(
             f"refused: unpriced allocations (collected while no PriceBook was active) have no currency{taken}: "
-            f"{'; '.join(found)}. Activate a PriceBook, then re-collect those hours (hours already collected "
+            f"{'; '.join(found)}. Activate a PriceBook (or declare OpenCost's own prices: PRICING_SOURCE=opencost), "
+            "then re-collect those hours (hours already collected "
             "are re-priced only when they are collected again)",
             coverage=coverage.as_document(),
         )
