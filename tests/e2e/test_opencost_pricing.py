@@ -13,6 +13,7 @@ cloud-priced answers of a small scenario, a sandbox Kubernetes API holding no Pr
   in one currency: the report is made and its coverage lists both versions with their hours;
 - mixed currencies inside one cluster's period are refused, OpenCost's first or the PriceBook's
   first;
+- ``describe_pricing`` (what ``finops doctor`` shows) reads the source and currency, writing nothing;
 - ``reconcile`` renders no PriceBook into OpenCost's pricing ConfigMap while OpenCost's prices are
   declared, and the FinOpsProvider's status says the source and currency (or why it cannot be used).
 """
@@ -33,12 +34,15 @@ from typing import Any
 import httpx
 import pytest
 
+from finops.pricing import Setting
+from infra.kube import KubeClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
 from sandbox.localstack import Stack, serve_function
 from tests.logs import LOG_DIR as TEST_LOGS
+from usecases.collect_allocations.pricing import describe_pricing
 
 FINOPS = "finops.stakater.com/v1alpha1"
 CENT = Decimal("0.01")
@@ -375,3 +379,17 @@ def test_finops_run_refuses_opencost_prices_with_the_prometheus_source() -> None
         check=False,
     )
     assert done.returncode == 2 and "--pricing opencost needs --source opencost" in done.stderr, done.stderr
+
+
+def test_describe_pricing_says_the_source_and_currency_without_writing(cluster: sandbox_kube.KubeServer) -> None:
+    """What ``finops doctor`` shows: read from the cluster and the settings, no database at all."""
+    kube = KubeClient.from_url(cluster.url)
+    view = describe_pricing(kube, Setting())
+    assert (view.source, view.currency, view.label) == ("pricebook", None, None)
+    assert view.warning == "no PriceBook in the cluster: rows are stored unpriced"
+    cluster.store.apply_manifests([book("USD")])
+    view = describe_pricing(kube, Setting())
+    assert (view.source, view.currency, view.label, view.warning) == ("pricebook", "USD", "finops/standard", None)
+    cluster.store.apply_manifests([provider({"onpremoptions": {"pricingModelSource": "custom", "currency": "CHF"}})])
+    view = describe_pricing(kube, Setting())  # the provider wins over the book and the settings
+    assert (view.source, view.currency, view.label) == ("opencost", "CHF", "opencost (FinOpsProvider default)")

@@ -4,13 +4,16 @@ against a real PostgreSQL):
 
 - a missing hour before final ones (a gap) stops finality at the gap, even when later hours are
   final; a lost hour counts as settled; the pinned hour is never final;
-- rows collected without a PriceBook are not charged and are counted on the charge rows.
+- rows collected without a PriceBook, or priced with OpenCost's own prices (a version without
+  rates), are not charged and are counted on the charge rows.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from finops.hours import HOUR, Hour
 from infra.postgres import Database
@@ -29,13 +32,15 @@ SUB: dict[str, Any] = {
 OFFERING = {"spec": {"pricing": {"resourcePricing": [{"name": "cpuHour"}]}}}
 
 
-def ledger(db: Database, states: dict[datetime, str], *, priced: bool = True) -> None:
-    """Ledger hours in the given states, each with one row of web using 2 cores (rate 0.5/h)."""
+def ledger(db: Database, states: dict[datetime, str], *, priced: bool = True, source: str = "pricebook") -> None:
+    """Ledger hours in the given states, each with one row of web using 2 cores (rate 0.5/h; with
+    ``source`` opencost, a version that states the rate but is not a PriceBook's)."""
     with db.connection() as conn:
         book = conn.execute(
-            "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, cpu_hour,"
-            " spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib)"
-            " VALUES ('c', 'finops', 'b', 'u', 'f', 'USD', 'currency', 0.5, 0, 0, 0, 0, 0, 0) RETURNING id"
+            "INSERT INTO pricebooks (cluster, namespace, name, uid, fingerprint, currency, valuation_mode, source,"
+            " cpu_hour, spot_cpu_hour, ram_gb_hour, spot_ram_gb_hour, pv_gb_hour, gpu_hour, network_gib)"
+            " VALUES ('c', 'finops', 'b', 'u', 'f', 'USD', 'currency', %s, 0.5, 0, 0, 0, 0, 0, 0) RETURNING id",
+            (source,),
         ).fetchone()
         assert book is not None
         conn.execute("SELECT finops_ensure_allocation_partition(%s)", (PINNED.start,))
@@ -89,8 +94,9 @@ def test_lost_hours_are_settled_and_the_pinned_hour_stays_open(db: Database) -> 
     assert not rows[PINNED.start]["is_finalized"]
 
 
-def test_usage_rows_without_a_rate_are_counted_not_silently_charged(db: Database) -> None:
-    ledger(db, {h(n): "final" for n in range(1, 7)}, priced=False)
+@pytest.mark.parametrize("stamp", [{"priced": False}, {"source": "opencost"}], ids=["unpriced", "opencost-prices"])
+def test_usage_rows_without_a_rate_are_counted_not_silently_charged(db: Database, stamp: dict[str, Any]) -> None:
+    ledger(db, {h(n): "final" for n in range(1, 7)}, **stamp)
     item, rows = price(db)
     assert item.unpriced_rows == 6
     assert {row["amount_micros"] for row in rows.values()} == {0}
