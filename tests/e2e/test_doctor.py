@@ -132,9 +132,11 @@ def rows(db: Database) -> dict[str, Any]:
         }
 
 
-def test_a_working_install_is_ok(collected: Database, env: dict[str, str]) -> None:
-    before = rows(collected)
-    outcome, checks = doctor(env)
+def test_a_working_install_is_ok(collected: Database, env: dict[str, str], kube: sandbox_kube.KubeServer) -> None:
+    before, revision = rows(collected), kube.store.list_in(kube.store.registry.by_plural("", "pods"), "v1", None)[1]
+    # A read-only session: any write the doctor tried would fail its check.
+    read_only = psycopg.conninfo.make_conninfo(env["DATABASE_URL"], options="-c default_transaction_read_only=on")
+    outcome, checks = doctor({**env, "DATABASE_URL": read_only})
     assert outcome.returncode == 0
     assert set(checks) == {
         "database",
@@ -159,6 +161,7 @@ def test_a_working_install_is_ok(collected: Database, env: dict[str, str]) -> No
     status, detail = checks["owner labels"]  # the scenario's namespace legacy has no owner label
     assert status == "WARN" and "% of the last 7 days' cost is in 1 namespaces without the owner label" in detail
     assert rows(collected) == before  # read-only
+    assert kube.store.list_in(kube.store.registry.by_plural("", "pods"), "v1", None)[1] == revision
 
 
 def test_text_output_is_one_line_per_check(collected: Database, env: dict[str, str]) -> None:
