@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from cli.doctor import add_commands as add_doctor_commands
 from cli.ledger import add_commands as add_ledger_commands
 from cli.ops import add_commands as add_ops_commands
 from cli.ops import bearer_post, ping_token
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_ledger_commands(sub)
     add_ops_commands(sub)
+    add_doctor_commands(sub)
     return plain_help(parser)
 
 

@@ -259,7 +259,11 @@ OTHER_VARIABLES = (
 )
 
 # The finops modules that load a settings class, and the command that does it.
-CLI_READERS = {"database.py": "`finops` database commands", "ledger.py": "`finops collect`"}
+CLI_READERS = {
+    "database.py": "`finops` database commands",
+    "ledger.py": "`finops collect`",
+    "doctor.py": "`finops doctor`",
+}
 SETTINGS_PACKAGE = "infra.settings"
 
 

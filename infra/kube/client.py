@@ -135,8 +135,11 @@ class KubeClient:
         query: list[tuple[str, str | int]] | None = None,
         body: Any = None,
         content_type: str | None = None,
+        impersonate: str | None = None,
     ) -> Obj:
         headers = {"Accept": "application/json"}
+        if impersonate:
+            headers["Impersonate-User"] = impersonate
         if content_type:
             headers["Content-Type"] = content_type
         log.debug("kubernetes: %s", operation.describe())
@@ -250,6 +253,53 @@ class KubeClient:
             return []
         resources = document.get("resources")
         return [r for r in resources if isinstance(r, dict)] if isinstance(resources, list) else []
+
+    def access_review(
+        self,
+        verb: str,
+        group: str,
+        resource: str,
+        namespace: str | None = None,
+        name: str | None = None,
+        *,
+        as_user: str | None = None,
+    ) -> tuple[bool, str]:
+        """May the caller ``verb`` ``resource`` (``plural`` or ``plural/sub``) of ``group``, in
+        ``namespace`` (None: every namespace, or cluster-scoped), on the object ``name`` (None: any;
+        a grant limited by ``resourceNames`` needs it)? A ``SelfSubjectAccessReview``:
+        ``(allowed, reason)``, the reason as the authorizer gives it (often empty). Every
+        authenticated account may ask (ClusterRole ``system:basic-user``): no Role rule. With
+        ``as_user`` (e.g. ``system:serviceaccount:finops:on-sync``) the review is asked as that
+        user (``Impersonate-User``), which the caller must be allowed to impersonate."""
+        plural, _, subresource = resource.partition("/")
+        attributes = {"verb": verb, "group": group, "resource": plural, "subresource": subresource}
+        if namespace:
+            attributes["namespace"] = namespace
+        if name:
+            attributes["name"] = name
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        operation = Operation("create", "authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+        status = self._call("POST", operation, body=body, impersonate=as_user).get("status") or {}
+        return status.get("allowed") is True, str(status.get("reason") or status.get("evaluationError") or "")
+
+    def server_version(self) -> str:
+        """The API server's ``gitVersion`` (``GET /version``, which every client may read)."""
+        with wrap_errors(Operation("get", "", "v1", "version")):
+            result = self._api.call_api(
+                "/version",
+                "GET",
+                header_params={"Accept": "application/json"},
+                response_types_map=_RESPONSE_TYPES,
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _preload_content=True,
+                _request_timeout=self.timeout_seconds,
+            )
+        return str(result.get("gitVersion") or "unknown") if isinstance(result, dict) else "unknown"
 
 
 def _check_patch(patch: Obj | list[Obj], content_type: str) -> None:

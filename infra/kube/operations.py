@@ -29,6 +29,9 @@ METHOD_VERBS: dict[str, tuple[str, str | None] | None] = {
     "patch_status": ("patch", "status"),
     # Discovery: a nonResourceURL every authenticated user may get (ClusterRole system:discovery).
     "api_resources": None,
+    "server_version": None,
+    # A SelfSubjectAccessReview: every authenticated user may create one (ClusterRole system:basic-user).
+    "access_review": None,
 }
 
 

@@ -2,7 +2,7 @@
 package imports psycopg; everything else calls ``execute/fetch_one/fetch_all`` by query name.
 """
 
-from infra.postgres.database import Database, connect
+from infra.postgres.database import Database, address, connect
 from infra.postgres.migrations import apply_migrations, check_schema
 
-__all__ = ["Database", "apply_migrations", "check_schema", "connect"]
+__all__ = ["Database", "address", "apply_migrations", "check_schema", "connect"]

@@ -30,7 +30,7 @@ from infra.postgres import common
 from infra.postgres.common import QUERIES, SESSION, Timeouts, cause_of
 from infra.settings import ConfigError
 
-__all__ = ["QUERIES", "Connection", "Database", "Timeouts", "cause_of", "connect"]
+__all__ = ["QUERIES", "Connection", "Database", "Timeouts", "address", "cause_of", "connect"]
 
 Connection = psycopg.Connection[dict[str, Any]]
 
@@ -202,6 +202,18 @@ def _utc_session(conn: Connection) -> None:
     for statement in SESSION:
         conn.execute(statement)
     conn.commit()
+
+
+def address(dsn: str) -> str:
+    """Where ``dsn`` points, for a person: ``host:port/database`` (libpq's defaults filled in: the
+    local socket, 5432), never the user or the password. A DSN libpq cannot parse is a
+    ``ConfigError``, redacted."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise ConfigError(f"DATABASE_URL is not a PostgreSQL URL or connection string: {cause_of(exc)}") from None
+    host = str(params.get("host") or params.get("hostaddr") or "the local socket")
+    return f"{host}:{params.get('port') or 5432}/{params.get('dbname') or params.get('user') or 'postgres'}"
 
 
 def connect(

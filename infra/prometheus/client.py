@@ -77,6 +77,25 @@ class PrometheusClient:
                 f"envelope: {type(exc).__name__}: {exc}"
             ) from exc
 
+    def build_version(self) -> str:
+        """Prometheus's version (``/api/v1/status/buildinfo``, one attempt): the question ``finops
+        doctor`` asks first. ``PrometheusUnavailable`` when it cannot be had."""
+        path = "/api/v1/status/buildinfo"
+        try:
+            response = self._http.get(path)
+            version = response.json()["data"]["version"] if response.is_success else None
+        except httpx.HTTPError as exc:
+            raise PrometheusUnavailable(f"Prometheus at {self.base_url}: {transport_problem(exc)}") from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.base_url} answered {path} with a body that is not its documented envelope"
+            ) from exc
+        if not isinstance(version, str):
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.base_url} answered {path} with HTTP {response.status_code}"
+            )
+        return version
+
     def _post(self, path: str, form: dict[str, str], retry_until: float | None) -> bytes:
         def attempt_once() -> tuple[bytes, None] | tuple[None, str]:
             try:

@@ -12,7 +12,8 @@ the real server resolves the same way. ``/version``, ``/api`` and ``/apis`` answ
 discovery documents so ``kubectl version`` style probes work, and ``/api/v1`` and
 ``/apis/{group}/{version}`` the APIResourceList of the declared resources (built in or from a
 CRD: plural, kind, scope, ``status`` subresource); a group/version never seen is a 404
-``NotFound`` Status, as on a real apiserver.
+``NotFound`` Status, as on a real apiserver. A ``SelfSubjectAccessReview`` is answered by the
+store's ``access`` rules (``sandbox.kube.access``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request, Response
 
-from sandbox.kube import errors
+from sandbox.kube import access, errors
 from sandbox.kube.patches import PATCH_TYPES
 from sandbox.kube.resources import ResourceType, join_api_version
 from sandbox.kube.store import KubeStore
@@ -114,6 +115,9 @@ class KubeApp:
         return response(environ, start_response)
 
     def dispatch(self, request: Request) -> Response:
+        if request.path.rstrip("/") == access.PATH and request.method == "POST":
+            user = request.headers.get("Impersonate-User")
+            return _json(self.store.access.review(_body(request, required=True), user), 201)
         parts = [p for p in request.path.split("/") if p]
         discovery = self._discovery(parts)
         if discovery is not None:

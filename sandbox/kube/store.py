@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
 from sandbox.kube import errors, objects
+from sandbox.kube.access import AccessRules
 from sandbox.kube.objects import Obj
 from sandbox.kube.patches import (
     JSON_PATCH,
@@ -82,6 +83,7 @@ class KubeStore:
         self.registry = ResourceRegistry()
         self.schemas = CrdSchemas()  # kinds whose CRD has a schema are pruned and validated on write
         self._listeners: tuple[ChangeListener, ...] = ()  # empty: writes skip notifying entirely
+        self.access = AccessRules()  # SelfSubjectAccessReviews: all allowed unless a test denies one
 
     # ----------------------------------------------------------------- change notification
 

@@ -3,7 +3,8 @@
 Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/allocation/summary`` and
 ``/allocation/compute/summary`` (condensed, :mod:`sandbox.opencost.summary`), ``/assets`` and
 ``/model/assets`` (nodes, disks, load balancers: :mod:`sandbox.opencost.assets`; not cached),
-``/healthz``. ``assets=False`` (``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
+``/healthz``, ``/metrics`` (only ``opencost_build_info``, naming ``VERSION``). ``assets=False``
+(``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
 versions without the assets API do.
 
 Tests arm faults on the handle (``fail_next``, ``delay_next``, ``malformed_next``, ``trickle_next``:
@@ -52,6 +53,12 @@ ALLOCATION_PATHS = ("/allocation", "/allocation/compute")
 SUMMARY_PATHS = ("/allocation/summary", "/allocation/compute/summary")
 JSON = "application/json"
 CACHE_ENTRIES, CACHE_BYTES = 64, 256 * 2**20
+VERSION = "1.118.0-sandbox"  # the filter= language answered is v1.115's and later's
+BUILD_INFO = (
+    "# HELP opencost_build_info opencost_build_info Build information\n"
+    "# TYPE opencost_build_info gauge\n"
+    f'opencost_build_info{{revision="sandbox",version="{VERSION}"}} 1\n'
+).encode()
 
 
 @dataclass(slots=True)
@@ -199,6 +206,8 @@ class OpenCostApp:
             return _error(405, f"method {request.method} not allowed")
         if path == "/healthz":
             return Response(b"", status=200, content_type="text/plain")
+        if path == "/metrics":
+            return Response(BUILD_INFO, status=200, content_type="text/plain; version=0.0.4")
         try:
             if path in ASSET_PATHS and self.assets:
                 found = assets(self.cluster, params, int(self._clock().timestamp()))

@@ -8,7 +8,10 @@
   (``infra.kube.permission_for``), through ClusterRoles and Roles: nothing missing, nothing extra,
   no wildcards; names (``resourceNames``) only narrow a grant, and match the configured objects;
 - the ApiServerSource's ServiceAccount may get, list and watch the kinds it watches, nothing else;
-- accounts that call no API get no bindings and no mounted token.
+- accounts that call no API get no bindings and no mounted token;
+- ``finops doctor``'s table of what each function needs (``usecases.doctor.rbac``) asks exactly
+  for what each ServiceAccount is granted, by the configured object names and namespace, as the
+  account the function's Service runs as.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import pytest
 
 from infra.kube import Permission, permission_for
 from infra.serving import TARGETS
-from infra.settings import BillingSettings
+from infra.settings import BillingSettings, load
 from tests.deploy import kube_calls, manifests
 from tests.deploy.manifests import Obj
+from usecases.doctor.rbac import account, needs
 
 FINOPS = "finops.stakater.com"
 MTO_GROUP, _, MTO_PLURAL, MTO_NAMESPACE, MTO_NAME = str(BillingSettings.model_fields["MTO_OPENCOST"].default).split("/")
@@ -77,6 +81,10 @@ DYNAMIC_CALLS: dict[tuple[str, str], list[tuple[str, str]]] = {
 }
 
 
+# finops doctor's own reads (the PriceBook election, as the operator running it): no function's.
+DOCTOR = {"usecases.doctor.checks"}
+
+
 def test_the_call_table_covers_every_target() -> None:
     assert set(CALLS) == set(TARGETS)
 
@@ -92,7 +100,7 @@ def test_every_call_site_is_reached_by_some_target() -> None:
         f"{site.module}:{site.line}"
         for module in kube_calls.all_modules()
         for site in kube_calls.call_sites(module)
-        if (module, site.definition) not in reached
+        if (module, site.definition) not in reached and module not in DOCTOR
     ]
     assert not unreached, "calls no target reaches: is the analysis missing a path?"
 
@@ -198,3 +206,21 @@ def test_job_accounts_have_no_api_access(name: str) -> None:
     account = manifests.named("ServiceAccount", name)
     assert granted(account) == set()
     assert account["automountServiceAccountToken"] is False
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_doctor_asks_for_what_each_function_is_granted(target: str) -> None:
+    billing = load(BillingSettings, manifests.config_map_data("finops-billing"))
+    asked = needs(billing)[target]
+    metadata = _account_of(target)["metadata"]
+    assert account(target) == f"system:serviceaccount:{metadata['namespace']}:{metadata['name']}"
+    assert {Permission(n.verb, n.group, n.resource) for n in asked} == granted(_account_of(target))
+    assert len(asked) == len(set(asked))
+    for binding, role in _bindings_of(_account_of(target)):
+        for rule in role["rules"]:
+            covered = {(v, g, r) for v in rule["verbs"] for g in rule["apiGroups"] for r in rule["resources"]}
+            for need in (n for n in asked if (n.verb, n.group, n.resource) in covered):
+                # A Role grants in its namespace only; resourceNames only for the objects named.
+                namespace = binding["metadata"]["namespace"] if role["kind"] == "Role" else None
+                assert need.namespace == namespace, need
+                assert need.name == (rule["resourceNames"][0] if "resourceNames" in rule else None), need

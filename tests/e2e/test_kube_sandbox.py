@@ -259,3 +259,32 @@ def test_a_silent_server_times_out() -> None:
         for connection in accepted:
             connection.close()
         listener.close()
+
+
+def test_self_subject_access_reviews_allow_all_but_what_a_test_denies(
+    server: KubeServer, kube: KubeClient, api: k8s.ApiClient
+) -> None:
+    assert kube.access_review("list", GROUP, "pricebooks") == (True, "")
+    server.store.access.deny("patch", GROUP, "costjobs/status")
+    server.store.access.deny("get", "", "configmaps", "opencost")
+    allowed, reason = kube.access_review("patch", GROUP, "costjobs/status")
+    assert not allowed and "patch costjobs/status" in reason
+    assert kube.access_review("patch", GROUP, "costjobs")[0]  # the main resource is not the subresource
+    assert not kube.access_review("get", "", "configmaps", "opencost", "pricing")[0]
+    assert kube.access_review("get", "", "configmaps", "finops")[0]  # denied in one namespace only
+    server.store.access.deny("list", "", "pods", user="system:serviceaccount:finops:on-sync")
+    assert not kube.access_review("list", "", "pods", as_user="system:serviceaccount:finops:on-sync")[0]
+    assert kube.access_review("list", "", "pods", as_user="system:serviceaccount:finops:backfill")[0]
+    assert kube.access_review("list", "", "pods")[0]  # denied to that user only
+    review = k8s.V1SelfSubjectAccessReview(
+        spec=k8s.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=k8s.V1ResourceAttributes(verb="get", resource="configmaps", namespace="opencost")
+        )
+    )
+    answered = k8s.AuthorizationV1Api(api).create_self_subject_access_review(review)  # the typed client reads it
+    assert answered.status.allowed is False and answered.status.denied is True
+    with pytest.raises(ApiException) as refused:  # not a review of a resource
+        api.call_api(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "POST", body={"spec": {}}, _preload_content=False
+        )
+    assert refused.value.status == 400

@@ -33,6 +33,7 @@ class PricingView:
     declaration: Declaration  # who declared the source (and, for opencost, the currency)
     book: PriceBook | None = None
     uid: str = ""  # the declaring FinOpsProvider's uid (an OpenCost-priced version)
+    invalid: bool = False  # the active PriceBook does not parse (``warning`` says why)
 
 
 @dataclass(frozen=True)
@@ -64,24 +65,27 @@ def describe_pricing(kube: KubeClient, setting: Setting, allocation_source: str 
             )
         uid = str(((provider or {}).get("metadata") or {}).get("uid") or "")
         return PricingView(OPENCOST, declared.currency, declared.label, None, declared, uid=uid)
-    currency, label, warning, book = _book_view(kube)
-    return PricingView(PRICEBOOK, currency, label, warning, declared, book)
+    return _book_view(kube, declared)
 
 
-def _book_view(kube: KubeClient) -> tuple[str | None, str | None, str | None, PriceBook | None]:
-    """(currency, label, warning, book) of the cluster's active PriceBook."""
+def _book_view(kube: KubeClient, declared: Declaration) -> PricingView:
+    """The view of the cluster's active PriceBook (a warning when rows would be stored unpriced)."""
+
+    def unpriced(warning: str, *, invalid: bool = False) -> PricingView:
+        return PricingView(PRICEBOOK, None, None, warning, declared, invalid=invalid)
+
     try:
         books = kube.list_objects(FINOPS_GROUP, FINOPS_VERSION, "pricebooks")
     except NotFound:
-        return None, None, "the PriceBook CRD is not installed: rows are stored unpriced", None
+        return unpriced("the PriceBook CRD is not installed: rows are stored unpriced")
     active = elect_active(books)
     if active is None:
-        return None, None, "no PriceBook in the cluster: rows are stored unpriced", None
+        return unpriced("no PriceBook in the cluster: rows are stored unpriced")
     try:
         book = parse_pricebook(active)
     except InvalidInput as exc:
-        return None, None, f"active {exc.message}: rows are stored unpriced", None
-    return book.currency, f"{book.namespace}/{book.name}", None, book
+        return unpriced(f"active {exc.message}: rows are stored unpriced", invalid=True)
+    return PricingView(PRICEBOOK, book.currency, f"{book.namespace}/{book.name}", None, declared, book)
 
 
 def resolve_pricing(
