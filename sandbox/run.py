@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from urllib.parse import urlsplit
 
 from finops.allocations import DEFAULT_AGGREGATION
@@ -126,8 +128,9 @@ DESCRIPTION = """\
 The local demo (make run): PostgreSQL (DATABASE_URL, else an embedded server), a sandbox OpenCost
 and Kubernetes API, every function served under functions-framework, the last hours collected as
 the CronJob would, the demo applications measured, history loaded and a cloud bill reconciled;
-it prints every URL (the Argo CD UI extension's when it can be served) and serves until Ctrl-C.
-It needs a checkout of the repository."""
+it prints every URL (the Argo CD UI extension's when it can be served) and serves until Ctrl-C
+or SIGTERM, which stop it cleanly (exit 0; 130 when it is interrupted before it serves). It needs a
+checkout of the repository and leaves nothing in /tmp."""
 
 EXAMPLES = """\
 examples:
@@ -157,8 +160,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM (``docker stop``, ``kill``, a supervisor) stops the demo as Ctrl-C does: as a
+    ``KeyboardInterrupt``, so every context of the stack exits and its processes are stopped. A
+    second signal while it stops is ignored: the cleanup is bounded (``sandbox.processes.stop``)
+    and must not itself be cut short, leaving servers behind."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    """The demo; Ctrl-C or SIGTERM while it serves is its normal end (exit 0), before that an
+    interruption (exit 130); either way the stack is stopped and nothing is left behind."""
+    args = build_parser().parse_args(argv)
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, _interrupt)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; the stack is stopped", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
