@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         if failures:
             print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
         if args.once:
-            return 1 if failures else 0
+            return 3 if failures else 0  # a function failed: a dependency, by the CLI rule
         print(
             "\nServing until interrupted (Ctrl-C). Try: "
             f"PING_TOKEN={stack.ping_token} DATABASE_URL='{_shown_dsn(stack.database_url)}' finops runs"
@@ -137,7 +137,7 @@ examples:
   finops run
       the demo; serves until Ctrl-C
   finops run --once
-      the same steps, then stop instead of serving (exit 1 if a ping failed)
+      the same steps, then stop instead of serving (exit 3 if a ping failed)
   finops run --hours 6 --source prometheus
       six hours computed from Prometheus series instead of OpenCost (needs prometheus installed)"""
 
