@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any
 
+from cli import exits
+
 DOCTOR_DESCRIPTION = """\
 Check an install, read-only, one line per check (OK, WARN or FAIL and why):
 
@@ -43,7 +45,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         width = max(len(c.name) for c in report.checks)
         for check in report.checks:
             print(f"{check.status:<4}  {check.name:<{width}}  {check.detail}")
-    return 4 if report.failed else 0
+    return exits.NO_ANSWER if report.failed else exits.OK
 
 
 def _parts() -> Any:
@@ -57,7 +59,7 @@ def _parts() -> Any:
     def database() -> Opened:
         url = configured_url()
         settings = load(CommonSettings, {**os.environ, "DATABASE_URL": url})
-        return Opened(open_database(), address(url), settings.CLUSTER_ID)
+        return Opened(open_database(schema=False), address(url), settings.CLUSTER_ID)
 
     def source() -> CollectAllocationsSettings:
         # Only the source's settings matter here (the database has its own check; no ping is sent).

@@ -1,6 +1,6 @@
 """``finops collect`` (history loads: ``COLLECT_DESCRIPTION``) and ``finops verify`` (the
 consistency check: ledger and rows, rollups and rows, applications' recorded days and their rows;
-exit 0 when they agree, 1 listing every difference).
+exit 0 when they agree, 4 listing every difference).
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from typing import Any
 
 import httpx
 
-from finops.hours import Hour, parse_timestamp
+from cli import arguments, exits
+from cli.ops import CallFailed
+from finops.errors import InvalidInput
+from finops.hours import Hour
 from infra.settings import ConfigError
 
 DATE_HELP = "a UTC date (2026-10-01) or an RFC 3339 time"
-
-
-def _moment(text: str, field: str) -> datetime:
-    return parse_timestamp(f"{text}T00:00:00Z" if len(text) == 10 else text, field=field)
 
 
 class ProgressBar:
@@ -42,7 +41,9 @@ class ProgressBar:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    start, end = _moment(args.from_, "from"), _moment(args.to, "to")
+    start, end = args.from_, args.to
+    if start >= end:
+        raise InvalidInput(f"--from {start:%Y-%m-%dT%H:%M:%SZ} is not before --to {end:%Y-%m-%dT%H:%M:%SZ}")
     totals: dict[str, int] = {"hours_written": 0, "hours_skipped": 0, "hours_empty": 0, "hours_lost": 0}
     warnings: list[str] = []
     bar = ProgressBar()
@@ -64,7 +65,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     complete = not (totals["hours_empty"] or totals["hours_lost"] or remaining_after)
-    return 0 if complete else 1
+    return exits.OK if complete else exits.NO_ANSWER
 
 
 def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar: ProgressBar) -> dict[str, Any]:
@@ -78,9 +79,7 @@ def _collect_once(args: argparse.Namespace, start: datetime, end: datetime, bar:
             response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
         )
         if response.status_code != 200:
-            raise SystemExit(
-                f"finops: {args.url} answered {response.status_code}: {answer.get('error', response.text)}"
-            )
+            raise CallFailed(f"{args.url} answered {response.status_code}: {answer.get('error', response.text)}")
         return answer
     return _collect_here(start, end, bar)
 
@@ -109,11 +108,12 @@ def _collect_here(start: datetime, end: datetime, bar: ProgressBar) -> dict[str,
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from cli.database import open_database
+    from cli.database import open_database, require_known_cluster
     from usecases.verify import verify
 
     db = open_database()
     try:
+        require_known_cluster(db, args.cluster)
         problems = verify(db, args.cluster)
     finally:
         db.close()
@@ -123,7 +123,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         f"{len(problems)} problem(s)" if problems else "ledger, rows, rollups and applications' days agree",
         file=sys.stderr,
     )
-    return 1 if problems else 0
+    return exits.NO_ANSWER if problems else exits.OK
 
 
 COLLECT_DESCRIPTION = """\
@@ -132,7 +132,7 @@ collect_allocations environment (DATABASE_URL, OPENCOST_URL or ALLOCATION_SOURCE
 PROMETHEUS_URL, ...), or through a deployed collect_allocations with --url (pinged as its CronJob
 does, bearer token from PING_TOKEN). Each invocation is bounded by COLLECT_BUDGET_SECONDS and the
 command calls again while hours remain, so it is resumable: run it again after any failure and it
-continues. Exit 0 when every hour is final, 1 otherwise."""
+continues. Exit 0 when every hour is final, 4 otherwise (hours empty, lost or left)."""
 
 COLLECT_EXAMPLES = """\
 examples:
@@ -152,10 +152,14 @@ def add_commands(sub: Any) -> None:
         description=COLLECT_DESCRIPTION,
         epilog=COLLECT_EXAMPLES,
     )
-    collect.add_argument("--from", dest="from_", required=True, help=DATE_HELP)
-    collect.add_argument("--to", required=True, help=f"{DATE_HELP} (exclusive)")
-    collect.add_argument("--url", help="a deployed collect_allocations to ping instead of loading in this process")
+    collect.add_argument("--from", dest="from_", required=True, type=arguments.moment, help=DATE_HELP)
+    collect.add_argument("--to", required=True, type=arguments.moment, help=f"{DATE_HELP} (exclusive)")
+    collect.add_argument(
+        "--url",
+        type=arguments.http_url,
+        help="a deployed collect_allocations to ping instead of loading in this process",
+    )
     collect.set_defaults(func=cmd_collect)
     check = sub.add_parser("verify", help="check that ledger, rows, rollups and applications' days agree")
-    check.add_argument("--cluster", help="only this cluster")
+    check.add_argument("--cluster", type=arguments.cluster, help="only this cluster")
     check.set_defaults(func=cmd_verify)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import httpx
 
+from cli import arguments, exits
 from cli.doctor import add_commands as add_doctor_commands
 from cli.ledger import add_commands as add_ledger_commands
 from cli.ops import add_commands as add_ops_commands
 from cli.ops import bearer_post, ping_token
 from cli.reports import add_commands as add_report_commands
-from finops.errors import FinOpsError, IncompleteData, InvalidInput, PermanentError
+from finops.errors import FinOpsError, IncompleteData, InvalidInput, PermanentError, TemporaryError
 from infra.logs import configure_cli, one_line
 from infra.serving import TARGETS, functions_framework_command
 from infra.settings import ConfigError
@@ -74,10 +75,10 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     if not isinstance(body, dict):
         raise InvalidInput("--data must be a JSON object")
     if args.scheduled_time:
-        body["scheduledTime"] = args.scheduled_time
+        body["scheduledTime"] = args.scheduled_time.isoformat()
     answer = bearer_post(token)(args.url, body, 600.0)
     print(json.dumps(answer.body, indent=2))
-    return 0 if answer.ok else 1
+    return exits.OK if answer.ok else exits.UNAVAILABLE
 
 
 def cmd_run(options: list[str]) -> int:
@@ -95,11 +96,16 @@ DESCRIPTION = """\
 Kubernetes cost allocation, showback and chargeback: run the local demo, serve or ping a
 function, migrate the database, load history, check the ledger, and make reports and exports.
 
-The commands that touch the database read DATABASE_URL (and the functions' DATABASE_* settings).
+The commands that touch the database read DATABASE_URL (and the functions' DATABASE_* settings)
+and, but for migrate, first check that it holds this image's schema ("run `finops migrate`").
 Every failure is one line on stderr, "finops: <what failed>", redacted (no password, token or URL
-userinfo), never a traceback (FINOPS_DEBUG=1 shows it). Exit status: 0 success; 1 the work failed
-(a dependency unavailable, a refused period, a failed check); 2 bad usage, input, configuration
-or policy.
+userinfo), never a traceback (FINOPS_DEBUG=1 shows it); a policy file's errors are one line each.
+
+Exit status, the same for every command: 0 success; 1 internal error, a bug (report it with
+FINOPS_DEBUG=1's traceback); 2 usage or bad input: an argument, the configuration, a policy or
+input file, a database without this image's schema; 3 a dependency is unavailable: PostgreSQL,
+OpenCost, Prometheus, Kubernetes, S3, a function; 4 the data cannot give the answer: a refused or
+incomplete period, hours left unloaded, a failed check (verify); 130 interrupted (Ctrl-C, SIGTERM).
 
 Run "finops COMMAND --help" for the options of a command."""
 
@@ -123,27 +129,34 @@ def plain_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="finops", description=DESCRIPTION)
+    parser = arguments.Parser(prog="finops", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of:")
     # `finops run ...` is handed to the demo whole (main), which parses its own options
     sub.add_parser("run", help="the local demo stack and the main job on embedded defaults (finops run --help)")
     serve = sub.add_parser("serve", help="serve one function under functions-framework, as the image does")
     serve.add_argument("target", choices=TARGETS, help="the function to serve")
     serve.add_argument(
-        "--port", type=int, default=int(os.environ.get("PORT", "8080")), help="port to listen on (default: PORT, 8080)"
+        "--port",
+        type=arguments.port,
+        default=int(os.environ.get("PORT", "8080")),
+        help="port to listen on (default: PORT, 8080)",
     )
     serve.set_defaults(func=cmd_serve)
     invoke = sub.add_parser("invoke", help="ping a function once (bearer token from PING_TOKEN) and print its answer")
     invoke.add_argument("target", choices=TARGETS, help="the function pinged (names the ping in messages)")
-    invoke.add_argument("--url", required=True, help="the function's URL")
-    invoke.add_argument("--data", help="JSON object sent as the body (default: {})")
-    invoke.add_argument("--scheduled-time", help="RFC 3339 time pinning the run's hour (the body's scheduledTime)")
+    invoke.add_argument("--url", required=True, type=arguments.http_url, help="the function's URL")
+    invoke.add_argument("--data", type=arguments.text, help="JSON object sent as the body (default: {})")
+    invoke.add_argument(
+        "--scheduled-time",
+        type=arguments.moment,
+        help="RFC 3339 time pinning the run's hour (the body's scheduledTime)",
+    )
     invoke.set_defaults(func=cmd_invoke)
     migrate = sub.add_parser("migrate", help="apply pending migrations to DATABASE_URL")
     migrate.set_defaults(func=cmd_migrate)
     runs = sub.add_parser("runs", help="recent run outcomes from job_runs, newest first")
     runs.add_argument("--function", choices=TARGETS, help="only this function's runs (default: all)")
-    runs.add_argument("--limit", type=int, default=20, help="at most this many runs (default: 20)")
+    runs.add_argument("--limit", type=arguments.count(10_000), default=20, help="at most this many runs (default: 20)")
     runs.set_defaults(func=cmd_runs)
 
     def render_costjobs(args: argparse.Namespace) -> int:
@@ -155,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     render_cmd = sub.add_parser("render", help="render manifests")
     render_kinds = render_cmd.add_subparsers(dest="render", required=True, metavar="KIND", help="one of:")
     costjob = render_kinds.add_parser("costjob", help="the operator's CostJobs as CronJobs pinging the functions")
-    costjob.add_argument("files", nargs="+", help="YAML files holding CostJob manifests")
+    costjob.add_argument("files", nargs="+", type=arguments.text, help="YAML files holding CostJob manifests")
     costjob.set_defaults(func=render_costjobs)
     add_report_commands(sub)
     add_ledger_commands(sub)
@@ -165,8 +178,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"finops: {one_line(message)}", file=sys.stderr)
+    """``message`` on stderr, one ``finops: ...`` line per line it has (a policy's every error)."""
+    for line in message.splitlines() or [""]:
+        if line.strip():
+            print(f"finops: {one_line(line)}", file=sys.stderr)
     return code
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status of a failure, by the rule of ``DESCRIPTION`` (``cli.exits``)."""
+    from infra.postgres.migrations import SchemaBehind
+
+    if isinstance(exc, IncompleteData):
+        return exits.NO_ANSWER
+    if isinstance(exc, (PermanentError, SchemaBehind)):  # SchemaBehind: the operator's setup, not an outage
+        return exits.USAGE
+    if isinstance(exc, (TemporaryError, httpx.HTTPError)):
+        return exits.UNAVAILABLE
+    if isinstance(exc, OSError):  # a file the user named, else the network
+        return exits.USAGE if exc.filename else exits.UNAVAILABLE
+    return exits.BUG
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,32 +207,25 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return cmd_run(argv[1:])
         except PermanentError as exc:
-            return _fail(exc.message, 2)
+            return _fail(exc.message, exits.USAGE)
     args = build_parser().parse_args(argv)  # usage errors: argparse's own message, exit 2
     configure_cli()
     if os.environ.get("FINOPS_DEBUG"):
         return int(args.func(args))
     try:
         return int(args.func(args))
-    except IncompleteData as exc:  # the data cannot make the report: 1, like a failed check
-        return _fail(exc.message, 1)
-    except PermanentError as exc:  # bad input, configuration or policy
-        return _fail(exc.message, 2)
-    except FinOpsError as exc:  # a dependency is unavailable: the work failed
-        return _fail(exc.message, 1)
+    except FinOpsError as exc:
+        return _fail(exc.message, exit_status(exc))
     except httpx.HTTPError as exc:
         where = f" {exc.request.url}" if _has_request(exc) else ""
-        return _fail(f"request to{where} failed: {type(exc).__name__}: {exc}", 1)
+        return _fail(f"request to{where} failed: {type(exc).__name__}: {exc}", exits.UNAVAILABLE)
     except OSError as exc:
-        return _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else f"{type(exc).__name__}: {exc}", 1)
+        message = f"{exc.filename}: {exc.strerror}" if exc.filename else f"{type(exc).__name__}: {exc}"
+        return _fail(message, exit_status(exc))
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
-    except SystemExit as exc:  # a command's own "finops: ..." exit
-        if isinstance(exc.code, str):
-            return _fail(exc.code.removeprefix("finops: "), 1)
-        raise
+        return _fail("interrupted", exits.INTERRUPTED)
     except Exception as exc:  # a bug: still one line; FINOPS_DEBUG=1 shows the traceback
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (FINOPS_DEBUG=1 shows the traceback)", 1)
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (FINOPS_DEBUG=1 shows the traceback)", exits.BUG)
 
 
 def _has_request(exc: httpx.HTTPError) -> bool:

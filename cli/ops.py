@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from finops.errors import FinOpsError, InvalidInput
+from cli import arguments
+from finops.errors import InvalidInput, TemporaryError
 from finops.hours import truncate_to_hour
 from infra.logs import one_line, redact, register_secret
 from infra.settings import ConfigError
@@ -37,7 +38,7 @@ PING_ENV = frozenset({"FUNCTION_URL", "PING_TOKEN", "CRONJOB", "JOB_NAME", "MAX_
 _DIGITS = re.compile(r"[0-9]+")
 
 
-class CallFailed(FinOpsError):
+class CallFailed(TemporaryError):
     """The function refused the call or never finished its work."""
 
 
@@ -276,7 +277,7 @@ environment variable; PING_TOKEN (required) is read from the environment only.
 
 Retried: connection errors and HTTP 404, 429, 502, 503 and 504 (a Knative route not ready, a busy
 lock, a replica restarting), after the answer's retry_after_seconds or Retry-After. Any other
-non-2xx answer fails at once (exit 1), as does work left after the last invocation."""
+non-2xx answer fails at once (exit 3), as does work left after the last invocation."""
 
 PING_DESCRIPTION = """\
 What the hourly CronJobs run: POST the scheduled time to a collector and ping again while it
@@ -286,7 +287,7 @@ from the environment only and never printed.
 
 The CronJob controller names each Job <cronjob>-<scheduled time in minutes since the epoch>; a Job
 named otherwise (kubectl create job --from=cronjob/...), or no JOB_NAME, pins the current hour.
-A non-2xx answer or a connection error fails (exit 1, the answer's error on stderr)."""
+A non-2xx answer or a connection error fails (exit 3, the answer's error on stderr)."""
 
 
 def add_commands(sub: Any) -> None:
@@ -296,13 +297,21 @@ def add_commands(sub: Any) -> None:
         help="migrate, then call backfill until nothing remains (the install Job)",
         description=INSTALL_DESCRIPTION,
     )
-    install.add_argument("--url", help="backfill's URL (default: BACKFILL_URL)")
+    install.add_argument("--url", type=arguments.http_url, help="backfill's URL (default: BACKFILL_URL)")
     install.add_argument(
-        "--request-timeout-seconds", type=float, help="per call (default: REQUEST_TIMEOUT_SECONDS, 350)"
+        "--request-timeout-seconds",
+        type=arguments.seconds(1.0),
+        help="per call (default: REQUEST_TIMEOUT_SECONDS, 350)",
     )
-    install.add_argument("--max-invocations", type=int, help="at most this many calls (default: MAX_INVOCATIONS, 100)")
     install.add_argument(
-        "--retry-seconds", type=float, help="wait when an answer names none (default: RETRY_SECONDS, 10)"
+        "--max-invocations",
+        type=arguments.count(10_000),
+        help="at most this many calls (default: MAX_INVOCATIONS, 100)",
+    )
+    install.add_argument(
+        "--retry-seconds",
+        type=arguments.seconds(0.0),
+        help="wait when an answer names none (default: RETRY_SECONDS, 10)",
     )
     install.add_argument("--skip-migrations", action="store_true", help="only call backfill")
     install.set_defaults(func=cmd_install)
@@ -311,10 +320,20 @@ def add_commands(sub: Any) -> None:
         help="the hourly ping of a collector (the CronJobs); bearer token from PING_TOKEN",
         description=PING_DESCRIPTION,
     )
-    ping.add_argument("--url", help="the function's URL (default: FUNCTION_URL)")
-    ping.add_argument("--job-name", help="the Job's name, <cronjob>-<minutes since the epoch> (default: JOB_NAME)")
-    ping.add_argument("--cronjob", help="the CronJob's name (default: CRONJOB)")
-    ping.add_argument("--cost-job", help="namespace/name of the CostJob to record the run on (default: COST_JOB)")
-    ping.add_argument("--max-time", type=float, help="seconds to wait for one answer (default: MAX_TIME, 650)")
-    ping.add_argument("--max-pings", type=int, help="pings while work remains (default: MAX_PINGS, 4)")
+    ping.add_argument("--url", type=arguments.http_url, help="the function's URL (default: FUNCTION_URL)")
+    ping.add_argument(
+        "--job-name",
+        type=arguments.text,
+        help="the Job's name, <cronjob>-<minutes since the epoch> (default: JOB_NAME)",
+    )
+    ping.add_argument("--cronjob", type=arguments.text, help="the CronJob's name (default: CRONJOB)")
+    ping.add_argument(
+        "--cost-job", type=arguments.text, help="namespace/name of the CostJob to record the run on (default: COST_JOB)"
+    )
+    ping.add_argument(
+        "--max-time", type=arguments.seconds(1.0), help="seconds to wait for one answer (default: MAX_TIME, 650)"
+    )
+    ping.add_argument(
+        "--max-pings", type=arguments.count(1000), help="pings while work remains (default: MAX_PINGS, 4)"
+    )
     ping.set_defaults(func=cmd_ping)

@@ -12,15 +12,21 @@ import os
 import sys
 from typing import Any
 
-from finops.errors import InvalidInput
-from infra.logs import one_line
-from usecases.reports.text_table import render
+from cli import arguments, exits
 
 
-def _report_db() -> Any:
-    from cli.database import open_database
+def _report_db(cluster: str | None = None, policy: Any = None) -> Any:
+    """The database, its schema checked and ``cluster`` (when named) known to it."""
+    from cli.database import open_database, require_known_cluster
 
-    return open_database()
+    db = open_database()
+    try:
+        fixed = [entry.cluster for entry in policy.shared.fixed if entry.cluster] if policy else []
+        require_known_cluster(db, cluster, [*fixed, _default_cluster()])
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _default_cluster() -> str:
@@ -38,31 +44,33 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     # The policy first: a bad one is reported as such, even without a database to connect to.
     policy = out.load_policy(args.policy) if args.report in ("chargeback", "team", "budgets") else None
-    db = _report_db()
+    db = _report_db(args.cluster, policy)
     options: Any = {"require_complete": args.require_complete, "default_cluster": _default_cluster()}
     try:
         if args.report == "budgets":
+            from usecases.reports.budgets import budgets_report
+
             assert policy is not None  # budgets require --policy
-            _print_budgets(db, policy, args)
-            return 0
+            document = budgets_report(
+                db, policy, args.month, basis=args.basis, cluster=args.cluster, default_cluster=_default_cluster()
+            )
+            _print(args.format, document, *out.budgets_rows(document.body))
+            return exits.OK
         if args.report == "daily":
             query = service.ReportQuery(service.last_days(args.days, date.today()), args.cluster, **options)
-            _print_document(service.daily_view(db, query))
-            return 0
+            document = service.daily_view(db, query)
+            _print(args.format, document, *out.daily_rows(document.body))
+            return exits.OK
         query = service.ReportQuery(service.month_period(args.month), args.cluster, **options)
         if args.report == "unlabelled":
-            listing = service.unlabelled(db, query)
-            if args.format == "json":
-                _print_document(listing)
-            else:  # the warning travels with the table, on stdout
-                warned = out.warning(listing.coverages)
-                table = [(r["cluster"], r["namespace"], r["cost"]) for r in listing.body["namespaces"]]
-                print((f"{warned}\n" if warned else "") + render(["cluster", "namespace", "cost"], table, right=(2,)))
-            return 0
+            document = service.unlabelled(db, query)
+            _print(args.format, document, *out.unlabelled_rows(document.body))
+            return exits.OK
         assert policy is not None  # chargeback and team require --policy
         if args.report == "team":
-            _print_document(service.team_report(db, policy, query, args.team, basis=args.basis))
-            return 0
+            document = service.team_report(db, policy, query, args.team, basis=args.basis)
+            _print(args.format, document, *out.team_rows(document.body))
+            return exits.OK
         report = service.chargeback(db, policy, query, args.by, args.basis)
         if args.format != "table" and (warned := out.warning([report.coverage])):
             print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
@@ -73,32 +81,24 @@ def cmd_report(args: argparse.Namespace) -> int:
                 "table": lambda: out.chargeback_table(report),
             }[args.format]().rstrip("\n")
         )
-        return 0
+        return exits.OK
     finally:
         db.close()
 
 
-def _print_budgets(db: Any, policy: Any, args: argparse.Namespace) -> None:
-    from usecases.reports import formats as out
-    from usecases.reports.budgets import budgets_report, budgets_table
-
-    document = budgets_report(
-        db, policy, args.month, basis=args.basis, cluster=args.cluster, default_cluster=_default_cluster()
-    )
-    if args.format == "json":
-        _print_document(document)
-    else:  # the warning travels with the table, on stdout
-        warned = out.warning(document.coverages)
-        print((f"{warned}\n" if warned else "") + budgets_table(document.body))
-
-
-def _print_document(document: Any) -> None:
-    """A JSON report (``service.ReportDocument``) on stdout, its warning (if any) on stderr."""
+def _print(form: str, document: Any, title: str, headers: list[str], rows: list[tuple[object, ...]]) -> None:
+    """A report (``service.ReportDocument``) on stdout as ``form``: JSON (the document's body),
+    CSV (``headers`` and ``rows``) or a table under ``title``. The coverage warning goes above
+    the table, and to stderr with JSON and CSV so stdout stays parseable."""
     from usecases.reports import formats as out
 
-    if warned := out.warning(document.coverages):
+    warned = out.warning(document.coverages)
+    if form == "table":
+        print((f"{warned}\n" if warned else "") + out.titled_table(title, headers, rows))
+        return
+    if warned:
         print(warned, file=sys.stderr)
-    print(out.as_json(document.body))
+    print(out.as_json(document.body) if form == "json" else out.rows_csv(headers, rows).rstrip("\n"))
 
 
 BASES = ("estimate", "billed", "amortised")
@@ -106,39 +106,41 @@ BASIS_HELP = (
     "what the figures stand on (default: the policy's reconciliation.basis); billed and amortised reconcile "
     "the days an imported bill covers to it"
 )
-REQUIRE_COMPLETE = "refuse (exit 1) unless every hour of the period is final and priced in every cluster"
+REQUIRE_COMPLETE = "refuse (exit 4) unless every hour of the period is final and priced in every cluster"
 
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
-    """Validate a policy as the reports would, without a database: exit 1 naming the key path."""
+    """Validate a policy as the reports would, without a database: exit 2 naming each bad key."""
     from usecases.reports.formats import load_policy
 
-    try:
-        policy = load_policy(args.file)
-    except InvalidInput as exc:  # "policy file F: policy.shared.fixed[0].amount: ..."
-        print(f"finops: {one_line(exc.message)}", file=sys.stderr)
-        return 1
+    policy = load_policy(args.file)  # InvalidInput: every error, one line each (exit 2)
     fixed = len(policy.shared.fixed)
     print(
         f"policy OK: {args.file} (currency {policy.currency}, owner label {policy.owner_label}, "
         f"idle {policy.idle.value} to {policy.idle_owner}, {len(policy.shared.namespaces)} shared namespace(s), "
         f"{fixed} fixed cost(s), require_complete {str(policy.require_complete).lower()})"
     )
-    return 0
+    return exits.OK
 
 
 S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
+CLUSTER_HELP = "one cluster (default: all, each settled on its own first)"
+MONTH_HELP = "YYYY-MM (2026-10), last (the last full UTC month) or current"
+LAST_MONTH_HELP = f"{MONTH_HELP} (default: last)"
+FORMATS = ("table", "json", "csv")
 FORMAT_HELP = "output format (default: table)"
 BY_HELP = "one line per team (the owner label), cost centre or namespace (default: team)"
 REPORT_DESCRIPTION = """\
 Showback and chargeback reports from DATABASE_URL. A report that takes --policy reads it first,
-so a bad policy is reported as such even without a database. Exit 1 when the period is refused
-(unpriced hours, or hours not final under --require-complete), 2 for bad input or policy. With
---format json or csv the coverage warning goes to stderr, so stdout stays parseable."""
+so a bad policy is reported as such even without a database. Every report prints as a table, JSON
+or CSV (--format); with JSON or CSV the coverage warning goes to stderr, so stdout stays parseable.
+Exit 2 for bad input or policy or a --cluster the database does not know (the known ones are
+listed), 4 when the period is refused (unpriced hours, or hours not final under
+--require-complete)."""
 EXPORT_DESCRIPTION = """\
 Export a month's chargeback to a local file or to S3 (s3://bucket/key, or a prefix ending /, where
-the file is named for the cluster and month). Exit 1 when the month is refused (unpriced hours, or
-hours not final under --require-complete), 2 for bad input or policy."""
+the file is named for the cluster and month). Exit 2 for bad input or policy, 4 when the month is
+refused (unpriced hours, or hours not final under --require-complete)."""
 CHARGEBACK_EXAMPLES = """\
 examples:
   finops report chargeback --month 2026-10 --policy policy.yaml
@@ -170,9 +172,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         "default_cluster": _default_cluster(),
     }
     if args.export == "focus":
-        return exports.export_focus_command(_report_db(), policy, args.month, args.to, **options)
+        return exports.export_focus_command(_report_db(args.cluster, policy), policy, args.month, args.to, **options)
     return exports.export_chargeback_csv_command(
-        _report_db(), policy, args.month, args.to, by=args.by, basis=args.basis, **options
+        _report_db(args.cluster, policy), policy, args.month, args.to, by=args.by, basis=args.basis, **options
     )
 
 
@@ -187,11 +189,11 @@ def _export_parser(
 ) -> Any:
     """An ``export`` subcommand with the options every export takes."""
     parser = kinds.add_parser(name, help=text, epilog=epilog)
-    parser.add_argument("--month", required=True, help="e.g. 2026-10")
-    parser.add_argument("--policy", required=True, help="the chargeback policy YAML")
-    parser.add_argument("--to", required=True, metavar="PATH|s3://bucket/prefix/", help=to_help)
-    parser.add_argument("--cluster", help=cluster_help)
-    parser.add_argument("--s3-endpoint", help=S3_HELP)
+    parser.add_argument("--month", required=True, type=arguments.month, help=MONTH_HELP)
+    parser.add_argument("--policy", required=True, type=arguments.text, help="the chargeback policy YAML")
+    parser.add_argument("--to", required=True, type=arguments.text, metavar="PATH|s3://bucket/prefix/", help=to_help)
+    parser.add_argument("--cluster", type=arguments.cluster, help=cluster_help)
+    parser.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
     parser.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
     return parser
 
@@ -208,25 +210,34 @@ def add_commands(sub: Any) -> None:
         ("unlabelled", "namespaces without the owner label, with their cost"),
     ):
         kind = kinds.add_parser(name, help=text, epilog=CHARGEBACK_EXAMPLES if name == "chargeback" else None)
-        kind.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
+        kind.add_argument("--cluster", type=arguments.cluster, help=CLUSTER_HELP)
         kind.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
+        kind.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
         if name == "daily":
-            kind.add_argument("--days", type=int, default=30, help="UTC days ending today (default: 30)")
+            kind.add_argument(
+                "--days", type=arguments.count(3660), default=30, help="UTC days ending today (default: 30)"
+            )
             continue
-        kind.add_argument("--month", required=True, help="e.g. 2026-10")
-        kind.add_argument("--format", choices=("table", "json", "csv"), default="table", help=FORMAT_HELP)
+        kind.add_argument("--month", type=arguments.month, default="last", help=LAST_MONTH_HELP)
         if name in ("chargeback", "team"):
-            kind.add_argument("--policy", required=True, help="the chargeback policy YAML")
+            kind.add_argument("--policy", required=True, type=arguments.text, help="the chargeback policy YAML")
             kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "chargeback":
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
         if name == "team":
-            kind.add_argument("--team", required=True, help="the team: a value of the policy's owner label")
+            kind.add_argument(
+                "--team",
+                required=True,
+                type=arguments.label_value,
+                help="the team: a value of the policy's owner label",
+            )
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
-    budgets.add_argument("--month", help="e.g. 2026-11 (default: the current UTC month)")
-    budgets.add_argument("--policy", required=True, help="the chargeback policy YAML, with its budgets")
-    budgets.add_argument("--cluster", help="one cluster (default: all, each settled on its own first)")
-    budgets.add_argument("--format", choices=("table", "json"), default="table", help=FORMAT_HELP)
+    budgets.add_argument("--month", type=arguments.month, default="current", help=f"{MONTH_HELP} (default: current)")
+    budgets.add_argument(
+        "--policy", required=True, type=arguments.text, help="the chargeback policy YAML, with its budgets"
+    )
+    budgets.add_argument("--cluster", type=arguments.cluster, help=CLUSTER_HELP)
+    budgets.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
     budgets.add_argument("--basis", choices=BASES, help=BASIS_HELP)
     budgets.set_defaults(require_complete=False)  # the policy's require_complete applies
     report.set_defaults(func=cmd_report)
@@ -239,8 +250,15 @@ def add_commands(sub: Any) -> None:
     imports = sub.add_parser("import", help="import cost data into DATABASE_URL")
     import_kinds = imports.add_subparsers(dest="kind", required=True, metavar="KIND", help="one of:")
     cloud = import_kinds.add_parser("cloud", help="a FOCUS or AWS CUR 2.0 CSV of cloud spend outside the clusters")
-    cloud.add_argument("--from", dest="source", required=True, metavar="PATH|s3://bucket/key", help="CSV, gzip too")
-    cloud.add_argument("--s3-endpoint", help=S3_HELP)
+    cloud.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        type=arguments.text,
+        metavar="PATH|s3://bucket/key",
+        help="CSV, gzip too",
+    )
+    cloud.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
     cloud.set_defaults(func=import_cloud)
     export = sub.add_parser(
         "export", help="export a month's chargeback to a file or S3", description=EXPORT_DESCRIPTION
@@ -262,6 +280,8 @@ def add_commands(sub: Any) -> None:
 
     policy = sub.add_parser("policy", help="chargeback policy files")
     policy_kinds = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION", help="one of:")
-    policy_check = policy_kinds.add_parser("check", help="validate a policy file (exit 1 naming the bad key)")
-    policy_check.add_argument("file", help="the chargeback policy YAML")
+    policy_check = policy_kinds.add_parser(
+        "check", help="validate a policy file (exit 2 naming every bad key, one per line)"
+    )
+    policy_check.add_argument("file", type=arguments.text, help="the chargeback policy YAML")
     policy_check.set_defaults(func=cmd_policy_check)

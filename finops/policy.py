@@ -20,8 +20,9 @@ the platform's configuration::
     budgets:                       # per owner or cost centre, per month: finops.budgets
       - {owner: search, amount: "4000.00"}
 
-The YAML is parsed at the edge; ``parse_policy`` validates the resulting plain dict. Every error is
-an ``InvalidInput`` whose message starts with the key path (``policy.shared.fixed[0].amount``).
+The YAML is parsed at the edge; ``parse_policy`` validates the resulting plain dict. It reports
+every error it finds at once, not only the first: one ``InvalidInput`` whose message has a line per
+error, each starting with the key path (``policy.shared.fixed[0].amount``).
 Rules worth knowing:
 
 - unknown keys are refused at every level (a misspelt ``splitt`` must not silently mean the default);
@@ -42,10 +43,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from functools import partial
 from typing import TypeVar
 
 from finops.budgets import Budget, parse_budgets
@@ -75,6 +77,8 @@ _SHARED_KEYS = ("namespaces", "fixed", "split")
 _FIXED_KEYS = ("name", "amount", "cluster")
 
 _Choice = TypeVar("_Choice", bound=StrEnum)
+_Value = TypeVar("_Value")
+_Fallback = TypeVar("_Fallback")
 
 
 class IdlePolicy(StrEnum):
@@ -147,34 +151,72 @@ class Policy:
         }
 
 
+class _Errors:
+    """The errors found so far: each part of a document is checked even when another failed, so
+    a policy with three mistakes says all three (``raise_any``: one per line)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def attempt(self, parse: Callable[[], _Value], fallback: _Fallback) -> _Value | _Fallback:
+        """``parse()``, or ``fallback`` with its error noted."""
+        try:
+            return parse()
+        except InvalidInput as exc:
+            self.lines.extend(exc.message.splitlines())
+            return fallback
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise InvalidInput("\n".join(self.lines))
+
+
 def parse_policy(doc: Mapping[str, object]) -> Policy:
-    """Validate a policy document (already parsed from YAML) into a ``Policy``."""
-    top = _mapping(doc, "policy", _TOP_KEYS)
-    currency = top.get("currency")
-    if currency is None:
-        raise InvalidInput("policy.currency: required (a currency code such as EUR)")
-    if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
-        raise InvalidInput(f"policy.currency: {_show(currency)} is not a currency code (e.g. EUR)")
-    owner_label = _label_key(top, "owner_label", "team")
-    cost_center_label = _label_key(top, "cost_center_label", "cost-center")
-    idle = _choice(top, "policy.idle", IdlePolicy, IdlePolicy.SEPARATE)
-    idle_owner = top.get("idle_owner", "platform")
-    if not isinstance(idle_owner, str) or not _LABEL_VALUE.fullmatch(idle_owner):
-        raise InvalidInput(f"policy.idle_owner: {_show(idle_owner)} is not a valid owner name (a label value)")
-    require_complete = top.get("require_complete", False)
-    if not isinstance(require_complete, bool):
-        raise InvalidInput(f"policy.require_complete: {_show(require_complete)} is not true or false")
+    """Validate a policy document (already parsed from YAML) into a ``Policy``; every error found
+    is a line of the one ``InvalidInput``."""
+    errors = _Errors()
+    top = _mapping(doc, "policy", _TOP_KEYS, errors)
+    currency = errors.attempt(lambda: _currency(top.get("currency")), "XXX")
+    owner_label = errors.attempt(lambda: _label_key(top, "owner_label", "team"), "team")
+    cost_center_label = errors.attempt(lambda: _label_key(top, "cost_center_label", "cost-center"), "cost-center")
+    idle = errors.attempt(lambda: _choice(top, "policy.idle", IdlePolicy, IdlePolicy.SEPARATE), IdlePolicy.SEPARATE)
+    idle_owner = errors.attempt(lambda: _idle_owner(top.get("idle_owner", "platform")), "platform")
+    require_complete = errors.attempt(lambda: _boolean(top.get("require_complete", False)), False)
+    shared = errors.attempt(lambda: _shared(top.get("shared")), SharedCosts())
+    reconciliation = errors.attempt(lambda: parse_reconciliation(top.get("reconciliation")), Reconciliation())
+    budgets = errors.attempt(lambda: parse_budgets(top.get("budgets")), None) or ()
+    errors.raise_any()
     return Policy(
         currency=currency,
         owner_label=owner_label,
         cost_center_label=cost_center_label,
         idle=idle,
         idle_owner=idle_owner,
-        shared=_shared(top.get("shared")),
+        shared=shared,
         require_complete=require_complete,
-        reconciliation=parse_reconciliation(top.get("reconciliation")),
-        budgets=parse_budgets(top.get("budgets")),
+        reconciliation=reconciliation,
+        budgets=budgets,
     )
+
+
+def _currency(value: object) -> str:
+    if value is None:
+        raise InvalidInput("policy.currency: required (a currency code such as EUR)")
+    if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
+        raise InvalidInput(f"policy.currency: {_show(value)} is not a currency code (e.g. EUR)")
+    return value
+
+
+def _idle_owner(value: object) -> str:
+    if not isinstance(value, str) or not _LABEL_VALUE.fullmatch(value):
+        raise InvalidInput(f"policy.idle_owner: {_show(value)} is not a valid owner name (a label value)")
+    return value
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"policy.require_complete: {_show(value)} is not true or false")
+    return value
 
 
 def parse_policy_amount(field: str, value: object) -> int:
@@ -206,52 +248,70 @@ def format_policy_amount(micros: int) -> str:
 def _shared(value: object) -> SharedCosts:
     if value is None:
         return SharedCosts()
-    shared = _mapping(value, "policy.shared", _SHARED_KEYS)
+    errors = _Errors()
+    shared = _mapping(value, "policy.shared", _SHARED_KEYS, errors)
     namespaces: list[str] = []
-    for i, item in enumerate(_sequence(shared.get("namespaces"), "policy.shared.namespaces")):
-        field = f"policy.shared.namespaces[{i}]"
-        if not isinstance(item, str):
-            raise InvalidInput(f"{field}: {_show(item)} is not a namespace name")
-        validate_namespace(item, field=field)
-        if item in namespaces:
-            raise InvalidInput(f"{field}: {_show(item)} is listed twice")
-        namespaces.append(item)
+    listed = errors.attempt(lambda: _sequence(shared.get("namespaces"), "policy.shared.namespaces"), None)
+    for i, item in enumerate(listed or []):
+        if (name := errors.attempt(partial(_namespace, i, item, namespaces), None)) is not None:
+            namespaces.append(name)
     fixed: list[FixedCost] = []
-    for i, item in enumerate(_sequence(shared.get("fixed"), "policy.shared.fixed")):
-        entry = _fixed(item, f"policy.shared.fixed[{i}]")
+    entries = errors.attempt(lambda: _sequence(shared.get("fixed"), "policy.shared.fixed"), None)
+    for i, item in enumerate(entries or []):
+        if (entry := errors.attempt(partial(_fixed, item, f"policy.shared.fixed[{i}]"), None)) is None:
+            continue
         if any(other.name == entry.name and other.cluster == entry.cluster for other in fixed):
             where = f"cluster {entry.cluster}" if entry.cluster else "all clusters"
-            raise InvalidInput(f"policy.shared.fixed[{i}].name: {_show(entry.name)} is listed twice for {where}")
+            errors.lines.append(f"policy.shared.fixed[{i}].name: {_show(entry.name)} is listed twice for {where}")
         fixed.append(entry)
-    split = _choice(shared, "policy.shared.split", SharedSplit, SharedSplit.PROPORTIONAL)
+    split = errors.attempt(
+        lambda: _choice(shared, "policy.shared.split", SharedSplit, SharedSplit.PROPORTIONAL), SharedSplit.PROPORTIONAL
+    )
+    errors.raise_any()
     return SharedCosts(namespaces=tuple(namespaces), fixed=tuple(fixed), split=split)
 
 
+def _namespace(i: int, item: object, seen: list[str]) -> str:
+    field = f"policy.shared.namespaces[{i}]"
+    if not isinstance(item, str):
+        raise InvalidInput(f"{field}: {_show(item)} is not a namespace name")
+    validate_namespace(item, field=field)
+    if item in seen:
+        raise InvalidInput(f"{field}: {_show(item)} is listed twice")
+    return item
+
+
 def _fixed(value: object, path: str) -> FixedCost:
-    entry = _mapping(value, path, _FIXED_KEYS)
+    errors = _Errors()
+    entry = _mapping(value, path, _FIXED_KEYS, errors)
     name = entry.get("name")
     if name is None:
-        raise InvalidInput(f"{path}.name: required")
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput(f"{path}.name: {_show(name)} must be a non-empty string")
-    if "amount" not in entry or entry["amount"] is None:
-        raise InvalidInput(f'{path}.amount: required (a decimal string such as "73.00")')
-    amount = parse_policy_amount(f"{path}.amount", entry["amount"])
+        errors.lines.append(f"{path}.name: required")
+    elif not isinstance(name, str) or not name.strip():
+        errors.lines.append(f"{path}.name: {_show(name)} must be a non-empty string")
+    amount = 0
+    if "amount" not in entry:
+        errors.lines.append(f'{path}.amount: required (a decimal string such as "73.00")')
+    else:
+        amount = errors.attempt(lambda: parse_policy_amount(f"{path}.amount", entry["amount"]), 0)
     cluster = entry.get("cluster")
     if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
-        raise InvalidInput(f"{path}.cluster: {_show(cluster)} must be a non-empty cluster name")
+        errors.lines.append(f"{path}.cluster: {_show(cluster)} must be a non-empty cluster name")
+    errors.raise_any()
+    assert isinstance(name, str) and (cluster is None or isinstance(cluster, str))  # checked above
     return FixedCost(name=name, amount_micros=amount, cluster=cluster)
 
 
-def _mapping(value: object, path: str, known: tuple[str, ...]) -> dict[str, object]:
-    """``value`` as a dict without null values, refusing anything but the ``known`` keys."""
+def _mapping(value: object, path: str, known: tuple[str, ...], errors: _Errors) -> dict[str, object]:
+    """``value`` as a dict without null values and without unknown keys, each of which is an
+    error noted in ``errors``; not a mapping at all is raised at once."""
     if not isinstance(value, Mapping):
         raise InvalidInput(f"{path}: must be a mapping, got {_show(value)}")
     result: dict[str, object] = {}
     for key, item in value.items():
         if key not in known:
-            raise InvalidInput(f"{path}.{key}: unknown key (expected one of {', '.join(known)})")
-        if item is not None:
+            errors.lines.append(f"{path}.{key}: unknown key (expected one of {', '.join(known)})")
+        elif item is not None:
             result[key] = item
     return result
 

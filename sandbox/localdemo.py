@@ -218,11 +218,12 @@ def demo_bill(stack: Stack, until: datetime) -> list[str]:
     currency = load_policy(str(DEMO_POLICY)).currency
     first = until.date() - timedelta(days=HISTORY_DAYS)
     billed_until = until.date() - timedelta(days=1)
-    path = Path(tempfile.mkdtemp(prefix="finops-bill-")) / "demo-bill.focus.csv"
     db = connect(stack.database_url, max_size=1)
-    try:
-        write_bill(db, stack.cluster, first, billed_until, currency, path)
-        imported = import_cloud_costs(db, str(path), ObjectStore())
+    try:  # the bill's folder goes once it is imported: a run leaves nothing in /tmp
+        with tempfile.TemporaryDirectory(prefix="finops-bill-") as folder:
+            path = Path(folder) / "demo-bill.focus.csv"
+            write_bill(db, stack.cluster, first, billed_until, currency, path)
+            imported = import_cloud_costs(db, str(path), ObjectStore())
         month = f"{first:%Y-%m}"
         billed = _read(stack, f"/chargeback?month={month}&basis=billed", GATE)
         estimate = _read(stack, f"/chargeback?month={month}&basis=estimate", GATE)
@@ -232,7 +233,8 @@ def demo_bill(stack: Stack, until: datetime) -> list[str]:
         db.close()
     cluster = billed["reconciliation"]["clusters"][0]
     lines = [
-        f"  cloud bill: {imported.rows} FOCUS lines from {path} ({first} to {billed_until}; the last day is late)",
+        f"  cloud bill: {imported.rows} FOCUS lines from a generated {path.name} "
+        f"({first} to {billed_until}; the last day is late)",
         f"  chargeback {month}: {estimate['total']} {currency} on estimate, {billed['total']} billed; "
         f"unreconciled {cluster['unreconciled']}; billed days {_days(cluster['billed_days'])}, "
         f"on estimate {_days(cluster['estimated_days'])}",

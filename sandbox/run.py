@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from urllib.parse import urlsplit
 
 from finops.allocations import DEFAULT_AGGREGATION
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         if failures:
             print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
         if args.once:
-            return 1 if failures else 0
+            return 3 if failures else 0  # a function failed: a dependency, by the CLI rule
         print(
             "\nServing until interrupted (Ctrl-C). Try: "
             f"PING_TOKEN={stack.ping_token} DATABASE_URL='{_shown_dsn(stack.database_url)}' finops runs"
@@ -130,15 +132,16 @@ DESCRIPTION = """\
 The local demo (make run): PostgreSQL (DATABASE_URL, else an embedded server), a sandbox OpenCost
 and Kubernetes API, every function served under functions-framework, the last hours collected as
 the CronJob would, the demo applications measured, history loaded and a cloud bill reconciled;
-it prints every URL (the Argo CD UI extension's when it can be served) and serves until Ctrl-C.
-It needs a checkout of the repository."""
+it prints every URL (the Argo CD UI extension's when it can be served) and serves until Ctrl-C
+or SIGTERM, which stop it cleanly (exit 0; 130 when it is interrupted before it serves). It needs a
+checkout of the repository and leaves nothing in /tmp."""
 
 EXAMPLES = """\
 examples:
   finops run
       the demo; serves until Ctrl-C
   finops run --once
-      the same steps, then stop instead of serving (exit 1 if a ping failed)
+      the same steps, then stop instead of serving (exit 3 if a ping failed)
   finops run --hours 6 --source prometheus
       six hours computed from Prometheus series instead of OpenCost (needs prometheus installed)
   finops run --once --pricing opencost
@@ -170,12 +173,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM (``docker stop``, ``kill``, a supervisor) stops the demo as Ctrl-C does: as a
+    ``KeyboardInterrupt``, so every context of the stack exits and its processes are stopped. A
+    second signal while it stops is ignored: the cleanup is bounded (``sandbox.processes.stop``)
+    and must not itself be cut short, leaving servers behind."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The demo; Ctrl-C or SIGTERM while it serves is its normal end (exit 0), before that an
+    interruption (exit 130); either way the stack is stopped and nothing is left behind."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.pricing == "opencost" and args.source == "prometheus":  # PRICING_SOURCE's own rule
         parser.error("--pricing opencost needs --source opencost: Prometheus has no prices of its own")
-    return run(args)
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, _interrupt)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; the stack is stopped", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

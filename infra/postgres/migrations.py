@@ -135,7 +135,7 @@ def check_schema(db: Statements) -> None:
     applied = _applied(db.fetch_all)
     if not applied:
         raise SchemaBehind(
-            "the database has no schema yet: run `finops migrate` (the install Job) with the same DATABASE_URL"
+            "the database has no schema: run `finops migrate` (the install Job) with the same DATABASE_URL"
         )
     _refuse_unknown(applied, known)
     _refuse_edited(applied, known)

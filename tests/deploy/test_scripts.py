@@ -206,7 +206,7 @@ def test_a_failing_function_fails_the_job_with_its_error_and_no_secret() -> None
     answer = {"outcome": "failed", "error": "OpenCost unavailable", "run_id": "r1"}
     with fake_function((503, {"Retry-After": "60"}, answer)) as fake:
         result = run_command(CRONJOB, ping_env(fake.url, JOB, FUNCTION_URL=fake.url.replace("//", "//u:pw@")))
-    assert result.returncode == 1
+    assert result.returncode == 3  # a dependency (the function) failed
     assert len(fake.requests) == 1, "the Job's own retries (backoffLimit) retry a failed run"
     (line,) = result.stderr.splitlines()
     assert line.startswith("finops: ") and "HTTP 503" in line and "OpenCost unavailable" in line
@@ -219,7 +219,7 @@ def test_an_unreachable_function_fails_the_job_on_one_line() -> None:
     with fake_function((200, {}, {})) as fake:
         url = fake.url
     result = run_command(CRONJOB, ping_env(url, JOB))
-    assert result.returncode == 1
+    assert result.returncode == 3  # a dependency (the function) failed
     (line,) = result.stderr.splitlines()
     assert line.startswith("finops: request to") and url in line
 
@@ -331,13 +331,13 @@ def test_install_waits_as_told_and_retries_while_unreachable() -> None:
 def test_install_fails_on_a_refused_call_and_when_backfill_never_finishes(database_url: str) -> None:
     with fake_function((401, {}, {"outcome": "failed", "error": "wrong token"})) as fake:
         result = run_command(INSTALL, install_env(fake.url, database_url))
-    assert result.returncode == 1
+    assert result.returncode == 3  # a dependency (the function) failed
     assert len(fake.requests) == 1
     (line,) = result.stderr.splitlines()
     assert "HTTP 401" in line and "wrong token" in line
     with fake_function((200, {}, {"outcome": "partial", "remaining": 1, "retry_after_seconds": 0})) as fake:
         result = run_command(INSTALL, install_env(fake.url, database_url))
-    assert result.returncode == 1
+    assert result.returncode == 3  # a dependency (the function) failed
     assert len(fake.requests) == 5
     assert "giving up" in result.stderr
 

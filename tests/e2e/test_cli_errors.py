@@ -1,13 +1,13 @@
 """We test these aspects of the ``finops`` command's failures (run as its own process):
 
 - every failure is one ``finops: ...`` line on stderr without a traceback: exit 2 for bad usage,
-  input, configuration or policy, 1 when the work failed (a dependency down);
+  input, configuration or policy, 3 when a dependency is down (the rule of ``cli.exits``);
 - ``finops invoke`` says PING_TOKEN is unset before sending anything, and a function that is
   down is a one-line connection error;
 - reports and exports validate ``--policy`` before they need ``DATABASE_URL``;
 - a database that refuses connections is named with its cause, not its address;
-- ``finops policy check`` validates a policy without a database (exit 0 ``policy OK``, or 1
-  naming the file and the key path).
+- ``finops policy check`` validates a policy without a database (exit 0 ``policy OK``, or 2
+  naming the file and the key path, or the line and column of a YAML syntax error).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_invoke_without_ping_token_sends_nothing() -> None:
 def test_invoke_of_a_function_that_is_down() -> None:
     with refused_port() as port:
         outcome = run_finops("invoke", "collect_allocations", "--url", f"http://127.0.0.1:{port}", PING_TOKEN="t0k")
-    assert outcome.returncode == 1
+    assert outcome.returncode == 3
     line = one_line_error(outcome)
     assert "ConnectError" in line and f"127.0.0.1:{port}" in line
 
@@ -83,7 +83,7 @@ def test_a_refused_database_is_one_line_with_its_cause(command: tuple[str, ...])
         outcome = run_finops(
             *command, DATABASE_URL=f"postgresql://finops@127.0.0.1:{port}/finops", DATABASE_CONNECT_TIMEOUT_SECONDS="1"
         )
-    assert outcome.returncode == 1
+    assert outcome.returncode == 3
     line = one_line_error(outcome)
     assert line == "finops: PostgreSQL is unavailable: Connection refused"
 
@@ -107,7 +107,7 @@ def test_policy_check_ok() -> None:
         ("currency: EUR\nidle: sideways\n", "policy.idle:"),
         ("currency: EUR\nshared: {split: even, extra: 1}\n", "policy.shared.extra: unknown key"),
         ("owner_label: team\n", "policy.currency: required"),
-        ("currency: [EUR\n", "is not valid YAML"),
+        ("currency: [EUR\n", ", line 2, column 1: not valid YAML: while parsing a flow sequence"),
         ("- a list\n", "expected a mapping of policy keys"),
     ],
     ids=["negative-amount", "bad-idle", "unknown-key", "no-currency", "not-yaml", "not-a-mapping"],
@@ -116,7 +116,7 @@ def test_policy_check_names_the_key(tmp_path: Path, text: str, expected: str) ->
     path = tmp_path / "policy.yaml"
     path.write_text(text)
     outcome = run_finops("policy", "check", str(path))
-    assert outcome.returncode == 1
+    assert outcome.returncode == 2
     line = one_line_error(outcome)
     assert line.startswith(f"finops: policy file {path}")
     assert expected in line
@@ -125,5 +125,5 @@ def test_policy_check_names_the_key(tmp_path: Path, text: str, expected: str) ->
 
 def test_policy_check_of_a_missing_file(tmp_path: Path) -> None:
     outcome = run_finops("policy", "check", str(tmp_path / "nope.yaml"))
-    assert outcome.returncode == 1
+    assert outcome.returncode == 2
     assert one_line_error(outcome) == f"finops: policy file {tmp_path / 'nope.yaml'}: No such file or directory"

@@ -272,8 +272,10 @@ def test_the_command(
     }
     assert main([*argv, "--to", str(tmp_path / "missing" / "x.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert main(["export", "focus", "--month", "October", "--policy", str(tmp_path / "policy.yaml"), "--to", "x"]) == 2
-    assert "is not a month" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # argparse's usage error, naming the option
+        main(["export", "focus", "--month", "October", "--policy", str(tmp_path / "policy.yaml"), "--to", "x"])
+    assert usage.value.code == 2
+    assert "argument --month: 'October' is not a month" in capsys.readouterr().err
 
 
 def test_the_chargeback_csv_export_to_s3_adds_up(

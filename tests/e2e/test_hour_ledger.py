@@ -227,7 +227,7 @@ def test_finops_verify_finds_rollups_and_ledgers_that_disagree_with_the_rows(
         conn.execute("UPDATE allocation_daily SET total_cost_micros = total_cost_micros + 1 WHERE namespace = 'shop'")
         conn.execute("DELETE FROM provider_allocations WHERE hour = '2026-11-20T08:00Z' AND namespace = 'search'")
     bad = subprocess.run([FINOPS, "verify"], env=env, capture_output=True, text=True, check=False)
-    assert bad.returncode == 1
+    assert bad.returncode == 4  # a failed check
     assert "2026-11-20T08:00Z: ledger says final" in bad.stdout
     assert "'shop'" in bad.stdout and "stale in allocation_daily" in bad.stdout
 

@@ -4,7 +4,7 @@ against a real PostgreSQL holding daily rollups and the hour ledger (``allocatio
 - October with one week of its 744 hours final: the JSON says ``complete: false`` and exactly 576
   missing hours as one range; the table opens with a WARNING naming them; CSV stays plain (the
   warning goes to stderr); ``--require-complete`` and the policy's ``require_complete`` refuse it
-  with exit 1 and one line naming the cluster and the range; a complete month passes;
+  with exit 4 and one line naming the cluster and the range; a complete month passes;
 - a lost hour is listed with its reason;
 - a month without data still bills the policy's fixed costs on ``__shared__``: in the clusters
   they name, else in ``CLUSTER_ID``'s, else in ``default``;
@@ -138,7 +138,7 @@ def test_require_complete_refuses_naming_the_cluster_and_hours(
 ) -> None:
     args = ("--require-complete",) if how == "flag" else ()
     out = chargeback(database_url, policy("require_complete: true\n" if how == "policy" else ""), *args)
-    assert out.returncode == 1 and out.stdout == ""
+    assert out.returncode == 4 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1
     assert out.stderr.startswith("finops: refused (require_complete): 2026-10-01T00:00Z..2026-11-01T00:00Z")
     assert f"cluster test: 576 missing of 744 hours ({WEEK_MISSING})" in out.stderr
@@ -158,7 +158,7 @@ def test_a_complete_month_passes_and_a_lost_hour_is_named_with_its_reason(
     assert (test["final"], test["lost"], test["lost_reasons"]) == (743, 1, {LOST: 1})
     assert test["incomplete"] == [f"2026-10-03T05:00Z lost: {LOST}"]
     refused = chargeback(database_url, policy(), "--require-complete")
-    assert refused.returncode == 1 and f"1 lost of 744 hours (2026-10-03T05:00Z lost: {LOST})" in refused.stderr
+    assert refused.returncode == 4 and f"1 lost of 744 hours (2026-10-03T05:00Z lost: {LOST})" in refused.stderr
 
 
 FIXED = """shared:
@@ -216,7 +216,7 @@ def test_unpriced_hours_refuse_every_report(
     if report[1] in ("chargeback", "team") or report[0] == "export":
         args += ["--policy", policy()]
     out = finops(database_url, *args)
-    assert out.returncode == 1 and out.stdout == "" and list(tmp_path.glob("*.csv")) == []
+    assert out.returncode == 4 and out.stdout == "" and list(tmp_path.glob("*.csv")) == []
     assert "cluster test: 6 hours 2026-10-03T00:00Z..2026-10-03T05:00Z" in out.stderr
     assert "Activate a PriceBook" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
@@ -226,7 +226,7 @@ def test_unpriced_rollups_refuse_even_without_ledger_rows(db: Database, database
     unpriced["currency"] = None
     seed(db, [day_row("2026-10-14", "catalog", "catalog", 10), unpriced])
     out = chargeback(database_url, policy(), "--format", "json")
-    assert out.returncode == 1 and "cluster test: cost without a currency on 2026-10-15T00:00Z" in out.stderr
+    assert out.returncode == 4 and "cluster test: cost without a currency on 2026-10-15T00:00Z" in out.stderr
 
 
 def test_exports_write_a_coverage_sidecar_and_nothing_when_refused(
@@ -249,7 +249,7 @@ def test_exports_write_a_coverage_sidecar_and_nothing_when_refused(
         out = finops(
             database_url, "export", kind, *MONTH, "--policy", policy(), "--to", f"{refused}/", "--require-complete"
         )
-        assert out.returncode == 1 and WEEK_MISSING in out.stderr
+        assert out.returncode == 4 and WEEK_MISSING in out.stderr
     assert list(refused.iterdir()) == []
 
 
@@ -306,5 +306,5 @@ def test_hours_the_collector_stored_without_a_pricebook_refuse_the_report(
     finally:
         kube.store.apply_manifests(books)
     out = finops(database_url, *NOVEMBER, "--policy", policy())
-    assert out.returncode == 1 and out.stdout == ""
+    assert out.returncode == 4 and out.stdout == ""
     assert "cluster test: 4 hours 2026-11-20T07:00Z..2026-11-20T10:00Z" in out.stderr

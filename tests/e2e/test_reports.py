@@ -205,7 +205,17 @@ def test_an_invalid_policy_gives_no_report(
 def test_team_report_daily_view_and_unlabelled(example: Database, database_url: str, policy_file: Any) -> None:
     team = json.loads(
         finops(
-            database_url, "report", "team", "--team", "payments", "--month", "2026-10", "--policy", policy_file()
+            database_url,
+            "report",
+            "team",
+            "--team",
+            "payments",
+            "--month",
+            "2026-10",
+            "--policy",
+            policy_file(),
+            "--format",
+            "json",
         ).stdout
     )
     assert (team["total"], team["previous_total"], team["change"]) == ("5142.86", "2500.00", "2642.86")

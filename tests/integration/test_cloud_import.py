@@ -221,7 +221,7 @@ def test_the_command_on_a_database_never_migrated(
         monkeypatch.setenv("DATABASE_URL", dsn)
         assert main(["import", "cloud", "--from", str(DATA / "focus-2026-10.csv")]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("finops: the database is not migrated (") and "run `finops migrate`" in err
+        assert err.startswith("finops: the database has no schema: run `finops migrate`")
         assert err.count("\n") == 1 and "Traceback" not in err
         empty = connect(dsn)
         try:

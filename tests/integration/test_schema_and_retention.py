@@ -47,7 +47,7 @@ def test_the_schema_check(pg_server: str) -> None:
     with scratch_database(pg_server, prefix="finops_check") as dsn:
         db = connect(dsn)
         try:
-            with pytest.raises(SchemaBehind, match=r"no schema yet: run `finops migrate`"):
+            with pytest.raises(SchemaBehind, match=r"no schema: run `finops migrate`"):
                 check_schema(db)
             apply_migrations(db)
             check_schema(db)

@@ -24,7 +24,6 @@ from finops.periods import Period
 from finops.policy import Policy
 from infra.postgres import Database
 from usecases.reports.service import DEFAULT_CLUSTER, ReportDocument, ReportQuery, chargeback, month_period
-from usecases.reports.text_table import render
 
 _BY = {"owner": LineKey.TEAM, "cost_center": LineKey.COST_CENTER}
 
@@ -97,24 +96,3 @@ def _lines(
             if line.kind is LineKind.OWNER:
                 found[(key, line.owner)] = int(line.total.scaleb(6))  # whole cents: exact
     return found, coverage
-
-
-def budgets_table(document: dict[str, Any]) -> str:
-    """The report for people: one row per budget, the method under the table."""
-    rows = [
-        (
-            f"{'owner' if 'owner' in b else 'cost centre'} {b.get('owner') or b.get('cost_center')}",
-            b["amount"],
-            b["month_to_date"],
-            b["percent_used"] + " %",
-            b["forecast"] or "-",
-            (b["percent_forecast"] + " %") if b["percent_forecast"] else "-",
-            "OVER" if b["over_budget_forecast"] else "",
-        )
-        for b in document["budgets"]
-    ]
-    month = document["month"]["start"][:7]
-    title = f"Budgets {month} ({document['currency']})"
-    headers = ["budget", "amount", "month to date", "used", "forecast", "forecast used", ""]
-    table = render(headers, rows, right=(1, 2, 3, 4, 5)) if rows else "(no budgets in the policy)"
-    return f"{title}\n{table}\nmethod: {document['method']}"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +24,31 @@ from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
 from usecases.reports.text_table import render
 
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+
 
 def load_policy(path: str | Path) -> Policy:
-    """Read and validate a policy YAML file; errors name the file and the key."""
+    """Read and validate a policy YAML file. Each error is a line naming the file: a YAML syntax
+    error with its line and column, else every invalid key (``finops.policy``)."""
     try:
         document = yaml.safe_load(Path(path).read_text())
     except OSError as exc:
         raise InvalidInput(f"policy file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"policy file {path} is not UTF-8 text (byte {exc.start})") from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(part for part in (exc.context, exc.problem) if part)
+        raise InvalidInput(f"policy file {path}{where}: not valid YAML: {problem}") from exc
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"policy file {path} is not valid YAML: {exc}") from exc
+        raise InvalidInput(f"policy file {path}: not valid YAML: {exc}") from exc
     if not isinstance(document, dict):
         raise InvalidInput(f"policy file {path}: expected a mapping of policy keys")
     try:
         return parse_policy(document)
     except InvalidInput as exc:
-        raise InvalidInput(f"policy file {path}: {exc.message}") from exc
+        raise InvalidInput("\n".join(f"policy file {path}: {line}" for line in exc.message.splitlines())) from exc
 
 
 def warning(coverages: Iterable[Coverage | None]) -> str | None:
@@ -59,6 +71,74 @@ def chargeback_csv(report: Report) -> str:
         )
     writer.writerow(["TOTAL", report.allocated, report.idle, report.shared, report.total, "1.0000", report.currency])
     return out.getvalue()
+
+
+Rows = list[tuple[object, ...]]
+
+
+def rows_csv(headers: list[str], rows: Rows) -> str:
+    """A header line and the rows, as CSV."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def titled_table(title: str, headers: list[str], rows: Rows) -> str:
+    """A title line over the rows as a text table (numbers right-aligned), or over "(none)"."""
+    right = tuple(i for i, value in enumerate(rows[0]) if _numeric(value)) if rows else ()
+    return f"{title}\n" + (render(headers, rows, right=right) if rows else "(none)")
+
+
+def _numeric(value: object) -> bool:
+    return isinstance(value, (int, Decimal)) or (isinstance(value, str) and _NUMBER.fullmatch(value) is not None)
+
+
+def team_rows(body: dict[str, Any]) -> tuple[str, list[str], Rows]:
+    """The team report as (title, headers, rows): its figures, then its top namespaces."""
+    figures = ("total", "previous_total", "change", "change_percent", "allocated", "idle_share", "shared_share")
+    rows: Rows = [("figure", name, "", body[name] if body[name] is not None else "-") for name in figures]
+    rows += [("namespace", r["namespace"], r["cluster"], r["cost"]) for r in body["top_namespaces"]]
+    for resource, usage in body["requests_vs_usage"].items():
+        rows += [(f"{resource} usage", name, "", value if value is not None else "-") for name, value in usage.items()]
+    period = body["period"]
+    title = f"Team {body['team']}, {period['start']} to {period['end']} ({body['currency']}, basis {body['basis']})"
+    return title, ["kind", "name", "cluster", "value"], rows
+
+
+def daily_rows(body: dict[str, Any]) -> tuple[str, list[str], Rows]:
+    """The daily view as (title, headers, rows): one row per day and owner."""
+    rows: Rows = [(day["day"], owner, cost) for day in body["days"] for owner, cost in day["owners"].items()]
+    period = body["period"]
+    return f"Cost per day and owner, {period['start']} to {period['end']}", ["day", "owner", "cost"], rows
+
+
+def unlabelled_rows(body: dict[str, Any]) -> tuple[str, list[str], Rows]:
+    """Namespaces without the owner label as (title, headers, rows)."""
+    rows: Rows = [(r["cluster"], r["namespace"], r["cost"]) for r in body["namespaces"]]
+    period = body["period"]
+    title = f"Namespaces without the owner label, {period['start']} to {period['end']}"
+    return title, ["cluster", "namespace", "cost"], rows
+
+
+def budgets_rows(body: dict[str, Any]) -> tuple[str, list[str], Rows]:
+    """The budgets report as (title, headers, rows): one row per budget."""
+    rows: Rows = [
+        (
+            f"{'owner' if 'owner' in b else 'cost centre'} {b.get('owner') or b.get('cost_center')}",
+            b["amount"],
+            b["month_to_date"],
+            b["percent_used"],
+            b["forecast"] or "-",
+            b["percent_forecast"] or "-",
+            "OVER" if b["over_budget_forecast"] else "",
+        )
+        for b in body["budgets"]
+    ]
+    title = f"Budgets {body['month']['start'][:7]} ({body['currency']}); method: {body['method']}"
+    headers = ["budget", "amount", "month to date", "used %", "forecast", "forecast used %", "forecast over"]
+    return title, headers, rows
 
 
 def chargeback_table(report: Report) -> str:

@@ -160,3 +160,7 @@ SELECT (hour AT TIME ZONE 'UTC')::date AS day, kind, name, max(provider_id) AS p
 FROM cluster_assets
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
 GROUP BY 1, 2, 3;
+
+-- name: known_clusters
+-- Every cluster the hour ledger or the daily rollups hold: what a command's --cluster may name.
+SELECT cluster FROM allocation_hours UNION SELECT cluster FROM allocation_daily ORDER BY cluster;
