@@ -63,7 +63,11 @@ def needs(billing: BillingSettings) -> dict[str, tuple[Need, ...]]:
         Need("patch", mto_group, mto_plural, name=mto_name),
     )
     return {
-        "collect_allocations": (Need("list", FINOPS, "pricebooks"), Need("get", FINOPS, "finopsproviders"), *costjob),
+        "collect_allocations": (
+            Need("list", FINOPS, "pricebooks"),
+            Need("get", FINOPS, "finopsproviders", name="default"),
+            *costjob,
+        ),
         "on_sync": measure,
         "backfill": (Need("list", ARGO, "applications"), *measure),
         "cost_api": (
