@@ -83,23 +83,20 @@ class Param:
             return self.default
         if self.kind == "integer":
             low, high = self.minimum, self.most(s)
-            if (
-                raw.isascii()
-                and raw.isdigit()
-                and (low is None or low <= int(raw))
-                and (high is None or int(raw) <= high)
-            ):
-                return int(raw)
-            raise InvalidInput(f"{self.name}: {raw!r} must be a whole number from {low} to {high}")
+            # At most 18 digits: int() refuses (ValueError) strings past 4,300 digits
+            value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
+            if value is not None and (low is None or low <= value) and (high is None or value <= high):
+                return value
+            raise InvalidInput(f"{self.name}: {raw[:80]!r} must be a whole number from {low} to {high}")
         if self.kind == "boolean":
             if raw in ("true", "false"):
                 return raw == "true"
-            raise InvalidInput(f"{self.name}: {raw!r} must be true or false")
+            raise InvalidInput(f"{self.name}: {raw[:80]!r} must be true or false")
         if self.enum and raw not in self.enum:
-            raise InvalidInput(f"{self.name}: {raw!r} is not one of {', '.join(self.enum)}")
+            raise InvalidInput(f"{self.name}: {raw[:80]!r} is not one of {', '.join(self.enum)}")
         too_long = self.max_length is not None and len(raw) > self.max_length
         if too_long or (self.pattern and not re.fullmatch(self.pattern, raw, flags=re.ASCII)):
-            raise InvalidInput(f"{self.name}: {raw[:80]!r} is not {self.description}")
+            raise InvalidInput(f"{self.name}: {raw[:80]!r} is not {self.description.split(' (')[0]}")
         return raw
 
 
