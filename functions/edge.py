@@ -23,7 +23,7 @@ import flask
 import functions_framework
 from pydantic import BaseModel, ValidationError
 
-from finops.errors import FinOpsError, IncompleteData, InvalidInput, TemporaryError, Unauthorized
+from finops.errors import FinOpsError, IncompleteData, InvalidInput, NotFound, TemporaryError, Unauthorized
 from infra import logs
 from infra.settings import CommonSettings, ServingSettings, load
 from usecases.runs import Run, recorded_run
@@ -289,6 +289,8 @@ def edge(
             return response
 
         functions_framework.http(entry)  # registers the target's signature type; entry is served as is
+        # werkzeug's own 404, for a path its catch-all rule cannot match (a newline in it): JSON too
+        functions_framework.errorhandler(404)(lambda _exc: error_response(NotFound("no such path")))
         return entry
 
     return wrap

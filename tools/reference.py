@@ -674,6 +674,20 @@ PING_ANSWERS = [
 ]  # fmt: skip
 
 
+def accepted(schema: dict[str, Any]) -> str:
+    """A parameter's schema in words: what the API accepts (never empty), and its default."""
+    if "enum" in schema:
+        said = "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
+    elif schema["type"] == "integer":
+        said = f"integer {schema['minimum']} to {schema['maximum']}"
+    elif schema["type"] == "boolean":
+        said = "`true` or `false`"
+    else:
+        said = f"`{schema['pattern']}`".replace("|", "\\|")
+        said += f", at most {schema['maxLength']} characters" if "maxLength" in schema else ""
+    return said + (f"; default `{str(schema['default']).lower()}`" if "default" in schema else "")
+
+
 def http_api_page() -> str:
     from functions.cost_api.routes import openapi
     from functions.edge import MAX_BODY_BYTES
@@ -690,7 +704,10 @@ def http_api_page() -> str:
         ),
         'Every function answers `GET /healthz` with 200 `{"status": "ok"}` without touching a dependency, '
         "and answers JSON. `cost_api` serves the document below at `GET /api/v1/openapi.json` and Prometheus's "
-        "`GET /metrics` ([metrics](metrics.md)).\n",
+        "`GET /metrics` ([metrics](metrics.md)). That document is the contract: every parameter is parsed by "
+        "its declaration there (an empty value is refused like any bad one, 400 naming the parameter), every "
+        "answer is a status and body it declares, and a method it does not list for a path is 405 with "
+        "`Allow`; `tests/e2e/test_cost_api_contract.py` holds the served function to it with Schemathesis.\n",
         "## Errors\n",
         'A failure is `{"outcome": "failed", "error": ...}` (with `run_id` when the run is recorded, '
         '`"retry": true` when retrying can help, `coverage` for a refused period) and the status of its '
@@ -715,9 +732,15 @@ def http_api_page() -> str:
             if operation["parameters"]:
                 lines.append(
                     table(
-                        ["Parameter", "In", "Required", "Description"],
+                        ["Parameter", "In", "Required", "Accepted", "Description"],
                         (
-                            [f"`{p['name']}`", p["in"], "yes" if p["required"] else "", p.get("description", "")]
+                            [
+                                f"`{p['name']}`",
+                                p["in"],
+                                "yes" if p["required"] else "",
+                                accepted(p["schema"]),
+                                p.get("description", ""),
+                            ]
                             for p in operation["parameters"]
                         ),
                     )

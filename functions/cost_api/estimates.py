@@ -26,13 +26,13 @@ from typing import Any
 
 import flask
 
-from finops.cloud_estimates import SOURCES, parse_infracost
+from finops.cloud_estimates import parse_infracost
 from finops.errors import InvalidInput, NotFound, TemporaryError
-from finops.labels import is_subdomain, validate_namespace
 from functions.cost_api import routes
 from functions.edge import MAX_BODY_BYTES, read_json, require_bearer, respond
 from infra.clients import database_from
 from infra.settings import CostApiSettings, current_secret
+from usecases.cost_api import params
 from usecases.cost_api.cloud_estimates import CLOUD_ESTIMATE_BODY, money, store
 
 log = logging.getLogger(__name__)
@@ -52,20 +52,6 @@ class LargeBodiesBusy(TemporaryError):
     """``LARGE_AT_ONCE`` pushes are being read already."""
 
     retry_after_seconds = 5
-
-
-def _app(namespace: str, name: str) -> tuple[str, str]:
-    validate_namespace(namespace, field="appNamespace")
-    if not is_subdomain(name):
-        raise InvalidInput(f"appName: {name[:80]!r} is not a valid Application name (DNS-1123 subdomain)")
-    return namespace, name
-
-
-def _source(args: Any) -> str:
-    source = args.get("source", SOURCES[0])
-    if source not in SOURCES:
-        raise InvalidInput(f"source: {source[:40]!r} is not one of {', '.join(SOURCES)}")
-    return str(source)
 
 
 def _read_document(request: flask.Request) -> Any:
@@ -95,8 +81,8 @@ def push(request: flask.Request, s: CostApiSettings, namespace: str, name: str) 
     if not token:
         raise NotFound(NOT_ENABLED)
     require_bearer(request, token)
-    app = _app(namespace, name)
-    source = _source(request.args)
+    app = params.APP_NAMESPACE.parse(namespace), params.APP_NAME.parse(name)
+    source = params.SOURCE.parse(request.args.get("source"))
     estimate = parse_infracost(_read_document(request))
     changed = store(database_from(s), s.CLUSTER_ID, app, source, estimate, datetime.now(UTC))
     log.info(

@@ -6,7 +6,8 @@ anything in the cluster could forge that header. So every request must carry the
 the proxy injects (``PROXY_TOKEN``); every ``/apps/{namespace}/{name}/...`` route requires the
 header to name that same application, and data is looked up by the header's identity, never the
 path's; cluster-wide routes require it to name the gate application (``CLUSTER_SCOPE_APP``).
-Anything else is 403 with no data. ``GET /api/v1/openapi.json`` documents every route.
+Anything else is 403 with no data. ``GET /api/v1/openapi.json`` documents every route, and is the
+contract: parameters are parsed by its declarations, other methods are 405.
 ``GET /metrics`` (``functions/cost_api/metrics.py``) is for Prometheus, not the UI: it is answered
 before any of this, for ``METRICS_TOKEN``'s bearer only, and never reads the proxy's headers.
 So is CI's ``POST /api/v1/apps/{namespace}/{name}/cloud-estimate`` (``estimates.py``), for
@@ -25,6 +26,7 @@ from functions.cost_api import estimates, metrics, routes
 from functions.edge import edge, respond, settings_for
 from infra.clients import database_from
 from infra.settings import CostApiSettings, current_secret
+from usecases.cost_api.params import parse_all
 from usecases.cost_api.reads import APP_VIEWS, CLUSTER_VIEWS
 from usecases.cost_api.status_views import ANY_VIEWS
 from usecases.runs import Run
@@ -51,26 +53,28 @@ def _identity(request: flask.Request, s: CostApiSettings) -> tuple[str, str]:
 
 @edge(FUNCTION, settings, recorded=False, body_limit=estimates.body_limit)  # reads: errors mapped, no run records
 def cost_api(request: flask.Request, s: CostApiSettings, _run: Run) -> flask.Response:
+    methods = routes.allowed(request.path)
+    if not methods:
+        raise NotFound(f"no route {request.path}")
+    if request.method not in methods:  # the document's methods only: 405 naming them
+        return routes.method_not_allowed(request.method, methods)
     if request.method == "POST" and (pushed := routes.match(request.path, "post")) is not None:
         # CI's cloud estimate: CI_TOKEN's bearer only; the proxy's headers are never read
         return estimates.push(request, s, pushed[1]["appNamespace"], pushed[1]["appName"])
-    if request.method != "GET":
-        raise PermanentError(f"{request.method} is not allowed; the API is read-only")
     if request.path.rstrip("/") == metrics.PATH:  # its own bearer token; the proxy's headers are never read
         return metrics.scrape(request, s)
-    if request.path.rstrip("/") == "/api/v1/openapi.json":
-        return respond(200, routes.openapi())
-    found = routes.match(request.path)
-    if found is None:
-        raise NotFound(f"no route {request.path}")
-    route, params = found
+    if request.path.rstrip("/") == routes.OPENAPI_PATH:
+        return respond(200, routes.openapi(s))
+    route, path = routes.match(request.path) or (None, {})
+    assert route is not None  # allowed() found a GET route for the path
     identity = _identity(request, s)
+    args = parse_all(route.params, {**request.args.to_dict(), **path}, s)  # by the document's declarations
     if route.scope == "app":
-        if identity != (params["appNamespace"], params["appName"]):
+        if identity != (args["appNamespace"], args["appName"]):
             raise Forbidden("Argocd-Application-Name does not name the application in the path")
-        return respond(200, APP_VIEWS[route.view](database_from(s), s, identity, request.args))
+        return respond(200, APP_VIEWS[route.view](database_from(s), s, identity, args))
     if route.scope == "any":  # any application's header: how the data stands, no application's figures
-        return respond(200, ANY_VIEWS[route.view](database_from(s), s, request.args))
+        return respond(200, ANY_VIEWS[route.view](database_from(s), s, args))
     if s.CLUSTER_SCOPE_APP == "off" or ":".join(identity) != s.CLUSTER_SCOPE_APP:
         raise Forbidden("cluster-wide views need Argocd-Application-Name to name the gate application")
-    return respond(200, CLUSTER_VIEWS[route.view](database_from(s), s, request.args, **params))
+    return respond(200, CLUSTER_VIEWS[route.view](database_from(s), s, args))

@@ -134,7 +134,14 @@ class HostApp:
         user = self._user(request)
         if user is None:
             return _json(401, {"error": "no session", "code": 16, "message": "no session information"})
-        items = [a for a in self._applications() if user.may_get(a["metadata"]["namespace"], a["metadata"]["name"])]
+        # As Argo CD's ApplicationQuery: ``name`` and ``appNamespace`` filter; RBAC hides silently.
+        wanted = {"name": request.args.get("name"), "namespace": request.args.get("appNamespace")}
+        items = [
+            a
+            for a in self._applications()
+            if user.may_get(a["metadata"]["namespace"], a["metadata"]["name"])
+            and all(value in (None, "", a["metadata"][key]) for key, value in wanted.items())
+        ]
         return _json(200, {"items": items})
 
     def get_application(self, request: Request, name: str) -> Response:

@@ -104,6 +104,12 @@ def test_the_application_api_hides_what_the_user_may_not_read(host: ArgoHost) ->
         for a in httpx.get(base + "/api/v1/applications", cookies={"argocd.token": "no-gate"}).json()["items"]
     ]
     assert "cost-gate" not in names and "web" in names
+    named = base + "/api/v1/applications?name=cost-gate&appNamespace=argocd"  # what the cluster view asks
+    assert [a["metadata"]["name"] for a in httpx.get(named, cookies={"argocd.token": "readonly"}).json()["items"]] == [
+        "cost-gate"
+    ]
+    refused = httpx.get(named, cookies={"argocd.token": "no-gate"})
+    assert refused.status_code == 200 and refused.json()["items"] == []  # RBAC hides it, as Argo CD's list does
 
 
 def test_extensions_js_is_the_vars_file_then_the_extension(host: ArgoHost) -> None:

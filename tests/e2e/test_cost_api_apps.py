@@ -4,7 +4,10 @@
   the previous *sync* record of the same scope only;
 - authorization: the proxy's secret header is required, the ``Argocd-Application-Name`` header
   must name the application in the path, and data is looked up by the header's identity;
-  a forged or mismatched request gets 403 and no data.
+  a forged or mismatched request gets 403 and no data;
+- an application without a record yet: 200 with ``recorded`` false and the reason, on each of
+  ``/actual``, ``/trend`` and ``/daily`` (a state, not an error: the Cost tab asks for every
+  application, and the browser logs every 4xx as a console error).
 """
 
 from __future__ import annotations
@@ -138,5 +141,14 @@ def test_forged_or_mismatched_requests_get_403_and_no_data(
     assert "150.00" not in response.text and "99.00" not in response.text
 
 
-def test_unknown_application_is_404(api_url: str, db: Database) -> None:
-    assert get(api_url, "/api/v1/apps/argocd/nope/actual", "argocd:nope").status_code == 404
+@pytest.mark.parametrize("view", ["actual", "trend", "daily"])
+def test_an_application_without_a_record_is_said_so_with_200(api_url: str, db: Database, view: str) -> None:
+    add_record(db, "argocd", "web", 150_000_000)
+    answer = get(api_url, f"/api/v1/apps/argocd/nope/{view}", "argocd:nope")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {
+        "app": {"namespace": "argocd", "name": "nope"},
+        "recorded": False,
+        "reason": "no cost record for application argocd/nope yet",
+    }
+    assert get(api_url, f"/api/v1/apps/argocd/web/{view}", "argocd:web").json()["recorded"] is True

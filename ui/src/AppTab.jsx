@@ -6,7 +6,7 @@ import { appPath, costApi } from "./api.js";
 import { Chart } from "./Chart.jsx";
 import { Anomaly, CloudEstimates, DataQuality } from "./Insights.jsx";
 import { formatChange, formatMoney, formatRatio } from "./money.js";
-import { Card, Loading, Problem, styles, useLoad } from "./states.jsx";
+import { Card, Loading, Note, Problem, styles, useLoad } from "./states.jsx";
 import { OrphanedPods, Rightsizing } from "./Workloads.jsx";
 
 // The rule the sync webhook applies (finops/applications.py LOCAL_SERVERS, LOCAL_NAMES): an
@@ -171,9 +171,13 @@ export function AppTab(props) {
       </div>
     );
   }
+  // An application not measured yet is a state the API says with 200 (`recorded` false), never
+  // an error status: the browser would log one as a console error for every such application.
+  const recorded = actual.status === "ok" && actual.data.recorded;
   // The record's own currency (its rows'), else the daily history's; null: unknown, shown as such.
-  const currency = (actual.status === "ok" && actual.data.currency) || (daily.status === "ok" && daily.data.currency) || null;
+  const currency = (recorded && actual.data.currency) || (daily.status === "ok" && daily.data.currency) || null;
   const noRecord = `No cost record for ${app.namespace}/${app.name} yet.`;
+  const unrecorded = (state) => state.status === "ok" && !state.data.recorded;
   return (
     <div style={styles.tab} data-testid="finops-app-tab" data-currency={currency || ""}>
       <h3 style={{ marginTop: 0 }}>
@@ -182,30 +186,30 @@ export function AppTab(props) {
       {quality.status === "ok" ? <DataQuality dq={quality.data} /> : null}
       {quality.status === "loading" ? <Loading what="how complete the data is" /> : null}
       {quality.status === "error" ? <Problem error={quality.error} what="how complete the data is" testid="data-quality" /> : null}
-      {actual.status === "ok" ? (
-        <Actual actual={actual.data} currency={currency} />
-      ) : (
-        <Problem
-          error={actual.error}
-          what="this application's cost"
-          testid="actual"
-          empty={`No cost record for ${app.namespace}/${app.name} yet: it is measured after its next successful sync (or by the install backfill).`}
-        />
-      )}
-      <Card title="Anomaly score (today)" state={actual} what="the anomaly score" testid="anomaly" empty={noRecord}>
-        {(data) => <Anomaly anomaly={data.anomaly} currency={currency} />}
+      {recorded ? <Actual actual={actual.data} currency={currency} /> : null}
+      {unrecorded(actual) ? (
+        <p className="finops-empty" data-testid="actual-empty">
+          No cost record for {app.namespace}/{app.name} yet: it is measured after its next successful sync (or by the
+          install backfill).
+        </p>
+      ) : null}
+      {actual.status === "error" ? <Problem error={actual.error} what="this application's cost" testid="actual" /> : null}
+      <Card title="Anomaly score (today)" state={actual} what="the anomaly score" testid="anomaly">
+        {(data) => (data.recorded ? <Anomaly anomaly={data.anomaly} currency={currency} /> : <Note testid="anomaly-empty">{noRecord}</Note>)}
       </Card>
       <section style={styles.section}>
         <h4>Change since the previous sync</h4>
         {trend.status === "loading" ? <Loading what="the trend" /> : null}
-        {trend.status === "ok" ? <Trend trend={trend.data} currency={trend.data.currency || currency} /> : null}
+        {trend.status === "ok" && trend.data.recorded ? <Trend trend={trend.data} currency={trend.data.currency || currency} /> : null}
+        {unrecorded(trend) ? <Note testid="trend-empty">No record yet, so no trend.</Note> : null}
         {trend.status === "error" ? (
-          <Problem error={trend.error} what="the trend" testid="trend" empty="No record yet, so no trend." />
+          <Problem error={trend.error} what="the trend" testid="trend" />
         ) : null}
       </section>
       <section style={styles.section}>
         <h4>Last 30 days</h4>
-        {daily.status === "ok" ? (
+        {unrecorded(daily) ? <Note testid="daily-empty">No daily history yet.</Note> : null}
+        {daily.status === "ok" && daily.data.recorded ? (
           <>
             <Chart days={daily.data.days} currency={daily.data.currency || currency} />
             <p data-testid="daily-total">
@@ -213,9 +217,8 @@ export function AppTab(props) {
               {daily.data.scope === "namespace" ? " (namespace scope)" : ""}
             </p>
           </>
-        ) : (
-          <Problem error={daily.error} what="the daily history" testid="daily" empty="No daily history yet." />
-        )}
+        ) : null}
+        {daily.status === "error" ? <Problem error={daily.error} what="the daily history" testid="daily" /> : null}
       </section>
       <Card title="Rightsizing (VerticalPodAutoscalers)" state={rightsizing} what="the rightsizing advice" testid="rightsizing">
         {(data) => <Rightsizing data={data} currency={currency} />}
@@ -223,8 +226,8 @@ export function AppTab(props) {
       <Card title="Orphaned pods" state={orphans} what="the orphaned pods" testid="orphans">
         {(data) => <OrphanedPods data={data} currency={currency} where={data.destinationNamespace || "its namespace"} />}
       </Card>
-      <Card title="Cloud estimates (CI)" state={actual} what="the cloud estimates" testid="estimates" empty={noRecord}>
-        {(data) => <CloudEstimates estimates={data.cloudEstimates} />}
+      <Card title="Cloud estimates (CI)" state={actual} what="the cloud estimates" testid="estimates">
+        {(data) => (data.recorded ? <CloudEstimates estimates={data.cloudEstimates} /> : <Note testid="estimates-empty">{noRecord}</Note>)}
       </Card>
     </div>
   );

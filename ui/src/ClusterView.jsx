@@ -3,7 +3,7 @@
 // across the managed namespaces and the unlabelled namespaces.
 // Cluster-wide reads are authorised by the gate application (cost_api's CLUSTER_SCOPE_APP): the
 // calls name it in Argocd-Application-Name, so only those who may read it see anything.
-import { argoApplication, costApi } from "./api.js";
+import { ApiError, argoApplication, costApi } from "./api.js";
 import { formatMoney } from "./money.js";
 import { Loading, Problem, styles, useLoad } from "./states.jsx";
 import { OrphanedPods } from "./Workloads.jsx";
@@ -18,6 +18,7 @@ export function gateApp() {
 async function loadGate() {
   const gate = gateApp();
   const found = await argoApplication(gate.namespace, gate.name);
+  if (!found) throw new ApiError(403, "Argo CD lists no such application for you");
   return { ...gate, project: (found && found.spec && found.spec.project) || "default" };
 }
 
@@ -271,7 +272,7 @@ export function ClusterView() {
         [401, 403, 404].includes(gate.error.status) ? (
           <p style={styles.error} role="alert" data-testid="forbidden">
             Cluster-wide costs are shown only to those who may read the application {named.namespace}/{named.name}, and you
-            may not (HTTP {gate.error.status}). Ask an Argo CD administrator for read access to it.
+            may not ({gate.error.message}). Ask an Argo CD administrator for read access to it.
           </p>
         ) : (
           <Problem error={gate.error} what="your access to the cluster view" testid="gate" />

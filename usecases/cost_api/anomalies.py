@@ -29,14 +29,12 @@ from typing import Any
 
 from finops import anomaly
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import InvalidInput
 from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.cost_api.views import _money
 
 LOOKBACK_DAYS = 28  # the baseline's days are among the last four weeks
-MAX_LIMIT = 500
 
 
 def _inputs(db: Database, cluster: str, now: datetime, identity: tuple[str, str] | None = None) -> list[dict[str, Any]]:
@@ -99,17 +97,10 @@ def of_application(db: Database, cluster: str, identity: tuple[str, str], *, now
     return document(*_scored(rows[0])) if rows else None
 
 
-def _limit(args: Mapping[str, str]) -> int:
-    raw = args.get("limit", "20")
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
-        raise InvalidInput(f"limit: {raw!r} must be a whole number from 1 to {MAX_LIMIT}")
-    return int(raw)
-
-
-def ranking(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str) -> dict[str, Any]:
+def ranking(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> dict[str, Any]:
     """``GET /api/v1/anomalies``: applications by score, highest first (ties by name); those
     without a score follow, by name, each with its reason; at most ``limit`` in all."""
-    limit = _limit(args)
+    limit = int(args["limit"])
     scored = [(row, *_scored(row)) for row in _inputs(db, s.CLUSTER_ID, datetime.now(UTC))]
     scored.sort(
         key=lambda entry: (

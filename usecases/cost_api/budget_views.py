@@ -11,13 +11,13 @@ budget figures rather than failing the whole scrape: the refusal is the API's to
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from finops.errors import NotFound, PermanentError
+from finops.errors import IncompleteData, NotFound, PermanentError
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.reports.budgets import budgets_report
@@ -26,13 +26,17 @@ from usecases.reports.formats import load_policy
 _LABELS = ["cluster", "owner", "cost_center", "currency"]
 
 
-def budgets(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str) -> Any:
+def budgets(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any:
     """This cluster's budgets for ``month`` (default: the current UTC month) with the forecast's
-    method and coverage; 400 naming ``month`` for a bad or future month."""
+    method and coverage. A month that has not started has no figures yet: 409, as the data cannot
+    answer (the ``month`` parameter itself is well formed: its declaration says which are)."""
     if not s.POLICY_PATH:
         raise NotFound("budgets are not configured: set POLICY_PATH to the policy file")
+    month, now = args["month"], datetime.now(UTC)
+    if month is not None and month > now.strftime("%Y-%m"):
+        raise IncompleteData(f"month: {month} has not started yet")
     policy = load_policy(s.POLICY_PATH)
-    return budgets_report(db, policy, args.get("month"), basis=args.get("basis"), cluster=s.CLUSTER_ID).body
+    return budgets_report(db, policy, month, now, basis=args["basis"], cluster=s.CLUSTER_ID).body
 
 
 def budget_families(db: Database, s: CostApiSettings, now: datetime | None = None) -> Iterator[Metric]:

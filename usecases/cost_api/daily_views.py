@@ -20,23 +20,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import NotFound
 from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.app_history.scope import app_scope
-from usecases.cost_api.views import _money, days_param
+from usecases.cost_api.views import _money, no_record
 
 
 def daily(
-    db: Database, s: CostApiSettings, identity: tuple[str, str], args: Mapping[str, str], *, now: datetime
+    db: Database, s: CostApiSettings, identity: tuple[str, str], args: Mapping[str, Any], *, now: datetime
 ) -> dict[str, Any]:
     """The last ``days`` UTC days of the application named by ``identity`` (the header's)."""
-    count = days_param(args, s.DAILY_HISTORY_DAYS, " (DAILY_HISTORY_DAYS)")
+    count = int(args["days"])
     app_namespace, app_name = identity
     scope = app_scope(db, s.CLUSTER_ID, app_namespace, app_name)
     if scope is None:
-        raise NotFound(f"no cost record for application {app_namespace}/{app_name} yet")
+        return no_record(identity)
     today = now.astimezone(UTC).date()
     first = today - timedelta(days=count - 1)
     who: dict[str, Any] = {"cluster": s.CLUSTER_ID, "app_namespace": app_namespace, "app_name": app_name}
@@ -76,6 +75,7 @@ def daily(
         days.append({"day": day.isoformat(), "cost": _money(micros), "final": final, "hours": hours})
     return {
         "app": {"namespace": app_namespace, "name": app_name},
+        "recorded": True,
         "scope": scope.scope,
         "destinationNamespace": scope.destination_namespace,
         "currency": currencies.pop() if len(currencies) == 1 else None,

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.errors import NotFound
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.cost_api import anomalies, budget_views, cloud_estimates, cluster_views, daily_views, views
@@ -20,7 +19,7 @@ def _record_view(db: Database, s: CostApiSettings, view: str, identity: tuple[st
         "latest_cost_actuals", cluster=s.CLUSTER_ID, app_namespace=identity[0], app_name=identity[1], limit=50
     )
     if not records:
-        raise NotFound(f"no cost record for application {identity[0]}/{identity[1]} yet")
+        return views.no_record(identity)
     latest, baseline = records[0], views.baseline_of(records)
     start = latest["window_start"] if view == "actual" or baseline is None else baseline["window_start"]
     currency = views.currency_of(db, s.CLUSTER_ID, latest["destination_namespace"], start, latest["window_end"])
@@ -34,10 +33,10 @@ def _record_view(db: Database, s: CostApiSettings, view: str, identity: tuple[st
 
 
 Identity = tuple[str, str]
-Args = Mapping[str, str]
+Args = Mapping[str, Any]  # the route's parameters, path and query, parsed by their declarations
 
 # Every route's view (``Route.view``), by the scope that authorises it. An application's views read
-# by the header's identity; cluster views get the path's parameters; "any" views neither.
+# by the header's identity (the path's, checked equal); cluster views get the path's namespace in ``args``.
 APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Identity, Args], Any]] = {
     "actual": lambda db, s, who, _: _record_view(db, s, "actual", who),
     "trend": lambda db, s, who, _: _record_view(db, s, "trend", who),
@@ -46,7 +45,7 @@ APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Identity, Args], Any]]
     "rightsizing": lambda db, s, who, args: insights.app_rightsizing(db, s, args, who),
     "app_orphaned_pods": lambda db, s, who, args: insights.app_orphaned_pods(db, s, args, who),
 }
-CLUSTER_VIEWS: dict[str, Callable[..., Any]] = {
+CLUSTER_VIEWS: dict[str, Callable[[Database, CostApiSettings, Args], Any]] = {
     "namespaces": cluster_views.namespaces,
     "namespace": cluster_views.namespace,
     "chargeback": cluster_views.chargeback,

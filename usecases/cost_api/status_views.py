@@ -80,7 +80,7 @@ def _pricing(row: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def data_quality(
-    db: Database, s: CostApiSettings, _args: Mapping[str, str], now: datetime | None = None
+    db: Database, s: CostApiSettings, _args: Mapping[str, Any], now: datetime | None = None
 ) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     where: dict[str, Any] = {"cluster": s.CLUSTER_ID, "aggregation": DEFAULT_AGGREGATION}
@@ -152,7 +152,7 @@ def data_quality(
     }
 
 
-def config(_db: Database, s: CostApiSettings, _args: Mapping[str, str]) -> dict[str, Any]:
+def config(_db: Database, s: CostApiSettings, _args: Mapping[str, Any]) -> dict[str, Any]:
     labels: dict[str, Any] = {"owner": "team", "costCenter": "cost-center", "source": "default"}
     currency: str | None = None
     policy_error = None
@@ -180,7 +180,7 @@ def config(_db: Database, s: CostApiSettings, _args: Mapping[str, str]) -> dict[
     }
 
 
-ANY_VIEWS: dict[str, Callable[[Database, CostApiSettings, Mapping[str, str]], Any]] = {
+ANY_VIEWS: dict[str, Callable[[Database, CostApiSettings, Mapping[str, Any]], Any]] = {
     "data_quality": data_quality,
     "config": config,
 }

@@ -10,22 +10,22 @@ more than one currency.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import InvalidInput
 from finops.money import format_amount
 from infra.postgres import Database
 
 
-def days_param(args: Mapping[str, str], most: int, limit: str = "") -> int:
-    """The ``days`` query parameter, 30 by default: 1 to ``most`` (``limit`` names what sets it)."""
-    raw = args.get("days", "30")
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
-        raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to {most}{limit}")
-    return int(raw)
+def no_record(identity: tuple[str, str]) -> dict[str, Any]:
+    """What ``/actual``, ``/trend`` and ``/daily`` answer (200) for an application not measured yet:
+    a state of the application, not an error (the Cost tab shows it as such)."""
+    return {
+        "app": {"namespace": identity[0], "name": identity[1]},
+        "recorded": False,
+        "reason": f"no cost record for application {identity[0]}/{identity[1]} yet",
+    }
 
 
 def _money(micros: int | None) -> dict[str, Any] | None:
@@ -54,6 +54,7 @@ def actual(record: dict[str, Any], currency: str | None = None) -> dict[str, Any
     share = record["share"]
     return {
         "app": {"namespace": record["app_namespace"], "name": record["app_name"]},
+        "recorded": True,
         "cluster": record["cluster"],
         "currency": currency,
         "destinationNamespace": record["destination_namespace"],
@@ -100,6 +101,7 @@ def trend(records: list[dict[str, Any]], currency: str | None = None) -> dict[st
     baseline = baseline_of(records)
     body: dict[str, Any] = {
         "app": {"namespace": latest["app_namespace"], "name": latest["app_name"]},
+        "recorded": True,
         "scope": latest["scope"],
         "currency": currency,
         "latest": {

@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.errors import InvalidInput
-from finops.labels import validate_namespace
 from infra.clients import kube_from
 from infra.kube import KubeClient as Kube
 from infra.postgres import Database
@@ -22,28 +20,18 @@ from usecases.insights import workloads
 from usecases.insights.orphans import orphaned_pods
 from usecases.insights.rightsizing import rightsizing
 
-MAX_DAYS = 90
-
-
-def days_of(args: Mapping[str, str]) -> int:
-    """The ``days`` query parameter: the trailing window, 1 to 90 days, default 7."""
-    raw = args.get("days", "7")
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_DAYS:
-        raise InvalidInput(f"days: {raw!r} must be a whole number of days from 1 to {MAX_DAYS}")
-    return int(raw)
-
 
 def _kube(s: CostApiSettings) -> Callable[[], Kube]:
     return lambda: kube_from(s)
 
 
-def app_rightsizing(db: Database, s: CostApiSettings, args: Mapping[str, str], identity: tuple[str, str]) -> Any:
-    return rightsizing(db, _kube(s), s.CLUSTER_ID, identity, days_of(args), datetime.now(UTC))
+def app_rightsizing(db: Database, s: CostApiSettings, args: Mapping[str, Any], identity: tuple[str, str]) -> Any:
+    return rightsizing(db, _kube(s), s.CLUSTER_ID, identity, args["days"], datetime.now(UTC))
 
 
-def app_orphaned_pods(db: Database, s: CostApiSettings, args: Mapping[str, str], identity: tuple[str, str]) -> Any:
+def app_orphaned_pods(db: Database, s: CostApiSettings, args: Mapping[str, Any], identity: tuple[str, str]) -> Any:
     """The orphaned pods of the application's destination namespace."""
-    days, now = days_of(args), datetime.now(UTC)
+    days, now = args["days"], datetime.now(UTC)
     head: dict[str, Any] = {"app": {"namespace": identity[0], "name": identity[1]}, "destinationNamespace": None}
     try:
         app = workloads.application(workloads.connect(_kube(s)), *identity)
@@ -67,22 +55,20 @@ def app_orphaned_pods(db: Database, s: CostApiSettings, args: Mapping[str, str],
     }
 
 
-def cluster_orphaned_pods(db: Database, s: CostApiSettings, args: Mapping[str, str], **_: str) -> Any:
+def cluster_orphaned_pods(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any:
     return orphaned_pods(
-        db, _kube(s), cluster=s.CLUSTER_ID, gate=s.CLUSTER_SCOPE_APP, days=days_of(args), now=datetime.now(UTC)
+        db, _kube(s), cluster=s.CLUSTER_ID, gate=s.CLUSTER_SCOPE_APP, days=args["days"], now=datetime.now(UTC)
     )
 
 
-def namespace_orphaned_pods(
-    db: Database, s: CostApiSettings, args: Mapping[str, str], namespace: str = "", **_: str
-) -> Any:
-    validate_namespace(namespace)
+def namespace_orphaned_pods(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any:
+    """The namespace's (a DNS label: its declaration) orphaned pods."""
     return orphaned_pods(
         db,
         _kube(s),
         cluster=s.CLUSTER_ID,
         gate=s.CLUSTER_SCOPE_APP,
-        days=days_of(args),
+        days=args["days"],
         now=datetime.now(UTC),
-        namespace=namespace,
+        namespace=args["namespace"],
     )
