@@ -1,0 +1,86 @@
+"""We test these aspects of the money a period's daily rollups hold, written through the
+collector's own per-hour path (``tests/boundary.py``) against a real PostgreSQL, with values
+counted by hand:
+
+- a cluster whose hours switch PriceBook currency inside the period (on another day, or inside
+  one day) is refused by the chargeback, whichever currency comes first and whichever the policy
+  names: its cost cannot be added up;
+- a namespace relabelled mid-day bills each team its own hours: the day's rollup holds one row per
+  team with that team's hours and cost, and the chargeback gives each its figure; an hour written
+  again under the new label moves whole to the new team.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+
+import pytest
+
+from finops.errors import InvalidInput
+from finops.policy import parse_policy
+from infra.postgres import Database
+from tests.boundary import AGGREGATION, CLUSTER, UNIT, Writer, allocation, dollars
+from usecases.reports.service import ReportQuery, chargeback, month_period
+
+OCTOBER = ReportQuery(month_period("2026-10"), CLUSTER, AGGREGATION)
+
+
+def at(day: int, hour: int) -> datetime:
+    return datetime(2026, 10, day, hour, tzinfo=UTC)
+
+
+def cents(micros: int) -> Decimal:
+    return dollars(micros).quantize(Decimal("0.01"), ROUND_HALF_EVEN)
+
+
+@pytest.mark.parametrize("policy_currency", ["USD", "EUR"])
+@pytest.mark.parametrize("first,then", [("USD", "EUR"), ("EUR", "USD")])
+@pytest.mark.parametrize("second_hour", [at(20, 5), at(10, 6)], ids=["another-day", "same-day"])
+def test_a_period_mixing_currencies_in_one_cluster_is_refused(
+    db: Database, first: str, then: str, policy_currency: str, second_hour: datetime
+) -> None:
+    writer = Writer(db)
+    writer.write(at(10, 5), [allocation(2)], currency=first)
+    writer.write(second_hour, [allocation(3)], currency=then)
+    with pytest.raises(InvalidInput, match=r"USD.*EUR|EUR.*USD"):
+        chargeback(db, parse_policy({"currency": policy_currency}), OCTOBER)
+
+
+def test_one_currency_throughout_is_billed(db: Database) -> None:
+    writer = Writer(db)
+    writer.write(at(10, 5), [allocation(2)], currency="EUR")
+    writer.write(at(20, 5), [allocation(3)], currency="EUR")
+    report = chargeback(db, parse_policy({"currency": "EUR"}), OCTOBER)
+    assert {line.owner: line.total for line in report.lines} == {"alpha": cents(5 * UNIT), "platform": Decimal("0.00")}
+
+
+def rollup(db: Database) -> list[tuple[str, int, int]]:
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT team, hours, total_cost_micros FROM allocation_daily WHERE cluster = %s AND namespace = 'shop'"
+            " ORDER BY team",
+            (CLUSTER,),
+        ).fetchall()
+    return [(r["team"], r["hours"], r["total_cost_micros"]) for r in rows]
+
+
+def test_a_namespace_relabelled_mid_day_bills_each_team_its_own_hours(db: Database) -> None:
+    writer = Writer(db)
+    writer.write(at(15, 9), [allocation(2, team="alpha")], final=False)
+    writer.write(at(15, 10), [allocation(3, team="alpha")], final=False)
+    writer.write(at(15, 11), [allocation(5, team="beta")], final=False)  # relabelled between 10:00 and 11:00
+    writer.write(at(15, 12), [allocation(7, team="beta")], final=False)
+    assert rollup(db) == [("alpha", 2, 5 * UNIT), ("beta", 2, 12 * UNIT)]
+    report = chargeback(db, parse_policy({"currency": "USD"}), OCTOBER)
+    lines = {line.owner: line.total for line in report.lines if line.owner != "platform"}
+    # 6.172880 and 14.814912: the report's total, 20.99, is rounded once and its last cent goes to
+    # the larger remainder (beta's .4912 of a cent).
+    assert lines == {"alpha": Decimal("6.17"), "beta": Decimal("14.82")}
+
+    # The 10:00 hour collected again after the relabel: it moves whole to beta.
+    writer.write(at(15, 10), [allocation(3, team="beta")])
+    assert rollup(db) == [("alpha", 1, 2 * UNIT), ("beta", 3, 15 * UNIT)]
+    report = chargeback(db, parse_policy({"currency": "USD"}), OCTOBER)
+    lines = {line.owner: line.total for line in report.lines if line.owner != "platform"}
+    assert lines == {"alpha": cents(2 * UNIT), "beta": cents(15 * UNIT)}
