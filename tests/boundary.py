@@ -115,8 +115,9 @@ class HourAnswers:
 class Writer:
     """Writes hours of one cluster through the collector's per-hour path (rows, ledger, rollup)."""
 
-    def __init__(self, db: Database, cluster: str = CLUSTER) -> None:
+    def __init__(self, db: Database, cluster: str = CLUSTER, now: datetime = NOW) -> None:
         self.db = db
+        self.now = now
         self.cluster = cluster
         self.source = HourAnswers()
         self.options = CollectOptions(cluster, AGGREGATION, 0, "team", "cost-center")
@@ -126,7 +127,7 @@ class Writer:
     ) -> None:
         self.source.answers[hour] = entries
         pricing = ActivePricing(None, currency, "test", None)
-        ctx = HourContext(self.options, pricing, NOW, str(uuid.uuid4()), timedelta(hours=6), False)
+        ctx = HourContext(self.options, pricing, self.now, str(uuid.uuid4()), timedelta(hours=6), False)
         _write_hour(self.db, self.source, ctx, Hour(hour), final)
 
     def give_up(self, start: datetime, horizon: datetime) -> None:

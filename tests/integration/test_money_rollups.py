@@ -5,6 +5,9 @@ counted by hand:
 - a cluster whose hours switch PriceBook currency inside the period (on another day, or inside
   one day) is refused by the chargeback, whichever currency comes first and whichever the policy
   names: its cost cannot be added up;
+- a neighbouring month's hour in another currency (September's last, November's first) does not
+  refuse October, and a day of October whose hours retention dropped still counts its rollup's
+  currency;
 - a namespace relabelled mid-day bills each team its own hours: the day's rollup holds one row per
   team with that team's hours and cost, and the chargeback gives each its figure; an hour written
   again under the new label moves whole to the new team.
@@ -53,6 +56,28 @@ def test_one_currency_throughout_is_billed(db: Database) -> None:
     writer.write(at(20, 5), [allocation(3)], currency="EUR")
     report = chargeback(db, parse_policy({"currency": "EUR"}), OCTOBER)
     assert {line.owner: line.total for line in report.lines} == {"alpha": cents(5 * UNIT), "platform": Decimal("0.00")}
+
+
+@pytest.mark.parametrize("neighbour", [datetime(2026, 9, 30, 23, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC)])
+def test_a_neighbouring_months_currency_does_not_refuse_the_month(db: Database, neighbour: datetime) -> None:
+    writer = Writer(db)
+    writer.write(at(1, 0), [allocation(2)], currency="USD")
+    writer.write(at(31, 23), [allocation(3)], currency="USD")
+    writer.write(neighbour, [allocation(7)], currency="EUR")
+    report = chargeback(db, parse_policy({"currency": "USD"}), OCTOBER)
+    assert {line.owner: line.total for line in report.lines} == {"alpha": cents(5 * UNIT), "platform": Decimal("0.00")}
+
+
+@pytest.mark.parametrize("day", [1, 31])
+def test_a_rollup_whose_hours_expired_still_counts_its_currency(db: Database, day: int) -> None:
+    writer = Writer(db)
+    writer.write(at(15, 5), [allocation(2)], currency="USD")
+    writer.write(at(day, 5), [allocation(3)], currency="EUR")
+    with db.connection() as conn:  # retention dropped the day's hours and ledger; its rollup stays
+        conn.execute("DELETE FROM provider_allocations WHERE hour = %s", (at(day, 5),))
+        conn.execute("DELETE FROM allocation_hours WHERE hour = %s", (at(day, 5),))
+    with pytest.raises(InvalidInput, match=r"USD.*EUR|EUR.*USD"):
+        chargeback(db, parse_policy({"currency": "USD"}), OCTOBER)
 
 
 def rollup(db: Database) -> list[tuple[str, int, int]]:

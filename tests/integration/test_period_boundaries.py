@@ -11,7 +11,8 @@ first:
   hours) holds each day's own hours, every column;
 - the bill lines of October are those whose charge period overlaps it, a zero-length charge at
   its first moment included and one at November's first moment not;
-- cost_api's namespace costs over [October 1st, November 1st) hold 12 units over two days.
+- cost_api's namespace costs over [October 1st, November 1st) hold 12 units over two days, and
+  its month-to-date metric holds the current month's first hour, not the previous month's last.
 
 Expected figures are counted from the table of ``tests/boundary.py``, never by the code under test.
 """
@@ -36,7 +37,9 @@ from tests.boundary import (
     UNIT,
     UNITS,
     Writer,
+    allocation,
     dollars,
+    idle,
     write_boundaries,
 )
 from usecases.reports.budgets import budgets_report
@@ -230,3 +233,13 @@ def test_cost_api_namespace_costs_hold_the_windows_own_days(db: Database, edges:
     assert [(r["namespace"], r["owner"], r["cost_center"], r["micros"], r["days"]) for r in rows] == [
         ("shop", "alpha", "cc-1", OCTOBER_UNITS * UNIT, 2)
     ]
+
+
+def test_the_month_to_date_metric_holds_the_current_months_own_hours(db: Database) -> None:
+    now = datetime.now(UTC)
+    first = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    writer = Writer(db, now=now)
+    writer.write(first - timedelta(hours=1), [allocation(3), idle(3)])  # the previous month's last hour
+    writer.write(first, [allocation(5), idle(5)])
+    rows = db.fetch_all("metrics_owner_month_to_date", cluster=CLUSTER, aggregation=AGGREGATION)
+    assert rows == [{"owner": "alpha", "cost_center": "cc-1", "currency": "USD", "cost_micros": 5 * UNIT}]
