@@ -45,7 +45,7 @@ MONEY_ROLLUPS = f"{INTEGRATION}/test_money_rollups.py"
 ROLLUP_TESTS = (BOUNDARY, MONEY_ROLLUPS, f"{INTEGRATION}/test_incremental_rollups.py")
 REPORT_TESTS = (BOUNDARY, MONEY_ROLLUPS, f"{E2E}/test_reports.py")
 RECONCILE_TESTS = (BOUNDARY, f"{E2E}/test_bill_reconciliation.py")
-CHARGE_TESTS = (f"{INTEGRATION}/test_usage_boundary.py", f"{INTEGRATION}/test_status_costs.py")
+CHARGE_TESTS = (BOUNDARY, f"{INTEGRATION}/test_usage_boundary.py", f"{INTEGRATION}/test_status_costs.py")
 
 # The money queries: (file, query or function name) -> the tests that read them, narrowest first.
 MONEY: dict[tuple[str, str], tuple[str, ...]] = {

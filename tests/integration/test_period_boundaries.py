@@ -12,7 +12,9 @@ first:
 - the bill lines of October are those whose charge period overlaps it, a zero-length charge at
   its first moment included and one at November's first moment not;
 - cost_api's namespace costs over [October 1st, November 1st) hold 12 units over two days, and
-  its month-to-date metric holds the current month's first hour, not the previous month's last.
+  its month-to-date metric holds the current month's first hour, not the previous month's last;
+- a Subscription's ``status.costs`` totals (hour, day, month) hold their bucket's own charges,
+  each bucket's first hour included and the hour before it and after the pinned hour not.
 
 Expected figures are counted from the table of ``tests/boundary.py``, never by the code under test.
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from finops.hours import Hour
 from finops.policy import parse_policy
 from infra.postgres import Database
 from tests.boundary import (
@@ -42,6 +45,8 @@ from tests.boundary import (
     idle,
     write_boundaries,
 )
+from tests.integration.charges import charge_row
+from usecases.collect_charges.status import read_totals
 from usecases.reports.budgets import budgets_report
 from usecases.reports.exports import focus_export
 from usecases.reports.reconciled import node_rows
@@ -203,6 +208,17 @@ def test_the_reconciliation_estimate_holds_each_days_own_hours(db: Database, edg
     assert stored == [{"day": OCT_31}]
 
 
+def test_an_open_last_day_is_read_from_its_own_hours(db: Database) -> None:
+    writer = Writer(db)  # nothing given up: October 31st is not settled, so read from the hours
+    for hour, units in UNITS.items():
+        writer.write(hour, [allocation(units), idle(units)])
+    rows = node_rows(db, CLUSTER, AGGREGATION, [OCT_31])
+    assert sorted((r["day"], r["entry_kind"], r["total"]) for r in rows) == [
+        (OCT_31, "idle", 7 * IDLE_UNIT),
+        (OCT_31, "workload", 7 * UNIT),
+    ]
+
+
 def bill_line(number: int, start: datetime, end: datetime) -> tuple[Any, ...]:
     return ("bill.csv", number, "focus", start, end, 1_000_000 * number, "USD")
 
@@ -243,3 +259,30 @@ def test_the_month_to_date_metric_holds_the_current_months_own_hours(db: Databas
     writer.write(first, [allocation(5), idle(5)])
     rows = db.fetch_all("metrics_owner_month_to_date", cluster=CLUSTER, aggregation=AGGREGATION)
     assert rows == [{"owner": "alpha", "cost_center": "cc-1", "currency": "USD", "cost_micros": 5 * UNIT}]
+
+
+def test_charge_totals_hold_their_buckets_own_hours(db: Database) -> None:
+    pinned = Hour(datetime(2026, 10, 31, 23, tzinfo=UTC))  # the month's last hour
+    charged = {
+        datetime(2026, 9, 30, 23, tzinfo=UTC): (1, 1),  # before the month
+        datetime(2026, 10, 1, 0, tzinfo=UTC): (10, 2),  # the month's first hour
+        datetime(2026, 10, 30, 23, tzinfo=UTC): (100, 4),  # the hour before the pinned day
+        datetime(2026, 10, 31, 0, tzinfo=UTC): (1_000, 8),  # the pinned day's first hour
+        datetime(2026, 10, 31, 22, tzinfo=UTC): (10_000, 16),  # the hour before the pinned hour
+        datetime(2026, 10, 31, 23, tzinfo=UTC): (100_000, 32),  # the pinned hour
+        datetime(2026, 11, 1, 0, tzinfo=UTC): (1_000_000, 64),  # after it
+    }
+    for hour, (micros, unpriced) in charged.items():
+        charge_row(db, hour, "cpuHour", micros, unpriced)
+    charge_row(db, datetime(2026, 10, 1, 0, tzinfo=UTC), "ramGbHour", 5)  # nothing in its hour or day
+    totals = read_totals(db, "c", ["u-1"], pinned)
+    assert totals == {
+        "u-1": {
+            "cpuHour": {
+                "hour": (100_000, 32),
+                "day": (111_000, 56),
+                "month": (111_110, 62),
+            },
+            "ramGbHour": {"hour": (0, 0), "day": (0, 0), "month": (5, 0)},
+        }
+    }
