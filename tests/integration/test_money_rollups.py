@@ -8,6 +8,8 @@ counted by hand:
 - a neighbouring month's hour in another currency (September's last, November's first) does not
   refuse October, and a day of October whose hours retention dropped still counts its rollup's
   currency;
+- a group whose rows carry only some costs (an unmounted volume: a disk and nothing else) rolls
+  up to zero, not NULL or another default, in every other column;
 - a namespace relabelled mid-day bills each team its own hours: the day's rollup holds one row per
   team with that team's hours and cost, and the chargeback gives each its figure; an hour written
   again under the new label moves whole to the new team.
@@ -109,3 +111,42 @@ def test_a_namespace_relabelled_mid_day_bills_each_team_its_own_hours(db: Databa
     report = chargeback(db, parse_policy({"currency": "USD"}), OCTOBER)
     lines = {line.owner: line.total for line in report.lines if line.owner != "platform"}
     assert lines == {"alpha": cents(2 * UNIT), "beta": cents(15 * UNIT)}
+
+
+def test_a_group_with_only_some_costs_rolls_up_the_others_as_zero(db: Database) -> None:
+    writer = Writer(db)
+    unmounted = {
+        "name": "__unmounted__",
+        "properties": {},
+        "minutes": Decimal(60),
+        "pvCost": Decimal("0.25"),
+        "totalCost": Decimal("0.25"),
+    }
+    writer.write(at(15, 5), [unmounted], currency="USD")
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT entry_kind, hours, cpu_cost_micros, gpu_cost_micros, ram_cost_micros, pv_cost_micros,"
+            " lb_cost_micros, network_cost_micros, total_cost_micros, billed_core_hours, requested_core_hours,"
+            " used_core_hours, billed_gib_hours, requested_gib_hours, used_gib_hours"
+            " FROM allocation_daily WHERE cluster = %s",
+            (CLUSTER,),
+        ).fetchall()
+    assert rows == [
+        {
+            "entry_kind": "unmounted",
+            "hours": 1,
+            "cpu_cost_micros": 0,
+            "gpu_cost_micros": 0,
+            "ram_cost_micros": 0,
+            "pv_cost_micros": 250_000,
+            "lb_cost_micros": 0,
+            "network_cost_micros": 0,
+            "total_cost_micros": 250_000,
+            "billed_core_hours": 0,
+            "requested_core_hours": 0,
+            "used_core_hours": 0,
+            "billed_gib_hours": 0,
+            "requested_gib_hours": 0,
+            "used_gib_hours": 0,
+        }
+    ]
