@@ -113,6 +113,23 @@ def test_a_namespace_relabelled_mid_day_bills_each_team_its_own_hours(db: Databa
     assert lines == {"alpha": cents(2 * UNIT), "beta": cents(15 * UNIT)}
 
 
+ZERO_COLUMNS = (
+    "cpu_cost_micros",
+    "gpu_cost_micros",
+    "ram_cost_micros",
+    "pv_cost_micros",
+    "lb_cost_micros",
+    "network_cost_micros",
+    "total_cost_micros",
+    "billed_core_hours",
+    "requested_core_hours",
+    "used_core_hours",
+    "billed_gib_hours",
+    "requested_gib_hours",
+    "used_gib_hours",
+)
+
+
 def test_a_group_with_only_some_costs_rolls_up_the_others_as_zero(db: Database) -> None:
     writer = Writer(db)
     unmounted = {
@@ -122,13 +139,19 @@ def test_a_group_with_only_some_costs_rolls_up_the_others_as_zero(db: Database) 
         "pvCost": Decimal("0.25"),
         "totalCost": Decimal("0.25"),
     }
-    writer.write(at(15, 5), [unmounted], currency="USD")
+    # A container OpenCost gave minutes and no cost at all: every figure of its group is 0.
+    costless = {
+        "name": "quiet/Deployment/app/pod-0/c0",
+        "properties": {"namespace": "quiet", "controllerKind": "Deployment", "controller": "app"},
+        "minutes": Decimal(60),
+    }
+    writer.write(at(15, 5), [unmounted, costless], currency="USD")
     with db.connection() as conn:
         rows = conn.execute(
             "SELECT entry_kind, hours, cpu_cost_micros, gpu_cost_micros, ram_cost_micros, pv_cost_micros,"
             " lb_cost_micros, network_cost_micros, total_cost_micros, billed_core_hours, requested_core_hours,"
             " used_core_hours, billed_gib_hours, requested_gib_hours, used_gib_hours"
-            " FROM allocation_daily WHERE cluster = %s",
+            " FROM allocation_daily WHERE cluster = %s ORDER BY entry_kind",
             (CLUSTER,),
         ).fetchall()
     assert rows == [
@@ -148,5 +171,6 @@ def test_a_group_with_only_some_costs_rolls_up_the_others_as_zero(db: Database) 
             "billed_gib_hours": 0,
             "requested_gib_hours": 0,
             "used_gib_hours": 0,
-        }
+        },
+        {"entry_kind": "workload", "hours": 1, **dict.fromkeys(ZERO_COLUMNS, 0)},
     ]
