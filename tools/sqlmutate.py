@@ -249,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         copies = [copy_checkout(Path(tmp) / f"copy{i}") for i in range(max(1, args.jobs))]
         for tests in sorted({t for _, t in mutants}):
             if run_tests(copies[0], tests, args.timeout) != "survived":
-                raise SystemExit(f"sqlmutate: the unmutated checkout fails {' '.join(tests)}: fix that first")
+                rerun = f"{sys.executable} -m pytest {' '.join(tests)}"
+                raise SystemExit(f"sqlmutate: the unmutated checkout fails its tests ({rerun}): fix that first")
         free = list(copies)
         results: dict[str, list[str]] = {"killed": [], "survived": [], "timeout": []}
 
