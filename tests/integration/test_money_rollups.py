@@ -10,6 +10,8 @@ counted by hand:
   currency;
 - a group whose rows carry only some costs (an unmounted volume: a disk and nothing else) rolls
   up to zero, not NULL or another default, in every other column;
+- a day whose first or last hour is priced in another currency than an hour written later is
+  marked for a rebuild (its rollup cannot be folded); the next day's first hour does not mark it;
 - a namespace relabelled mid-day bills each team its own hours: the day's rollup holds one row per
   team with that team's hours and cost, and the chargeback gives each its figure; an hour written
   again under the new label moves whole to the new team.
@@ -80,6 +82,26 @@ def test_a_rollup_whose_hours_expired_still_counts_its_currency(db: Database, da
         conn.execute("DELETE FROM allocation_hours WHERE hour = %s", (at(day, 5),))
     with pytest.raises(InvalidInput, match=r"USD.*EUR|EUR.*USD"):
         chargeback(db, parse_policy({"currency": "USD"}), OCTOBER)
+
+
+def marked_days(db: Database) -> list[object]:
+    with db.connection() as conn:
+        return [r["day"] for r in conn.execute("SELECT day FROM allocation_dirty_days ORDER BY day").fetchall()]
+
+
+@pytest.mark.parametrize("edge", [at(10, 0), at(10, 23)], ids=["first-hour", "last-hour"])
+def test_a_day_whose_edge_hour_is_in_another_currency_is_marked(db: Database, edge: datetime) -> None:
+    writer = Writer(db)
+    writer.write(edge, [allocation(2)], currency="EUR")
+    writer.write(at(10, 5), [allocation(3)], currency="USD")
+    assert marked_days(db) == [edge.date()]
+
+
+def test_the_next_days_first_hour_does_not_mark_the_day(db: Database) -> None:
+    writer = Writer(db)
+    writer.write(at(11, 0), [allocation(2)], currency="EUR")
+    writer.write(at(10, 5), [allocation(3)], currency="USD")
+    assert marked_days(db) == []
 
 
 def rollup(db: Database) -> list[tuple[str, int, int]]:

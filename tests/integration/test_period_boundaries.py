@@ -212,10 +212,14 @@ def test_an_open_last_day_is_read_from_its_own_hours(db: Database) -> None:
     writer = Writer(db)  # nothing given up: October 31st is not settled, so read from the hours
     for hour, units in UNITS.items():
         writer.write(hour, [allocation(units), idle(units)])
+    # A volume mounted nowhere has no node: read as '' like a stored day's rows.
+    unmounted = {"name": "__unmounted__", "properties": {}, "minutes": 60, "pvCost": 1, "totalCost": 1}
+    writer.write(datetime(2026, 10, 31, 12, tzinfo=UTC), [unmounted])
     rows = node_rows(db, CLUSTER, AGGREGATION, [OCT_31])
-    assert sorted((r["day"], r["entry_kind"], r["total"]) for r in rows) == [
-        (OCT_31, "idle", 7 * IDLE_UNIT),
-        (OCT_31, "workload", 7 * UNIT),
+    assert sorted((r["day"], r["entry_kind"], r["node"], r["total"]) for r in rows) == [
+        (OCT_31, "idle", "node-a", 7 * IDLE_UNIT),
+        (OCT_31, "unmounted", "", 1_000_000),
+        (OCT_31, "workload", "node-a", 7 * UNIT),
     ]
 
 
