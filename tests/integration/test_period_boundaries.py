@@ -208,18 +208,44 @@ def test_the_reconciliation_estimate_holds_each_days_own_hours(db: Database, edg
     assert stored == [{"day": OCT_31}]
 
 
+# A volume mounted nowhere (no node, a disk cost only) and a container with no cost at all.
+UNMOUNTED = {"name": "__unmounted__", "properties": {}, "minutes": 60, "pvCost": 1, "totalCost": 1}
+COSTLESS = {
+    "name": "quiet/Deployment/app/pod-0/c0",
+    "properties": {"namespace": "quiet", "controllerKind": "Deployment", "controller": "app", "node": "node-a"},
+    "minutes": 60,
+}
+OTHER = PARTS["networkCost"] + PARTS["sharedCost"] + PARTS["externalCost"]
+
+
+def estimates(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (r["day"], r["entry_kind"], r["node"], r["namespace"], r["total"], r["pv"], r["lb"], r["other"]) for r in rows
+    )
+
+
 def test_an_open_last_day_is_read_from_its_own_hours(db: Database) -> None:
     writer = Writer(db)  # nothing given up: October 31st is not settled, so read from the hours
     for hour, units in UNITS.items():
         writer.write(hour, [allocation(units), idle(units)])
-    # A volume mounted nowhere has no node: read as '' like a stored day's rows.
-    unmounted = {"name": "__unmounted__", "properties": {}, "minutes": 60, "pvCost": 1, "totalCost": 1}
-    writer.write(datetime(2026, 10, 31, 12, tzinfo=UTC), [unmounted])
+    writer.write(datetime(2026, 10, 31, 12, tzinfo=UTC), [UNMOUNTED, COSTLESS], final=False)
     rows = node_rows(db, CLUSTER, AGGREGATION, [OCT_31])
-    assert sorted((r["day"], r["entry_kind"], r["node"], r["total"]) for r in rows) == [
-        (OCT_31, "idle", "node-a", 7 * IDLE_UNIT),
-        (OCT_31, "unmounted", "", 1_000_000),
-        (OCT_31, "workload", "node-a", 7 * UNIT),
+    assert estimates(rows) == [
+        (OCT_31, "idle", "node-a", "", 7 * IDLE_UNIT, 0, 0, 0),
+        (OCT_31, "unmounted", "", "", 1_000_000, 1_000_000, 0, 0),
+        (OCT_31, "workload", "node-a", "quiet", 0, 0, 0, 0),
+        (OCT_31, "workload", "node-a", "shop", 7 * UNIT, 7 * PARTS["pvCost"], 7 * PARTS["loadBalancerCost"], 7 * OTHER),
+    ]
+
+
+def test_a_settled_day_stores_rows_without_a_node_or_a_cost_as_zero(db: Database) -> None:
+    writer = Writer(db)
+    writer.write(datetime(2026, 10, 31, 12, tzinfo=UTC), [UNMOUNTED, COSTLESS])
+    writer.give_up(datetime(2026, 10, 31, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+    rows = node_rows(db, CLUSTER, AGGREGATION, [OCT_31])
+    assert estimates(rows) == [
+        (OCT_31, "unmounted", "", "", 1_000_000, 1_000_000, 0, 0),
+        (OCT_31, "workload", "node-a", "quiet", 0, 0, 0, 0),
     ]
 
 
