@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate install clean image debs ui ui-deps ui-tarball screenshots docs
+.PHONY: run test lint bench mutate mutate-sql install clean image debs ui ui-deps ui-tarball screenshots docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -98,6 +98,14 @@ mutate: $(STAMP)
 	$(BIN)/mutmut run $(MUTANTS)
 	@echo "== mutants not killed (inspect one with: $(BIN)/mutmut show NAME) =="
 	@$(BIN)/mutmut results | grep -v ': not checked$$' || echo "none: every mutant was killed"
+	$(MAKE) mutate-sql
+
+# The SQL half of `make mutate`: the money queries (tools/sqlmutate.py), each mutant against the
+# tests mapped to its query, in a copy of the checkout. make mutate-sql SQL_MUTANTS='reports.sql:chargeback'
+# narrows it to the queries matching that regular expression; SQL_JOBS=2 runs two mutants at once.
+SQL_JOBS ?= 1
+mutate-sql: $(STAMP)
+	$(BIN)/python -m tools.sqlmutate --jobs $(SQL_JOBS) $(if $(SQL_MUTANTS),--only '$(SQL_MUTANTS)')
 
 image:  ## the container image (Containerfile) with podman or docker; IMAGE=registry/name:tag
 	@engine=$$(command -v podman || command -v docker) || { \

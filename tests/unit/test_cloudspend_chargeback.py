@@ -4,7 +4,8 @@
   goes on ``__unallocated__``; by namespace everything goes on one ``__cloud__`` line;
 - it receives no idle or shared cost and changes nothing any other line receives: the method's
   example gives the same shares with cloud spend added;
-- a team with only cloud spend gets a line of its own;
+- a team with only cloud spend gets a line of its own, and its share of the tax and support
+  charges (proportional or even, values by hand);
 - only the part of a charge inside the period counts, prorated exactly by time; a moment counts
   whole inside the period and not at all outside;
 - on generated data (hypothesis, the generators of ``test_chargeback_properties``): with direct
@@ -235,3 +236,25 @@ def test_shared_cloud_charges_go_to_the_shared_column_of_the_lines_with_cost(
     for line in report.lines:
         if line.kind not in receivers:
             assert line.shared == before[(line.kind, line.owner)]
+
+
+@pytest.mark.parametrize("split", ["proportional", "even"])
+def test_a_team_with_only_cloud_spend_receives_its_share_of_tax_and_support(split: str) -> None:
+    # payments: 4000 in the cluster; search: 1000 of cloud spend only. Tax 50 and support 25
+    # (75) are spread over both lines: 4000:1000 proportionally (60 and 15), or 37.50 each.
+    rows = [CostRow("prod", "payments", "payments", "cc-1", 4000 * M)]
+    direct = [
+        DirectCost("search", "cc-3", 1000 * M, "Amazon OpenSearch Service"),
+        DirectCost(None, None, 50 * M, "tax", shared=True),
+        DirectCost(None, None, 25 * M, "AWS Support (Business)", shared=True),
+    ]
+    report = allocate(
+        rows, [], parse_policy({"currency": "EUR", "shared": {"split": split}}), period=OCTOBER, direct=direct
+    )
+    payments, search = ("60.00", "15.00") if split == "proportional" else ("37.50", "37.50")
+    assert figures(report) == [
+        ("owner", "payments", "4000.00", "0.00", payments, str(4000 + Decimal(payments))),
+        ("owner", "search", "1000.00", "0.00", search, str(1000 + Decimal(search))),
+        ("idle", "platform", "0.00", "0.00", "0.00", "0.00"),
+    ]
+    assert report.total == Decimal("5075.00")
