@@ -148,8 +148,17 @@ def test_data_quality_reports_the_ledger_prices_and_owners(api: str, db: Databas
     assert [n["namespace"] for n in body["unownedNamespaces"]["namespaces"]] == ["legacy", "orphans"]
     assert body["pricing"]["pricebook"]["name"] == "standard" and body["pricing"]["pricebook"]["version"] == "f00d"
     assert body["pricing"]["pricebook"]["currency"] == "USD" and body["pricing"]["reason"] is None
+    assert body["pricing"]["pricebook"]["source"] == "pricebook"
     assert body["opencost"]["reachable"] is True
     assert any("3 hours are lost" in w for w in body["warnings"])
+
+
+def test_opencost_prices_are_named_as_such(api: str, db: Database) -> None:
+    seed(db, _base(), priced_newest=True)
+    with db.connection() as conn:
+        conn.execute("UPDATE pricebooks SET source = 'opencost', namespace = '', name = 'PRICING_SOURCE'")
+    pricing = get(api, "/api/v1/data-quality").json()["pricing"]
+    assert (pricing["pricebook"]["source"], pricing["pricebook"]["name"]) == ("opencost", "PRICING_SOURCE")
 
 
 def test_an_unpriced_newest_hour_is_named(api: str, db: Database) -> None:

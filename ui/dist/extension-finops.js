@@ -256,7 +256,7 @@
     const issues = dataQualityIssues(dq);
     if (issues.length === 0) return /* @__PURE__ */ React.createElement("span", { "data-testid": "data-quality-ok", hidden: true });
     const book = dq.pricing && dq.pricing.pricebook;
-    return /* @__PURE__ */ React.createElement("div", { style: { ...styles.notice, ...styles.section }, role: "status", "data-testid": "data-quality" }, /* @__PURE__ */ React.createElement("strong", null, "About these figures"), /* @__PURE__ */ React.createElement("ul", { style: { margin: "4px 0" } }, issues.map(([kind, text]) => /* @__PURE__ */ React.createElement("li", { key: kind, "data-testid": "dq-item", "data-kind": kind }, text))), /* @__PURE__ */ React.createElement("span", { style: styles.muted, "data-testid": "dq-pricing" }, book ? `Priced with PriceBook ${book.namespace}/${book.name} (${book.currency}).` : "No PriceBook has priced the data."));
+    return /* @__PURE__ */ React.createElement("div", { style: { ...styles.notice, ...styles.section }, role: "status", "data-testid": "data-quality" }, /* @__PURE__ */ React.createElement("strong", null, "About these figures"), /* @__PURE__ */ React.createElement("ul", { style: { margin: "4px 0" } }, issues.map(([kind, text]) => /* @__PURE__ */ React.createElement("li", { key: kind, "data-testid": "dq-item", "data-kind": kind }, text))), /* @__PURE__ */ React.createElement("span", { style: styles.muted, "data-testid": "dq-pricing" }, !book ? "No PriceBook has priced the data." : book.source === "opencost" ? `Priced with OpenCost's own prices, declared by ${book.name} (${book.currency}).` : `Priced with PriceBook ${book.namespace}/${book.name} (${book.currency}).`));
   }
 
   // src/Workloads.jsx

@@ -156,9 +156,11 @@ export function DataQuality({ dq }) {
         ))}
       </ul>
       <span style={styles.muted} data-testid="dq-pricing">
-        {book
-          ? `Priced with PriceBook ${book.namespace}/${book.name} (${book.currency}).`
-          : "No PriceBook has priced the data."}
+        {!book
+          ? "No PriceBook has priced the data."
+          : book.source === "opencost"
+            ? `Priced with OpenCost's own prices, declared by ${book.name} (${book.currency}).`
+            : `Priced with PriceBook ${book.namespace}/${book.name} (${book.currency}).`}
       </span>
     </div>
   );

@@ -66,6 +66,7 @@ def _pricing(row: dict[str, Any] | None) -> dict[str, Any]:
     if row is None:
         return {"pricebook": None, "reason": "no PriceBook was ever active: rows are stored unpriced"}
     pricebook = {
+        "source": row["source"],  # "pricebook", or "opencost": OpenCost's own prices (name: who declared them)
         "namespace": row["namespace"],
         "name": row["name"],
         "version": row["fingerprint"],

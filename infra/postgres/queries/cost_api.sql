@@ -235,8 +235,9 @@ ORDER BY micros DESC, namespace
 LIMIT %(limit)s;
 
 -- name: dq_pricing_source
--- The PriceBook version the newest stored hour was priced with, else the newest version seen.
-SELECT p.namespace, p.name, p.uid, p.fingerprint, p.id, p.currency, p.first_seen_at, h.hour AS priced_hour,
+-- The pricing version (a PriceBook's, or OpenCost's own prices) the newest stored hour was priced
+-- with, else the newest version seen.
+SELECT p.source, p.namespace, p.name, p.uid, p.fingerprint, p.id, p.currency, p.first_seen_at, h.hour AS priced_hour,
        newest.hour AS newest_hour
 FROM pricebooks p
 LEFT JOIN LATERAL (
