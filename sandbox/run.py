@@ -148,6 +148,16 @@ examples:
       no PriceBook in the cluster: priced with OpenCost's own (list) prices, declared in USD"""
 
 
+MAX_HOURS = 168  # a week of pings: the demo's OpenCost holds more, a longer demo shows nothing new
+
+
+def _hours(text: str) -> int:
+    """``--hours``: a whole number of hours from 1 to ``MAX_HOURS``, else argparse's usage error."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_HOURS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to {MAX_HOURS}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="finops run",
@@ -156,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--once", action="store_true", help="stop once the steps are done instead of serving")
-    parser.add_argument("--hours", type=int, default=24, help="scheduled hours to ping (default: 24)")
+    parser.add_argument(
+        "--hours", type=_hours, default=24, help=f"scheduled hours to ping, 1 to {MAX_HOURS} (default: 24)"
+    )
     parser.add_argument(
         "--source",
         choices=("opencost", "prometheus"),

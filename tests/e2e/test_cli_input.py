@@ -279,3 +279,13 @@ def test_chargeback_defaults_to_the_last_full_month(db: object, database_url: st
     period = json.loads(default.stdout)["period"]
     assert period == json.loads(last.stdout)["period"]
     assert period["start"][:7] == arguments.month("last")
+
+
+@pytest.mark.parametrize("bad", ["-5", "0", "169", "1x", ""])
+def test_finops_run_refuses_a_bad_hours_count(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox.run import main as run_main
+
+    with pytest.raises(SystemExit) as exit_:
+        run_main(["--once", "--hours", bad])
+    assert exit_.value.code == 2
+    assert f"argument --hours: {bad!r} is not a whole number from 1 to 168" in capsys.readouterr().err
