@@ -15,8 +15,9 @@ counted by hand:
 - a namespace relabelled mid-day bills each team its own hours: the day's rollup holds one row per
   team with that team's hours and cost, and the chargeback gives each its figure; an hour written
   again under the new label moves whole to the new team;
-- an hour collected again is taken out of its day's rollup in every cost column before its new
-  rows are added: the day holds its other hours plus the new figures, column by column.
+- an hour collected again is taken out of its day's rollup in every cost and quantity column
+  before its new rows are added: the day holds its other hours plus the new figures, column by
+  column.
 """
 
 from __future__ import annotations
@@ -211,15 +212,21 @@ COST_COLUMNS = {
     "network_cost_micros": "networkCost",
 }
 
+# Each hour of ``allocation()``: 2 cores and 2 GiB requested, 1 used, 3 billed (whatever its units).
+QUANTITIES = {"billed": 3, "requested": 2, "used": 1}
+
 
 def test_an_hour_collected_again_is_replaced_in_every_column_of_its_day(db: Database) -> None:
     writer = Writer(db)
     writer.write(at(15, 9), [allocation(2)], final=False)
     writer.write(at(15, 10), [allocation(3)], final=False)
     writer.write(at(15, 10), [allocation(5)])  # 10:00 again: its 3 units out of the day, 5 in
+    quantities = {
+        f"{kind}_{unit}_hours": 2 * per_hour for kind, per_hour in QUANTITIES.items() for unit in ("core", "gib")
+    }
     with db.connection() as conn:
         row = conn.execute(
-            f"SELECT hours, total_cost_micros, {', '.join(COST_COLUMNS)} FROM allocation_daily"
+            f"SELECT hours, total_cost_micros, {', '.join(COST_COLUMNS)}, {', '.join(quantities)} FROM allocation_daily"
             " WHERE cluster = %s AND namespace = 'shop'",
             (CLUSTER,),
         ).fetchone()
@@ -227,4 +234,5 @@ def test_an_hour_collected_again_is_replaced_in_every_column_of_its_day(db: Data
         "hours": 2,
         "total_cost_micros": (2 + 5) * UNIT,
         **{column: (2 + 5) * PARTS[field] for column, field in COST_COLUMNS.items()},
+        **quantities,  # two hours in the day
     }
