@@ -14,7 +14,10 @@ counted by hand:
   marked for a rebuild (its rollup cannot be folded); the next day's first hour does not mark it;
 - a namespace relabelled mid-day bills each team its own hours: the day's rollup holds one row per
   team with that team's hours and cost, and the chargeback gives each its figure; an hour written
-  again under the new label moves whole to the new team.
+  again under the new label moves whole to the new team;
+- an hour collected again is taken out of its day's rollup in every cost and quantity column
+  before its new rows are added: the day holds its other hours plus the new figures, column by
+  column.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import pytest
 from finops.errors import InvalidInput
 from finops.policy import parse_policy
 from infra.postgres import Database
-from tests.boundary import AGGREGATION, CLUSTER, UNIT, Writer, allocation, dollars
+from tests.boundary import AGGREGATION, CLUSTER, PARTS, UNIT, Writer, allocation, dollars
 from usecases.reports.service import ReportQuery, chargeback, month_period
 
 OCTOBER = ReportQuery(month_period("2026-10"), CLUSTER, AGGREGATION)
@@ -196,3 +199,40 @@ def test_a_group_with_only_some_costs_rolls_up_the_others_as_zero(db: Database) 
         },
         {"entry_kind": "workload", "hours": 1, **dict.fromkeys(ZERO_COLUMNS, 0)},
     ]
+
+
+# The rollup's cost columns and the allocation field each one sums (sharedCost and externalCost
+# have no column of their own: they are in the total only).
+COST_COLUMNS = {
+    "cpu_cost_micros": "cpuCost",
+    "gpu_cost_micros": "gpuCost",
+    "ram_cost_micros": "ramCost",
+    "pv_cost_micros": "pvCost",
+    "lb_cost_micros": "loadBalancerCost",
+    "network_cost_micros": "networkCost",
+}
+
+# Each hour of ``allocation()``: 2 cores and 2 GiB requested, 1 used, 3 billed (whatever its units).
+QUANTITIES = {"billed": 3, "requested": 2, "used": 1}
+
+
+def test_an_hour_collected_again_is_replaced_in_every_column_of_its_day(db: Database) -> None:
+    writer = Writer(db)
+    writer.write(at(15, 9), [allocation(2)], final=False)
+    writer.write(at(15, 10), [allocation(3)], final=False)
+    writer.write(at(15, 10), [allocation(5)])  # 10:00 again: its 3 units out of the day, 5 in
+    quantities = {
+        f"{kind}_{unit}_hours": 2 * per_hour for kind, per_hour in QUANTITIES.items() for unit in ("core", "gib")
+    }
+    with db.connection() as conn:
+        row = conn.execute(
+            f"SELECT hours, total_cost_micros, {', '.join(COST_COLUMNS)}, {', '.join(quantities)} FROM allocation_daily"
+            " WHERE cluster = %s AND namespace = 'shop'",
+            (CLUSTER,),
+        ).fetchone()
+    assert row == {
+        "hours": 2,
+        "total_cost_micros": (2 + 5) * UNIT,
+        **{column: (2 + 5) * PARTS[field] for column, field in COST_COLUMNS.items()},
+        **quantities,  # two hours in the day
+    }

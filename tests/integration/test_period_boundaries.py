@@ -8,7 +8,7 @@ first:
   October hold 12 units, on October 1st and 31st only;
 - a budget's month-to-date is October's 12 units, not more;
 - the reconciliation's estimate per node and day (a settled day stored, an open one read from the
-  hours) holds each day's own hours, every column;
+  hours) holds each day's own hours, every column, and no stored day either side of the month;
 - the bill lines of October are those whose charge period overlaps it, a zero-length charge at
   its first moment included and one at November's first moment not;
 - cost_api's namespace costs over [October 1st, November 1st) hold 12 units over two days, and
@@ -54,6 +54,8 @@ from usecases.reports.service import ReportQuery, chargeback, daily_view, month_
 
 POLICY = parse_policy({"currency": "USD", "budgets": [{"owner": "alpha", "amount": "100.00"}]})
 OCT_1, OCT_31 = date(2026, 10, 1), date(2026, 10, 31)
+SEP_30, NOV_1 = date(2026, 9, 30), date(2026, 11, 1)
+OCT_1_START, NOV_1_START = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def cents(micros: int) -> Decimal:
@@ -206,6 +208,24 @@ def test_the_reconciliation_estimate_holds_each_days_own_hours(db: Database, edg
     with db.connection() as conn:
         stored = conn.execute("SELECT day FROM allocation_node_days WHERE cluster = %s", (CLUSTER,)).fetchall()
     assert stored == [{"day": OCT_31}]
+
+
+def test_the_stored_days_either_side_of_the_month_stay_out_of_its_estimate(db: Database, edges: Writer) -> None:
+    # September 30th and November 1st settled (their other hours lost) and stored by a report of
+    # each; October's estimate still holds its own two days only.
+    edges.give_up(datetime(2026, 9, 30, tzinfo=UTC), OCT_1_START)
+    edges.give_up(NOV_1_START, NOV_1_START + timedelta(days=1))
+    for day in (SEP_30, NOV_1):
+        node_rows(db, CLUSTER, AGGREGATION, [day])
+    rows = node_rows(db, CLUSTER, AGGREGATION, [OCT_1 + timedelta(days=i) for i in range(31)])
+    assert sorted((r["day"], r["entry_kind"], r["total"]) for r in rows) == [
+        (day, kind, total * units)
+        for day, units in ((OCT_1, 5), (OCT_31, 7))
+        for kind, total in (("idle", IDLE_UNIT), ("workload", UNIT))
+    ]
+    with db.connection() as conn:
+        stored = conn.execute("SELECT day FROM allocation_node_days ORDER BY day").fetchall()
+    assert [r["day"] for r in stored] == [SEP_30, OCT_31, NOV_1]
 
 
 # A volume mounted nowhere (no node, a disk cost only) and a container with no cost at all.
