@@ -52,6 +52,22 @@ PARTS = {
 UNIT = sum(PARTS.values())  # 1_234_576 micros: a unit's total
 IDLE_UNIT = 500_000  # the idle row's cost per unit, micros
 OCTOBER_UNITS = 5 + 7
+# allocation_daily's summed columns: money (micros) and quantities, as the rollup folds them.
+ROLLUP_COLUMNS = (
+    "cpu_cost_micros",
+    "gpu_cost_micros",
+    "ram_cost_micros",
+    "pv_cost_micros",
+    "lb_cost_micros",
+    "network_cost_micros",
+    "total_cost_micros",
+    "billed_core_hours",
+    "requested_core_hours",
+    "used_core_hours",
+    "billed_gib_hours",
+    "requested_gib_hours",
+    "used_gib_hours",
+)
 NOW = datetime(2026, 11, 20, tzinfo=UTC)  # every hour ended long ago
 
 

@@ -37,6 +37,7 @@ from tests.boundary import (
     OCTOBER,
     OCTOBER_UNITS,
     PARTS,
+    ROLLUP_COLUMNS,
     UNIT,
     UNITS,
     Writer,
@@ -98,19 +99,9 @@ def test_each_hour_rolls_up_into_its_own_utc_day(db: Database, edges: Writer) ->
                 "cost_center": "",
                 "currency": "USD",
                 "hours": 1,
+                **dict.fromkeys(ROLLUP_COLUMNS, 0),
                 "cpu_cost_micros": IDLE_UNIT * units,
-                "ram_cost_micros": 0,
-                "gpu_cost_micros": 0,
-                "pv_cost_micros": 0,
-                "network_cost_micros": 0,
-                "lb_cost_micros": 0,
                 "total_cost_micros": IDLE_UNIT * units,
-                "billed_core_hours": 0,
-                "requested_core_hours": 0,
-                "used_core_hours": 0,
-                "billed_gib_hours": 0,
-                "requested_gib_hours": 0,
-                "used_gib_hours": 0,
             }
         )
         expected.append(
