@@ -250,6 +250,15 @@ class OpenCostApp:
         return body, etag
 
 
+class FilterIgnoringApp(OpenCostApp):
+    """The sandbox as OpenCost before v1.115 answers: ``filter`` silently ignored."""
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        kept = [p for p in environ.get("QUERY_STRING", "").split("&") if not p.startswith("filter=")]
+        environ["QUERY_STRING"] = "&".join(kept)
+        return super().__call__(environ, start_response)
+
+
 def _error(status: int, message: str) -> Response:
     return Response(error_body(status, message), status=status, content_type=JSON)
 

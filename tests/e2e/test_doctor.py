@@ -32,7 +32,7 @@ from infra.opencost import OpenCostClient
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox.opencost import OpenCostServer, Scenario
-from sandbox.opencost.server import VERSION, OpenCostApp
+from sandbox.opencost.server import VERSION, FilterIgnoringApp
 from sandbox.prometheus import demo_world
 from tests.e2e.cli_runner import Outcome, run_finops
 from tests.net import refused_port
@@ -40,20 +40,11 @@ from tests.prometheus import real_prometheus
 from usecases.collect_allocations.service import CollectOptions, collect_range
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+    pass
 
 FINOPS = "finops.stakater.com"
 ACCOUNT = "system:serviceaccount:finops:"
 PASSWORD = "doctor-secret-pw"
-
-
-class FilterIgnoringApp(OpenCostApp):
-    """The sandbox as OpenCost before v1.115 answers: ``filter`` silently ignored."""
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        kept = [p for p in environ.get("QUERY_STRING", "").split("&") if not p.startswith("filter=")]
-        environ["QUERY_STRING"] = "&".join(kept)
-        return super().__call__(environ, start_response)
 
 
 @pytest.fixture(scope="module")

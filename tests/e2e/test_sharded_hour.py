@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +24,13 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.errors import NotFound, OpenCostUnavailable
 from infra.opencost import OpenCostClient
 from infra.postgres import Database
-from sandbox.opencost.server import OpenCostApp, OpenCostServer
+from sandbox.opencost.server import FilterIgnoringApp, OpenCostApp, OpenCostServer
 from sandbox.opencost.synthetic import synthetic
 from usecases.collect_allocations.answers import ShardOptions
 from usecases.collect_allocations.service import CollectOptions, collect_range
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+    pass
 
 HOUR = datetime(2026, 1, 5, 10, tzinfo=UTC)
 NOW = HOUR + timedelta(minutes=30)  # the hour is still running: written open, so it may be rewritten
@@ -47,15 +47,6 @@ class NoKube:
 
     def get_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise NotFound("no FinOpsProvider")
-
-
-class FilterIgnoringApp(OpenCostApp):
-    """The sandbox as OpenCost before v1.115 answers: ``filter`` silently ignored."""
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        kept = [p for p in environ.get("QUERY_STRING", "").split("&") if not p.startswith("filter=")]
-        environ["QUERY_STRING"] = "&".join(kept)
-        return super().__call__(environ, start_response)
 
 
 @pytest.fixture(scope="module")
