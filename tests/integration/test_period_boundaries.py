@@ -9,6 +9,7 @@ first:
 - a budget's month-to-date is October's 12 units, not more;
 - the reconciliation's estimate per node and day (a settled day stored, an open one read from the
   hours) holds each day's own hours, every column, and no stored day either side of the month;
+  its assets per node and day likewise, naming the provider ID of the month's own last day;
 - the bill lines of October are those whose charge period overlaps it, a zero-length charge at
   its first moment included and one at November's first moment not;
 - cost_api's namespace costs over [October 1st, November 1st) hold 12 units over two days, and
@@ -327,3 +328,38 @@ def test_charge_totals_hold_their_buckets_own_hours(db: Database) -> None:
             "ramGbHour": {"hour": (0, 0), "day": (0, 0), "month": (5, 0)},
         }
     }
+
+
+def test_the_assets_of_a_month_are_its_own_days_and_name_their_last_provider_id(db: Database) -> None:
+    # node-a is reborn under a new instance ID in November's first hour: October's reconciliation
+    # neither counts that hour nor shows its ID.
+    assets = [
+        (datetime(2026, 9, 30, 23, tzinfo=UTC), "i-sep", 3),
+        (OCT_1_START, "i-oct", 5),
+        (datetime(2026, 10, 31, 23, tzinfo=UTC), "i-oct", 7),
+        (NOV_1_START, "i-nov", 11),
+    ]
+    with db.connection() as conn:
+        for hour, provider_id, units in assets:
+            conn.execute(
+                "INSERT INTO cluster_assets (cluster, aggregation, hour, kind, name, provider_id, cpu_cost_micros, "
+                "ram_cost_micros, gpu_cost_micros, adjustment_micros, total_cost_micros) "
+                "VALUES (%s, %s, %s, 'node', 'node-a', %s, %s, %s, %s, %s, %s)",
+                (
+                    CLUSTER,
+                    AGGREGATION,
+                    hour,
+                    provider_id,
+                    *(units * PARTS[p] for p in ("cpuCost", "ramCost", "gpuCost")),
+                    -units,
+                    1,
+                ),
+            )
+    found = db.fetch_all(
+        "reconcile_assets", cluster=CLUSTER, aggregation=AGGREGATION, start=OCT_1_START, end=NOV_1_START
+    )
+    per_unit = PARTS["cpuCost"] + PARTS["ramCost"] + PARTS["gpuCost"] - 1
+    assert [(r["day"], r["name"], r["provider_id"], r["estimate"]) for r in found] == [
+        (OCT_1, "node-a", "i-oct", 5 * per_unit),
+        (OCT_31, "node-a", "i-oct", 7 * per_unit),
+    ]

@@ -159,7 +159,8 @@ SELECT (hour AT TIME ZONE 'UTC')::date AS day, kind, name, max(provider_id) AS p
                 ELSE total_cost_micros END) AS estimate
 FROM cluster_assets
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
-GROUP BY 1, 2, 3;
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3;  -- day order: a node's provider ID is its last day's
 
 -- name: known_clusters
 -- Every cluster the hour ledger or the daily rollups hold: what a command's --cluster may name.
