@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 IMAGE  ?= finops-functions:dev
 
-.PHONY: run test lint bench mutate mutate-sql install clean image debs ui ui-deps ui-tarball screenshots docs
+.PHONY: run test lint bench mutate mutate-sql install focus-validator clean image debs ui ui-deps ui-tarball screenshots docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,17 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The FinOps Foundation's FOCUS validator (PyPI focus-validator, every package pinned in
+# tests/focus-validator.txt) in a venv of its own: its pandera needs numpy < 2 and multimethod < 2.
+# tests/focus_validator.py runs it on the exports; without it those tests fail, naming this target.
+FOCUS_VALIDATOR := $(VENV)/focus-validator/.installed
+$(FOCUS_VALIDATOR): tests/focus-validator.txt
+	$(PYTHON) -m venv $(VENV)/focus-validator
+	$(VENV)/focus-validator/bin/pip install --quiet --no-deps -r tests/focus-validator.txt
+	touch $(FOCUS_VALIDATOR)
+
+focus-validator: $(FOCUS_VALIDATOR)
 
 # The Argo CD UI extension (ui/): the npm packages pinned by ui/package-lock.json (esbuild, and the
 # React UMD files the local host page of `make run` and the browser tests load), installed again
@@ -62,7 +73,7 @@ debs:
 # sandbox servers and log folder. A test file runs whole on one worker (its module fixtures are
 # built once). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n + 1 < 4 ? n + 1 : 4 )))
-test: $(STAMP) debs ui-deps  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
+test: $(STAMP) $(FOCUS_VALIDATOR) debs ui-deps  ## every test, against a real PostgreSQL (DATABASE_URL, else embedded)
 	$(BIN)/pytest -q -p no:cacheprovider $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # The README's screenshots: the browser test that shoots the demo's argocd/web Cost tab and the

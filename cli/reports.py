@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from cli import arguments, exits
+from finops.focus_rows import FocusVersion
 
 
 def _report_db(cluster: str | None = None, policy: Any = None) -> Any:
@@ -155,6 +156,8 @@ examples:
       every cluster and the month's cloud spend, to a local file
   finops export focus --month 2026-10 --policy policy.yaml --cluster prod --to s3://billing/focus/
       one cluster, to S3 as s3://billing/focus/focus-prod-2026-10.csv
+  finops export focus --month 2026-10 --policy policy.yaml --format parquet --focus-version 1.2 --to out/
+      Parquet with FOCUS 1.2's columns, as out/focus-all-2026-10.parquet
   finops export focus --month 2026-10 --policy policy.yaml --to s3://billing/focus/ \\
       --s3-endpoint http://minio.storage:9000 --require-complete
       to an S3-compatible store; refused unless every hour is final and priced"""
@@ -172,6 +175,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         "default_cluster": _default_cluster(),
     }
     if args.export == "focus":
+        from usecases.reports.focus_files import FileFormat
+
+        options |= {"version": FocusVersion(args.focus_version), "fmt": FileFormat(args.format)}
         return exports.export_focus_command(_report_db(args.cluster, policy), policy, args.month, args.to, **options)
     return exports.export_chargeback_csv_command(
         _report_db(args.cluster, policy), policy, args.month, args.to, by=args.by, basis=args.basis, **options
@@ -267,10 +273,22 @@ def add_commands(sub: Any) -> None:
     focus = _export_parser(
         export_kinds,
         "focus",
-        "FOCUS 1.2 CSV: a row per day, owner and namespace",
+        "FOCUS 1.3 or 1.2, CSV or Parquet: a row per day, owner and namespace",
         to_help="a file, or a folder (ending /)",
         cluster_help="one cluster (default: all, with the month's cloud spend)",
         epilog=FOCUS_EXAMPLES,
+    )
+    focus.add_argument(
+        "--focus-version",
+        choices=[v.value for v in FocusVersion],
+        default=FocusVersion.V1_3.value,
+        help="the FOCUS version whose columns the file has (default: 1.3)",
+    )
+    focus.add_argument(
+        "--format",
+        choices=("csv", "parquet"),
+        default="csv",
+        help="csv (default) or parquet (typed columns: decimals, UTC timestamps)",
     )
     csv = _export_parser(export_kinds, "chargeback-csv", "the chargeback report as CSV", to_help="a file or a folder")
     csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)

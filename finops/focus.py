@@ -61,7 +61,7 @@ each row is within a cent of exact in each column.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -70,7 +70,7 @@ from fractions import Fraction
 from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report, allocate, line_of, settle
 from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
-from finops.focus_rows import Draft, record
+from finops.focus_rows import Draft, FocusVersion, record
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
 from finops.rounding import largest_remainder
@@ -97,10 +97,22 @@ class DailyCost:
 
 @dataclass(frozen=True)
 class FocusExport:
-    """The rows (``COLUMNS`` to decimal strings) and the chargeback report they itemise."""
+    """The rows, rounded, and the chargeback report they itemise; ``rows()`` writes them out in
+    ``version``'s columns (``COLUMNS[version]`` to strings), one at a time."""
 
-    rows: tuple[dict[str, str], ...]
+    drafts: tuple[Draft, ...]
     report: Report
+    policy: Policy
+    issuer: str = DEFAULT_ISSUER
+    version: FocusVersion = FocusVersion.V1_3
+
+    def rows(self) -> Iterator[dict[str, str]]:
+        for draft in self.drafts:
+            yield record(draft, self.policy, self.report.period, self.issuer, self.version)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return COLUMNS[self.version]
 
 
 def build_focus(
@@ -111,6 +123,7 @@ def build_focus(
     clusters: Collection[str] | None = None,
     direct: Iterable[DirectCost] = (),
     issuer: str = DEFAULT_ISSUER,
+    version: FocusVersion = FocusVersion.V1_3,
 ) -> FocusExport:
     """The FOCUS rows of the period's chargeback by team (module docstring); ``issuer`` names the
     provider and invoice issuer of the cluster rows."""
@@ -125,7 +138,7 @@ def build_focus(
     )
     _round(drafts, report)
     drafts.sort(key=lambda d: (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource))
-    return FocusExport(tuple(record(d, policy, period, issuer) for d in drafts), report)
+    return FocusExport(tuple(drafts), report, policy, issuer, version)
 
 
 def _day(day: date) -> tuple[datetime, datetime]:
@@ -155,6 +168,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
                 cluster=d.cluster,
                 resource=f"{d.cluster}/{namespace}",
                 resource_name=namespace,
+                resource_type="Kubernetes Namespace" if d.namespace else "Kubernetes Cluster Resources",
                 description=(
                     f"Namespace {namespace} in cluster {d.cluster}: billed max(request, usage)"
                     if d.namespace
@@ -191,6 +205,7 @@ def _overhead(
                                 cluster=cluster,
                                 resource=f"{cluster}/__idle__",
                                 resource_name="idle capacity",
+                                resource_type="Kubernetes Idle Capacity",
                                 description=f"Idle capacity of cluster {cluster}: supplied, neither requested nor used",
                                 tags=_tags(policy, owner, None),
                                 quantity=d.core_hours,
@@ -218,6 +233,7 @@ def _overhead(
                     cluster=cluster,
                     resource=resource,
                     resource_name=name,
+                    resource_type="Kubernetes Shared Cost",
                     description=description,
                     tags=tags,
                 )
@@ -256,9 +272,10 @@ def _direct(
             cluster="",
             resource="",
             resource_name="",
+            resource_type="",
             description="Cloud charges shared by every line: tax, support, commitment fees",
             tags=_tags(policy, line[1] if line[0] is LineKind.OWNER else None, None),
-            service=("Other", "shared cloud charges"),
+            service=("Other", "Other (Other)", "shared cloud charges"),
         )
         for line, amount in share_out(allocated, pool, policy.shared.split).items()
     ]
@@ -271,9 +288,10 @@ def _direct(
             cluster="",
             resource="",
             resource_name="",
+            resource_type="",
             description=f"Cloud spend outside the clusters: {label}",
             tags=_tags(policy, owners[(line, cost_center, label)], cost_center),
-            service=("Other", label),
+            service=("Other", "Other (Other)", label),
         )
         for (line, cost_center, label), amount in merged.items()
     ]

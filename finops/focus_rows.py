@@ -1,5 +1,9 @@
-"""One FOCUS 1.2 row of the chargeback export: the columns, and how a row's fields are written
-(``finops.focus`` says what each row stands for and builds the ``Draft`` rows from a report)."""
+"""One FOCUS row of the chargeback export: the versions and their columns, and how a row's fields
+are written (``finops.focus`` says what each row stands for and builds the ``Draft`` rows).
+
+A row carries every column of its version, FOCUS's in the specification's (alphabetical) order,
+then ours (``x_``); a column we have no value for is null (an empty string here and in CSV).
+"""
 
 from __future__ import annotations
 
@@ -7,47 +11,116 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
+from enum import StrEnum
 from fractions import Fraction
 
 from finops.lines import LineId
 from finops.periods import Period
 from finops.policy import Policy
 
-COLUMNS = (
+
+class FocusVersion(StrEnum):
+    V1_2 = "1.2"
+    V1_3 = "1.3"
+
+
+_FOCUS_1_2 = (
+    "AvailabilityZone",
+    "BilledCost",
     "BillingAccountId",
     "BillingAccountName",
-    "BillingPeriodStart",
-    "BillingPeriodEnd",
-    "ChargePeriodStart",
-    "ChargePeriodEnd",
-    "BilledCost",
-    "EffectiveCost",
-    "ListCost",
-    "ContractedCost",
+    "BillingAccountType",
     "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "CapacityReservationId",
+    "CapacityReservationStatus",
     "ChargeCategory",
     "ChargeClass",
     "ChargeDescription",
-    "PricingQuantity",
-    "PricingUnit",
+    "ChargeFrequency",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountQuantity",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "CommitmentDiscountUnit",
     "ConsumedQuantity",
     "ConsumedUnit",
+    "ContractedCost",
+    "ContractedUnitPrice",
+    "EffectiveCost",
+    "InvoiceId",
+    "InvoiceIssuerName",
+    "ListCost",
+    "ListUnitPrice",
+    "PricingCategory",
+    "PricingCurrency",
+    "PricingCurrencyContractedUnitPrice",
+    "PricingCurrencyEffectiveCost",
+    "PricingCurrencyListUnitPrice",
+    "PricingQuantity",
+    "PricingUnit",
     "ProviderName",
     "PublisherName",
-    "InvoiceIssuerName",
+    "RegionId",
+    "RegionName",
     "ResourceId",
     "ResourceName",
-    "SubAccountId",
+    "ResourceType",
     "ServiceCategory",
     "ServiceName",
+    "ServiceSubcategory",
+    "SkuId",
+    "SkuMeter",
+    "SkuPriceDetails",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "SubAccountType",
     "Tags",
-    "x_Cluster",
-    "x_Owner",
-    "x_LineKind",
-    "x_AllocatedCost",
-    "x_IdleCost",
-    "x_SharedCost",
 )
+_ADDED_IN_1_3 = (
+    "AllocatedMethodDetails",
+    "AllocatedMethodId",
+    "AllocatedResourceId",
+    "AllocatedResourceName",
+    "AllocatedTags",
+    "ContractApplied",
+    "HostProviderName",
+    "ServiceProviderName",
+)
+CUSTOM = ("x_Cluster", "x_Owner", "x_LineKind", "x_AllocatedCost", "x_IdleCost", "x_SharedCost", "x_CoreHours")
+COLUMNS: dict[FocusVersion, tuple[str, ...]] = {
+    FocusVersion.V1_2: _FOCUS_1_2 + CUSTOM,
+    FocusVersion.V1_3: tuple(sorted(_FOCUS_1_2 + _ADDED_IN_1_3)) + CUSTOM,
+}
+# The type of each FOCUS column that is not a string (Parquet writes them as such).
+DECIMALS = frozenset(
+    {
+        "BilledCost",
+        "CommitmentDiscountQuantity",
+        "ConsumedQuantity",
+        "ContractedCost",
+        "ContractedUnitPrice",
+        "EffectiveCost",
+        "ListCost",
+        "ListUnitPrice",
+        "PricingCurrencyContractedUnitPrice",
+        "PricingCurrencyEffectiveCost",
+        "PricingCurrencyListUnitPrice",
+        "PricingQuantity",
+        "x_AllocatedCost",
+        "x_IdleCost",
+        "x_SharedCost",
+        "x_CoreHours",
+    }
+)
+DATETIMES = frozenset({"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"})
+
 CORE_HOURS = "Core-Hours"  # FOCUS unit format: <singular unit>-<plural time unit>
 CLOUD_ACCOUNT = ("__cloud__", "cloud spend")
 _QUANTITY = Decimal("0.000001")
@@ -64,10 +137,11 @@ class Draft:
     cluster: str
     resource: str
     resource_name: str
+    resource_type: str
     description: str
     tags: dict[str, str]
     quantity: Decimal | None = None
-    service: tuple[str, str] = ("Compute", "Kubernetes")
+    service: tuple[str, str, str] = ("Compute", "Containers", "Kubernetes")
     cents: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
@@ -83,42 +157,46 @@ def _quantity(value: Decimal) -> str:
     return f"{value.quantize(_QUANTITY, rounding=ROUND_HALF_EVEN).normalize():f}"
 
 
-def record(draft: Draft, policy: Policy, period: Period, issuer: str) -> dict[str, str]:
+def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: FocusVersion) -> dict[str, str]:
+    """The row in ``version``'s columns (``COLUMNS[version]``), null fields as empty strings."""
     billed = _money(sum(draft.cents))
-    category, service = draft.service
-    quantity = "" if draft.quantity is None else _quantity(draft.quantity)
-    unit = "" if draft.quantity is None else CORE_HOURS
+    category, subcategory, service = draft.service
     if draft.cluster:
-        account, account_name, provider, publisher = draft.cluster, draft.cluster, issuer, "Kubernetes"
+        account, account_name, account_type = draft.cluster, draft.cluster, "Kubernetes Cluster"
+        provider, publisher = issuer, "Kubernetes"
     else:  # cloud spend
-        (account, account_name), provider, publisher = CLOUD_ACCOUNT, "Cloud", "Cloud"
-    return {
+        (account, account_name), account_type = CLOUD_ACCOUNT, "Cloud Spend"
+        provider, publisher = "Cloud", "Cloud"
+    fields = {
+        "BilledCost": billed,
         "BillingAccountId": account,
         "BillingAccountName": account_name,
-        "BillingPeriodStart": _iso(period.start),
-        "BillingPeriodEnd": _iso(period.end),
-        "ChargePeriodStart": _iso(draft.start),
-        "ChargePeriodEnd": _iso(draft.end),
-        "BilledCost": billed,
-        "EffectiveCost": billed,
-        "ListCost": billed,
-        "ContractedCost": billed,
+        "BillingAccountType": account_type,
         "BillingCurrency": policy.currency,
+        "BillingPeriodEnd": _iso(period.end),
+        "BillingPeriodStart": _iso(period.start),
         "ChargeCategory": "Adjustment" if draft.quantity is None else "Usage",
-        "ChargeClass": "",
         "ChargeDescription": draft.description,
-        "PricingQuantity": quantity,
-        "PricingUnit": unit,
-        "ConsumedQuantity": quantity,
-        "ConsumedUnit": unit,
+        "ChargeFrequency": "Recurring" if draft.quantity is None else "Usage-Based",
+        "ChargePeriodEnd": _iso(draft.end),
+        "ChargePeriodStart": _iso(draft.start),
+        "ContractedCost": billed,
+        "EffectiveCost": billed,
+        "HostProviderName": provider,
+        "InvoiceIssuerName": issuer,
+        "ListCost": billed,
         "ProviderName": provider,
         "PublisherName": publisher,
-        "InvoiceIssuerName": issuer,
         "ResourceId": draft.resource,
         "ResourceName": draft.resource_name,
-        "SubAccountId": draft.cluster,
+        "ResourceType": draft.resource_type,
         "ServiceCategory": category,
         "ServiceName": service,
+        "ServiceProviderName": provider,
+        "ServiceSubcategory": subcategory,
+        "SubAccountId": draft.cluster,
+        "SubAccountName": draft.cluster,
+        "SubAccountType": "Kubernetes Cluster" if draft.cluster else "",
         "Tags": json.dumps(draft.tags, sort_keys=True, separators=(",", ":")),
         "x_Cluster": draft.cluster,
         "x_Owner": draft.line[1],
@@ -127,3 +205,10 @@ def record(draft: Draft, policy: Policy, period: Period, issuer: str) -> dict[st
         "x_IdleCost": _money(draft.cents[1]),
         "x_SharedCost": _money(draft.cents[2]),
     }
+    if draft.quantity is not None:
+        quantity = _quantity(draft.quantity)
+        fields["x_CoreHours"] = quantity
+        if version is FocusVersion.V1_2:  # 1.3: null without a SkuPriceId, and we publish no price list
+            fields |= {"PricingQuantity": quantity, "ConsumedQuantity": quantity}
+            fields |= {"PricingUnit": CORE_HOURS, "ConsumedUnit": CORE_HOURS, "PricingCategory": "Standard"}
+    return {name: fields.get(name, "") for name in COLUMNS[version]}

@@ -15,7 +15,10 @@ botocore's exceptions never leave this module:
   ``TemporaryError``: retry later).
 
 Local files get the same treatment (a missing file is ``NotFound``) and are written atomically:
-to a temporary file in the same folder, then renamed over the target.
+to a temporary file in the same folder, then renamed over the target. ``writer(url)`` streams a
+large file: it yields a binary file to write to (local: that temporary file; S3: an anonymous
+temporary file, uploaded in one request when the block ends), so nothing is written in part and
+the caller never holds the whole file in memory.
 
 A URL ending in ``/`` names a folder: ``resolve_target(url, name)`` appends the file name the
 caller picks (a local path that is an existing directory is a folder too).
@@ -29,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from finops.errors import InvalidInput, NotFound, PermanentError, TemporaryError, Unauthorized
 
@@ -100,15 +103,26 @@ class ObjectStore:
 
     def write_bytes(self, url: str, data: bytes, content_type: str = "application/octet-stream") -> str:
         """Write ``data`` at ``url`` (replacing what is there); returns the URL written."""
+        with self.writer(url, content_type) as out:
+            out.write(data)
+        return url
+
+    @contextmanager
+    def writer(self, url: str, content_type: str = "application/octet-stream") -> Iterator[BinaryIO]:
+        """A binary file whose content replaces ``url``'s when the block ends without an error
+        (an error leaves ``url`` as it was)."""
         if not is_s3(url):
-            _write_local(url, data)
-            return url
+            with _local_writer(url) as out:
+                yield out
+            return
         where = parse_s3_url(url)
         if where.key.endswith("/"):
             raise InvalidInput(f"{url}: names a folder; give a file name")
-        with self._s3_errors(url):
-            self._s3().put_object(Bucket=where.bucket, Key=where.key, Body=data, ContentType=content_type)
-        return url
+        with tempfile.TemporaryFile() as out:
+            yield out
+            out.seek(0)
+            with self._s3_errors(url):
+                self._s3().put_object(Bucket=where.bucket, Key=where.key, Body=out, ContentType=content_type)
 
     def _s3(self) -> Any:
         if self._client is None:
@@ -174,7 +188,8 @@ def _local_path(url: str) -> Path:
     return Path(url.removeprefix("file://"))
 
 
-def _write_local(url: str, data: bytes) -> None:
+@contextmanager
+def _local_writer(url: str) -> Iterator[BinaryIO]:
     path = _local_path(url)
     if not path.parent.is_dir():
         raise NotFound(f"{url}: folder {path.parent} does not exist")
@@ -183,7 +198,7 @@ def _write_local(url: str, data: bytes) -> None:
         try:
             with os.fdopen(fd, "wb") as out:
                 os.fchmod(out.fileno(), 0o644)  # mkstemp's 0600 would hide an export from its readers
-                out.write(data)
+                yield out
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)

@@ -1,6 +1,8 @@
-"""A FOCUS 1.2 conformance checker for CSV rows, written from the specification's column
-definitions (FinOps Open Cost and Usage Specification 1.2, ``specification/columns/*.md`` and
-``specification/attributes/*.md``), not from our exporter: tests run it on what we export.
+"""A FOCUS 1.2 and 1.3 conformance checker for rows as CSV gives them (strings, empty = null),
+written from the specification's column definitions (FinOps Open Cost and Usage Specification 1.2
+and 1.3, ``specification/columns/*.md`` and ``specification/attributes/*.md``), not from our
+exporter: tests run it on what we export. The version is an argument (default 1.3); 1.3 is 1.2's
+columns and rules plus those listed under ``ADDED_IN_1_3``.
 
 What it checks, each finding naming the row (1 = the first after the header) and the column:
 
@@ -39,12 +41,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, localcontext
 
-VERSION = "1.2"
+VERSIONS = ("1.2", "1.3")
 
 
 @dataclass(frozen=True)
 class Column:
-    kind: str  # "string" | "decimal" | "datetime" | "currency" | "json"
+    kind: str  # "string" | "decimal" | "datetime" | "currency" | "json" (key-value) | "details"
     nullable: bool
     mandatory: bool = False
     allowed: frozenset[str] | None = None
@@ -76,6 +78,37 @@ SERVICE_CATEGORIES = _values(
     "Web",
     "Other",
 )
+
+# ServiceSubcategory's values under each ServiceCategory (the same in 1.2 and 1.3); every category
+# also has "Other (<category>)".
+_SUBCATEGORIES = {
+    "AI and Machine Learning": "AI Platforms|Bots|Generative AI|Machine Learning|Natural Language Processing",
+    "Analytics": "Analytics Platforms|Business Intelligence|Data Processing|Search|Streaming Analytics",
+    "Business Applications": "Productivity and Collaboration",
+    "Compute": "Containers|End User Computing|Quantum Compute|Serverless Compute|Virtual Machines",
+    "Databases": "Caching|Data Warehouses|Ledger Databases|NoSQL Databases|Relational Databases|Time Series Databases",
+    "Developer Tools": "Developer Platforms|Continuous Integration and Deployment|Development Environments"
+    "|Source Code Management|Quality Assurance",
+    "Identity": "Identity and Access Management",
+    "Integration": "API Management|Messaging|Workflow Orchestration",
+    "Internet of Things": "IoT Analytics|IoT Platforms",
+    "Management and Governance": "Architecture|Compliance|Cost Management|Data Governance|Disaster Recovery"
+    "|Endpoint Management|Observability|Support",
+    "Media": "Content Creation|Gaming|Media Streaming|Mixed Reality",
+    "Migration": "Data Migration|Resource Migration",
+    "Mobile": "",
+    "Multicloud": "Multicloud Integration",
+    "Networking": "Application Networking|Content Delivery|Network Connectivity|Network Infrastructure"
+    "|Network Routing|Network Security",
+    "Security": "Secret Management|Security Posture Management|Threat Detection and Response",
+    "Storage": "Backup Storage|Block Storage|File Storage|Object Storage|Storage Platforms",
+    "Web": "Application Platforms",
+    "Other": "",
+}
+SUBCATEGORIES = {
+    category: frozenset([*filter(None, names.split("|")), f"Other ({category})"])
+    for category, names in _SUBCATEGORIES.items()
+}
 
 # Every column of FOCUS 1.2 with its data type and whether it allows nulls; Mandatory ones marked.
 COLUMNS: dict[str, Column] = {
@@ -127,7 +160,7 @@ COLUMNS: dict[str, Column] = {
     "ResourceType": Column("string", True),
     "ServiceCategory": Column("string", False, True, SERVICE_CATEGORIES),
     "ServiceName": Column("string", False, True),
-    "ServiceSubcategory": Column("string", False),
+    "ServiceSubcategory": Column("string", False, allowed=frozenset().union(*SUBCATEGORIES.values())),
     "SkuId": Column("string", True),
     "SkuMeter": Column("string", True),
     "SkuPriceDetails": Column("json", True),
@@ -137,22 +170,40 @@ COLUMNS: dict[str, Column] = {
     "SubAccountType": Column("string", True),
     "Tags": Column("json", True),
 }
+# FOCUS 1.3's new columns (ProviderName and PublisherName are deprecated there, still Mandatory).
+ADDED_IN_1_3: dict[str, Column] = {
+    "AllocatedMethodDetails": Column("details", True),
+    "AllocatedMethodId": Column("string", True),
+    "AllocatedResourceId": Column("string", True),
+    "AllocatedResourceName": Column("string", True),
+    "AllocatedTags": Column("json", True),
+    "ContractApplied": Column("contract", True),
+    "HostProviderName": Column("string", False, True),
+    "ServiceProviderName": Column("string", False, True),
+}
+SPEC: dict[str, dict[str, Column]] = {"1.2": COLUMNS, "1.3": COLUMNS | ADDED_IN_1_3}
 MANDATORY = tuple(name for name, column in COLUMNS.items() if column.mandatory)
+
+
+def mandatory(version: str = "1.3") -> tuple[str, ...]:
+    return tuple(name for name, column in SPEC[version].items() if column.mandatory)
+
 
 _NUMBER = re.compile(r"^-?(\d+(\.\d+)?|\.\d+)(E-?\d+)?$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 
 
-def check_header(header: Sequence[str]) -> list[str]:
+def check_header(header: Sequence[str], version: str = "1.3") -> list[str]:
     """Findings about the columns themselves."""
-    findings = [f"header: Mandatory column {name} is missing" for name in MANDATORY if name not in header]
+    spec = SPEC[version]
+    findings = [f"header: Mandatory column {name} is missing" for name in mandatory(version) if name not in header]
     seen_custom = False
     for name in header:
         if name.startswith("x_"):
             seen_custom = True
-        elif name not in COLUMNS:
-            findings.append(f"header: {name} is not a FOCUS {VERSION} column and not prefixed x_")
+        elif name not in spec:
+            findings.append(f"header: {name} is not a FOCUS {version} column and not prefixed x_")
         elif seen_custom:
             findings.append(f"header: FOCUS column {name} comes after custom columns")
     if len(set(header)) != len(header):
@@ -160,11 +211,11 @@ def check_header(header: Sequence[str]) -> list[str]:
     return findings
 
 
-def check_rows(header: Sequence[str], rows: Iterable[Mapping[str, str]]) -> list[str]:
+def check_rows(header: Sequence[str], rows: Iterable[Mapping[str, str]], version: str = "1.3") -> list[str]:
     """Every finding in the header and the rows; an empty list means the data conforms."""
-    findings = check_header(header)
+    findings = check_header(header, version)
     for number, row in enumerate(rows, start=1):
-        findings.extend(f"row {number}, {finding}" for finding in _check_row(row))
+        findings.extend(f"row {number}, {finding}" for finding in _check_row(row, version))
     return findings
 
 
@@ -174,10 +225,10 @@ def _value(row: Mapping[str, str], name: str) -> str | None:
     return value if value else None
 
 
-def _check_row(row: Mapping[str, str]) -> list[str]:
+def _check_row(row: Mapping[str, str], version: str) -> list[str]:
     findings: list[str] = []
     for name, text in row.items():
-        column = COLUMNS.get(name)
+        column = SPEC[version].get(name)
         if column is None:
             continue
         if text and not text.strip():
@@ -192,7 +243,7 @@ def _check_row(row: Mapping[str, str]) -> list[str]:
             findings.append(f"column {name}: {text!r} {problem}")
     if findings:
         return findings  # the rules below need well-formed values
-    return _check_rules(row)
+    return _check_rules(row, version)
 
 
 def _format_problem(column: Column, text: str) -> str | None:
@@ -209,6 +260,8 @@ def _format_problem(column: Column, text: str) -> str | None:
         return "is not a three-letter currency code"
     if column.kind == "json":
         return _key_value_problem(text)
+    if column.kind in ("details", "contract"):
+        return _elements_problem(text, column.kind)
     if column.allowed is not None and text not in column.allowed:
         return f"is not one of the allowed values {sorted(column.allowed)}"
     return None
@@ -232,6 +285,37 @@ def _key_value_problem(text: str) -> str | None:
     return None
 
 
+def _elements_problem(text: str, kind: str) -> str | None:
+    """JsonObjectFormat with an ``Elements`` array of key-value objects: AllocatedMethodDetails'
+    elements have a numeric ``AllocatedRatio`` (``UsageUnit`` given with ``UsageQuantity``),
+    ContractApplied's a ``ContractID`` and a ``ContractCommitmentID``."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"is not JSON ({exc})"
+    elements = value.get("Elements") if isinstance(value, dict) else None
+    if not isinstance(elements, list) or not elements:
+        return "has no Elements array"
+    for element in elements:
+        if not isinstance(element, dict) or any(isinstance(v, dict | list) for v in element.values()):
+            return "has an element that is not a key-value object"
+        if kind == "details":
+            if not isinstance(element.get("AllocatedRatio"), int | float):
+                return "has an element without a numeric AllocatedRatio"
+            if ("UsageQuantity" in element) and not isinstance(element.get("UsageUnit"), str):
+                return "has a UsageQuantity without a UsageUnit"
+        elif not all(isinstance(element.get(key), str) for key in ("ContractID", "ContractCommitmentID")):
+            return "has an element without ContractID and ContractCommitmentID"
+    return None
+
+
+def _null_together(row: Mapping[str, str], name: str, anchor: str) -> list[str]:
+    """``name`` is null exactly when ``anchor`` is (both columns present)."""
+    if name in row and anchor in row and (_value(row, name) is None) != (_value(row, anchor) is None):
+        return [f"column {name}: must be null exactly when {anchor} is null"]
+    return []
+
+
 def _matches(product: Decimal, cost: Decimal) -> bool:
     """The product rounds to the cost at the cost's own precision (a cost is written rounded)."""
     with localcontext() as context:
@@ -241,15 +325,82 @@ def _matches(product: Decimal, cost: Decimal) -> bool:
         return (product - cost).copy_abs() <= Decimal(5).scaleb(places - 1)
 
 
-def _check_rules(row: Mapping[str, str]) -> list[str]:
+# FOCUS 1.3: these are null when SkuPriceId is (and 1.2's not-null rules for usage then yield).
+_NULL_WITHOUT_SKU_PRICE = (
+    "PricingQuantity",
+    "ConsumedQuantity",
+    "PricingCategory",
+    "CommitmentDiscountQuantity",
+    "ListUnitPrice",
+    "ContractedUnitPrice",
+    "PricingCurrencyContractedUnitPrice",
+    "PricingCurrencyListUnitPrice",
+)
+
+
+def _check_rules(row: Mapping[str, str], version: str) -> list[str]:
     findings: list[str] = []
     category = _value(row, "ChargeCategory")
     correction = _value(row, "ChargeClass") == "Correction"
     quantity = _value(row, "PricingQuantity")
+    no_sku_price = version == "1.3" and _value(row, "SkuPriceId") is None
+    if no_sku_price:
+        findings.extend(
+            f"column {name}: must be null when SkuPriceId is null (1.3)"
+            for name in _NULL_WITHOUT_SKU_PRICE
+            if _value(row, name) is not None
+        )
     if category == "Tax" and quantity is not None:
         findings.append("column PricingQuantity: must be null when ChargeCategory is Tax")
-    if category in ("Usage", "Purchase") and not correction and quantity is None:
+    if category in ("Usage", "Purchase") and not correction and quantity is None and not no_sku_price:
         findings.append(f"column PricingQuantity: must not be null when ChargeCategory is {category}")
+    if "PricingCategory" in row:
+        pricing = _value(row, "PricingCategory")
+        if category == "Tax" and pricing is not None:
+            findings.append("column PricingCategory: must be null when ChargeCategory is Tax")
+        if category in ("Usage", "Purchase") and not correction and pricing is None and not no_sku_price:
+            findings.append(f"column PricingCategory: must not be null when ChargeCategory is {category}")
+    if category == "Purchase" and _value(row, "ChargeFrequency") == "Usage-Based":
+        findings.append("column ChargeFrequency: must not be Usage-Based when ChargeCategory is Purchase")
+    service, subcategory = _value(row, "ServiceCategory"), _value(row, "ServiceSubcategory")
+    if service in SUBCATEGORIES and subcategory is not None and subcategory not in SUBCATEGORIES[service]:
+        findings.append(f"column ServiceSubcategory: {subcategory!r} is not a subcategory of {service}")
+    findings += _null_together(row, "ResourceType", "ResourceId")
+    findings += _null_together(row, "SubAccountName", "SubAccountId")
+    findings += _null_together(row, "SubAccountType", "SubAccountId")
+    findings += _null_together(row, "BillingAccountType", "BillingAccountId")
+    for name, anchor in (
+        ("SkuPriceDetails", "SkuPriceId"),
+        ("CommitmentDiscountStatus", "CommitmentDiscountId"),
+        ("CapacityReservationStatus", "CapacityReservationId"),
+    ):
+        if name in row and _value(row, anchor) is None and _value(row, name) is not None:
+            findings.append(f"column {name}: must be null when {anchor} is null")
+    if version == "1.3":
+        findings += _allocation_rules(row)
+    findings += _cost_rules(row, category, correction, quantity, no_sku_price)
+    return findings
+
+
+def _allocation_rules(row: Mapping[str, str]) -> list[str]:
+    """1.3's split cost allocation and provider columns."""
+    findings = _null_together(row, "AllocatedResourceName", "AllocatedResourceId")
+    if _value(row, "AllocatedMethodId") is None:
+        findings += [
+            f"column {name}: must be null when the charge is not split (AllocatedMethodId null)"
+            for name in ("AllocatedMethodDetails", "AllocatedResourceId", "AllocatedTags")
+            if _value(row, name) is not None
+        ]
+    host, service = _value(row, "HostProviderName"), _value(row, "ServiceProviderName")
+    if host is not None and host != service:
+        findings.append(f"column HostProviderName: {host!r} differs from ServiceProviderName {service!r}")
+    return findings
+
+
+def _cost_rules(
+    row: Mapping[str, str], category: str | None, correction: bool, quantity: str | None, no_sku_price: bool
+) -> list[str]:
+    findings: list[str] = []
     if (quantity is None) != (_value(row, "PricingUnit") is None):
         findings.append("column PricingUnit: must be null exactly when PricingQuantity is null")
     if "ConsumedQuantity" in row:
@@ -257,7 +408,7 @@ def _check_rules(row: Mapping[str, str]) -> list[str]:
         unused = _value(row, "CommitmentDiscountStatus") == "Unused"
         if (category != "Usage" or unused) and consumed is not None:
             findings.append("column ConsumedQuantity: must be null unless ChargeCategory is Usage (not unused)")
-        if category == "Usage" and not unused and not correction and consumed is None:
+        if category == "Usage" and not unused and not correction and consumed is None and not no_sku_price:
             findings.append("column ConsumedQuantity: must not be null when ChargeCategory is Usage")
         if (consumed is None) != (_value(row, "ConsumedUnit") is None):
             findings.append("column ConsumedUnit: must be null exactly when ConsumedQuantity is null")

@@ -9,9 +9,13 @@ PostgreSQL to a CSV in S3 (moto's server over HTTP, dummy credentials) or a loca
 - with cloud spend imported, the all-clusters export adds it (and still adds up to everything,
   exactly, rounded once); one cluster's export leaves it out;
 - allocations or cloud spend in another currency than the policy's are refused;
-- every file written conforms to FOCUS 1.2 (``tests/focus_conformance.py``): Mandatory columns,
-  allowed values, formats, nullability and cost rules, read back from the CSV;
-- the command line, end to end; ``FOCUS_INVOICE_ISSUER`` names the provider and invoice issuer.
+- every file written conforms to its FOCUS version, 1.3 or 1.2 (``tests/focus_conformance.py``):
+  Mandatory columns, allowed values, formats, nullability and cost rules, read back from the CSV;
+- both versions in both formats pass the FinOps Foundation's validator (``tests/focus_validator.py``)
+  on a month with cloud spend; the Parquet file holds the CSV's rows, typed (decimal128 money and
+  quantities, UTC timestamps), read back with pyarrow;
+- the command line, end to end (``--focus-version``, ``--format``, to S3);
+  ``FOCUS_INVOICE_ISSUER`` names the provider and invoice issuer.
 """
 
 from __future__ import annotations
@@ -27,17 +31,21 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main
 from finops.errors import InvalidInput
 from finops.focus import COLUMNS
+from finops.focus_rows import DATETIMES, DECIMALS, FocusVersion
 from finops.policy import Policy, parse_policy
 from infra.objectstore import ObjectStore
 from infra.postgres import Database
 from tests.focus_conformance import check_rows
+from tests.focus_validator import decimal_rules, failed_rules
 from usecases.reports.cloud import import_cloud_costs
 from usecases.reports.exports import export_focus
+from usecases.reports.focus_files import FileFormat
 from usecases.reports.service import ReportQuery, chargeback, month_period
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
@@ -136,10 +144,12 @@ def load(db: Database, currency: str = "EUR") -> list[tuple[Any, ...]]:
 
 
 def read_csv(data: bytes) -> tuple[list[str], list[dict[str, str]]]:
-    """The header and rows of an exported file, after checking that it conforms to FOCUS 1.2."""
+    """The header and rows of an exported file, after checking that it conforms to its FOCUS
+    version (1.3 has ServiceProviderName)."""
     reader = csv.DictReader(io.StringIO(data.decode()))
     header, rows = list(reader.fieldnames or []), list(reader)
-    assert check_rows(header, rows)[:10] == []
+    version = "1.3" if "ServiceProviderName" in header else "1.2"
+    assert check_rows(header, rows, version)[:10] == []
     return header, rows
 
 
@@ -169,7 +179,7 @@ def test_export_to_an_s3_folder(db: Database, s3_endpoint: str) -> None:
     obj = client.get_object(Bucket=BUCKET, Key="focus/focus-all-2026-10.csv")
     assert obj["ContentType"] == "text/csv; charset=utf-8"
     header, rows = read_csv(obj["Body"].read())
-    assert header == list(COLUMNS)
+    assert header == list(COLUMNS[FocusVersion.V1_3])
     assert result.rows == len(rows)
     assert_lines_match(rows, db, policy, None)
     # 31 days x (shop, search-api, scratch, unmounted in prod; shop-dev in dev), idle per day in
@@ -187,7 +197,7 @@ def test_export_to_an_s3_folder(db: Database, s3_endpoint: str) -> None:
     ]
     assert not [r for r in rows if "kube-system" in r["ResourceId"]]
     shop = next(r for r in rows if r["ResourceId"] == "prod/shop" and r["ChargePeriodStart"] == "2026-10-16T00:00:00Z")
-    assert (shop["x_Owner"], json.loads(shop["Tags"]), shop["ConsumedQuantity"]) == (
+    assert (shop["x_Owner"], json.loads(shop["Tags"]), shop["x_CoreHours"]) == (
         "checkout",
         {"team": "checkout", "cost-center": "cc-100", "namespace": "shop"},
         "48.5",
@@ -207,7 +217,7 @@ def test_export_one_cluster_to_a_local_folder(db: Database, tmp_path: Path, idle
     result = export_focus(db, policy, "2026-10", str(tmp_path), ObjectStore(), cluster="prod")
     assert result.url == str(tmp_path / "focus-prod-2026-10.csv")
     header, rows = read_csv((tmp_path / "focus-prod-2026-10.csv").read_bytes())
-    assert header == list(COLUMNS)
+    assert header == list(COLUMNS[FocusVersion.V1_3])
     assert {r["x_Cluster"] for r in rows} == {"prod"}
     assert_lines_match(rows, db, policy, "prod")
     assert str(result.total) == str(billed(rows))
@@ -234,6 +244,42 @@ def test_export_with_cloud_spend(db: Database, tmp_path: Path) -> None:
     _, prod = read_csv((tmp_path / "prod.csv").read_bytes())
     assert not [r for r in prod if r["ServiceCategory"] == "Other"]  # cloud spend belongs to no cluster
     assert_lines_match(prod, db, policy, "prod")
+
+
+def typed(column: str, text: str) -> object:
+    """A CSV field as the Parquet file should hold it."""
+    if not text:
+        return None
+    if column in DECIMALS:
+        return Decimal(text)
+    return datetime.fromisoformat(text) if column in DATETIMES else text
+
+
+@pytest.mark.parametrize("version", list(FocusVersion))
+def test_both_formats_pass_the_validator_and_agree(db: Database, tmp_path: Path, version: FocusVersion) -> None:
+    load(db)
+    import_cloud_costs(db, str(DATA / "focus-2026-10.csv"), ObjectStore())
+    policy = parse_policy(POLICY)
+    written = {
+        fmt: export_focus(db, policy, "2026-10", f"{tmp_path}/", ObjectStore(), version=version, fmt=fmt)
+        for fmt in FileFormat
+    }
+    csv_file, parquet_file = Path(written[FileFormat.CSV].url), Path(written[FileFormat.PARQUET].url)
+    assert (csv_file.name, parquet_file.name) == ("focus-all-2026-10.csv", "focus-all-2026-10.parquet")
+    assert (tmp_path / "focus-all-2026-10.coverage.json").exists()
+    header, rows = read_csv(csv_file.read_bytes())
+    assert header == list(COLUMNS[version])
+    assert failed_rules(csv_file, tmp_path) == []
+    assert failed_rules(parquet_file, tmp_path) == decimal_rules()  # the validator's float-only check
+
+    table = pq.read_table(parquet_file)
+    assert table.schema.names == header
+    types = {field.name: str(field.type) for field in table.schema}
+    assert types["BilledCost"] == types["x_CoreHours"] == "decimal128(38, 6)"
+    assert types["ChargePeriodStart"] == "timestamp[ms, tz=UTC]"
+    assert types["Tags"] == types["ChargeCategory"] == "string"
+    assert [{c: typed(c, row[c]) for c in header} for row in rows] == table.to_pylist()
+    assert sum(table.column("BilledCost").to_pylist()) == written[FileFormat.PARQUET].total
 
 
 def test_other_currencies_are_refused(db: Database, tmp_path: Path) -> None:
@@ -270,12 +316,24 @@ def test_the_command(
     assert {(r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) for r in rows} == {
         ("Platform Team", "Kubernetes", "Platform Team")
     }
+    assert {(r["ServiceProviderName"], r["HostProviderName"]) for r in rows} == {("Platform Team", "Platform Team")}
+    parquet = [*argv, "--format", "parquet", "--focus-version", "1.2", "--s3-endpoint", s3_endpoint]
+    assert main([*parquet, "--to", f"s3://{BUCKET}/cli/"]) == 0
+    assert json.loads(capsys.readouterr().out)["url"] == f"s3://{BUCKET}/cli/focus-dev-2026-10.parquet"
+    obj = boto3.client("s3", endpoint_url=s3_endpoint).get_object(Bucket=BUCKET, Key="cli/focus-dev-2026-10.parquet")
+    assert obj["ContentType"] == "application/vnd.apache.parquet"
+    table = pq.read_table(io.BytesIO(obj["Body"].read()))
+    assert table.schema.names == list(COLUMNS[FocusVersion.V1_2]) and table.num_rows == len(rows)
+    assert sum(table.column("BilledCost").to_pylist()) == billed(rows)
     assert main([*argv, "--to", str(tmp_path / "missing" / "x.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit) as usage:  # argparse's usage error, naming the option
         main(["export", "focus", "--month", "October", "--policy", str(tmp_path / "policy.yaml"), "--to", "x"])
     assert usage.value.code == 2
     assert "argument --month: 'October' is not a month" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--to", "x", "--focus-version", "1.1"])
+    assert "argument --focus-version: invalid choice: '1.1'" in capsys.readouterr().err
 
 
 def test_the_chargeback_csv_export_to_s3_adds_up(

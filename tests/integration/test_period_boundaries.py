@@ -172,7 +172,7 @@ def test_the_daily_view_has_the_first_and_last_day_of_the_month_only(db: Databas
 
 def test_the_focus_export_holds_the_months_own_days(db: Database, edges: Writer) -> None:
     export = focus_export(db, POLICY, OCTOBER, cluster=CLUSTER)
-    rows = [(r["ChargePeriodStart"][:10], Decimal(r["BilledCost"])) for r in export.rows]
+    rows = [(r["ChargePeriodStart"][:10], Decimal(r["BilledCost"])) for r in export.rows()]
     spent = sum(cost for _, cost in rows)
     assert {day for day, _ in rows} == {"2026-10-01", "2026-10-31"}
     assert spent == cents(OCTOBER_UNITS * UNIT) + cents(OCTOBER_UNITS * IDLE_UNIT)

@@ -101,7 +101,7 @@ def test_a_focus_bill_of_allowed_lines_conforms_to_focus_1_2() -> None:
     allowed = [x for x in LINES.values() if x.category != "discount" or x.amortised == x.billed]
     reader = csv.DictReader(io.StringIO(focus_csv(allowed)))
     assert reader.fieldnames is not None
-    assert check_rows(reader.fieldnames, reader) == []
+    assert check_rows(reader.fieldnames, reader, "1.2") == []
 
 
 def test_cur_2_tags() -> None:

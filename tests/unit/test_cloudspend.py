@@ -10,7 +10,10 @@
   ``cost-center``...); untagged rows have None; disagreeing keys are refused;
 - a bad row is refused naming its row number and column, whatever is wrong with it;
 - FOCUS's bare ``NULL`` token is null in every nullable column (the FinOps Foundation's FOCUS 1.0
-  sample data writes it), and "required" in a column that must have a value; in CUR 2.0 it is text.
+  sample data writes it), and "required" in a column that must have a value; in CUR 2.0 it is text;
+- the specification's own sample data: a FOCUS 1.3 bill (``ServiceProviderName`` instead of
+  ``ProviderName``) imports as the same bill written in 1.2's columns does; the 1.2 sample, written
+  with currency signs and US dates, is refused naming the first bad field.
 """
 
 from __future__ import annotations
@@ -238,3 +241,64 @@ def test_null_is_text_in_cur_2() -> None:
     header += "line_item_product_code,line_item_resource_id,line_item_usage_account_id"
     (cost,) = parse_text(header + "\n1.5,USD,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,AmazonS3,NULL,NULL\n")[1]
     assert (cost.resource_id, cost.account) == ("NULL", "NULL")
+
+
+# FOCUS 1.3 sample data (specification/data/saas_examples/host_based_saas_monitoring_a.csv of the
+# FOCUS specification): a SaaS monitoring bill, ServiceProviderName and no ProviderName.
+FOCUS_1_3_SAMPLE = """\
+BilledCost,BillingAccountId,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeClass,\
+ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,ConsumedQuantity,ConsumedUnit,ContractedCost,ContractedUnitPrice,\
+EffectiveCost,InvoiceIssuerName,ListCost,ListUnitPrice,PricingCategory,PricingQuantity,PricingUnit,ResourceId,\
+ResourceName,ServiceCategory,ServiceName,ServiceProviderName,SkuId,SkuMeter,SkuPriceId,SubAccountId
+450.0,account-1,USD,2025-02-01T00:00:00Z,2025-01-01T00:00:00Z,Usage,,Recurring,2025-02-01T00:00:00Z,\
+2025-01-01T00:00:00Z,25.0,Hosts,450.0,18.0,450.0,WatchTower,450.0,18.0,Standard,25.0,Hosts,,,\
+Management and Governance,Infrastructure Monitoring,WatchTower,infra-pro,Monitored Hosts,\
+infra-pro-on-demand,team-platform
+360.0,account-1,USD,2025-02-01T00:00:00Z,2025-01-01T00:00:00Z,Usage,,Recurring,2025-02-01T00:00:00Z,\
+2025-01-01T00:00:00Z,10.0,Hosts,360.0,36.0,360.0,WatchTower,360.0,36.0,Standard,10.0,Hosts,,,\
+Management and Governance,APM,WatchTower,apm-standard,APM Hosts,apm-standard-on-demand,team-platform
+15.0,account-1,USD,2025-02-01T00:00:00Z,2025-01-01T00:00:00Z,Usage,,Usage-Based,2025-02-01T00:00:00Z,\
+2025-01-01T00:00:00Z,150.0,GB,15.0,0.1,15.0,WatchTower,15.0,0.1,Standard,150.0,GB,,,\
+Management and Governance,Log Management,WatchTower,logs-ingestion,Log Ingestion,\
+logs-ingestion-on-demand,team-platform
+"""
+# FOCUS 1.2 sample data (specification/data/saas_examples/simple_agreements/simple_saas_agreements_a2.csv
+# at tag v1.2): its first row, amounts written "$50,000.00 ".
+FOCUS_1_2_SAMPLE_ROW = (
+    ',"$50,000.00 ",12345,AwesomeCorpDemo,USD,5/1/25,4/1/25,,,Purchase,,Upfront payment covering license purchase '
+    'for a 12-month period,One-Time,4/1/26,4/1/25,,,,,,,,,,"$50,000.00 ",$100.00 ,"$50,000.00 ",ACMECORP,'
+    '"$50,000.00 ",$100.00 ,Standard,500,Count,ACMECORP,ACMECORP,,,,,,Business Applications,ACMECORP Licenses,,'
+    "ACL-123,,,ACL-123-0120,,,"
+)
+
+
+def test_the_focus_1_3_sample_imports_as_its_1_2_twin() -> None:
+    fmt, costs = parse_text(FOCUS_1_3_SAMPLE)
+    assert fmt is CloudFormat.FOCUS
+    assert [(c.billed_micros, c.service, c.account, c.team, c.resource_id) for c in costs] == [
+        (450_000_000, "Infrastructure Monitoring", "team-platform", None, None),
+        (360_000_000, "APM", "team-platform", None, None),
+        (15_000_000, "Log Management", "team-platform", None, None),
+    ]
+    assert {(c.currency, c.start, c.end) for c in costs} == {
+        ("USD", datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 2, 1, tzinfo=UTC))
+    }
+    as_1_2 = FOCUS_1_3_SAMPLE.replace("ServiceProviderName", "ProviderName", 1)
+    assert parse_text(as_1_2) == (fmt, costs)
+
+
+def test_the_focus_1_2_sample_is_refused_by_field() -> None:
+    header = (
+        "AvailabilityZone,BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,"
+        "BillingPeriodStart,CapacityReservationId,CapacityReservationStatus,ChargeCategory,ChargeClass,"
+        "ChargeDescription,ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,CommitmentDiscountCategory,"
+        "CommitmentDiscountId,CommitmentDiscountName,CommitmentDiscountQuantity,CommitmentDiscountStatus,"
+        "CommitmentDiscountType,CommitmentDiscountUnit,ConsumedQuantity,ConsumedUnit,ContractedCost,"
+        "ContractedUnitPrice,EffectiveCost,InvoiceIssuerName,ListCost,ListUnitPrice,PricingCategory,"
+        "PricingQuantity,PricingUnit,ProviderName,PublisherName,RegionId,RegionName,ResourceId,ResourceName,"
+        "ResourceType,ServiceCategory,ServiceName,ServiceSubcategory,SkuId,SkuMeter,SkuPriceDetails,SkuPriceId,"
+        "SubAccountId,SubAccountName,Tags"
+    )
+    with pytest.raises(InvalidInput) as caught:
+        parse_text(header + "\n" + FOCUS_1_2_SAMPLE_ROW + "\n")
+    assert caught.value.message == "row 1, column ChargePeriodStart: '4/1/25' is not an ISO 8601 timestamp"

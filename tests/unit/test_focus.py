@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 import tests.unit.test_chargeback_properties as base
 from finops.chargeback import DirectCost, Period, Report
-from finops.focus import COLUMNS, DailyCost, FocusExport, build_focus
+from finops.focus import DailyCost, FocusExport, build_focus
+from finops.focus_rows import FocusVersion
 from finops.policy import Policy, parse_policy
 from tests.focus_conformance import check_rows
 
@@ -62,7 +63,7 @@ def policy(**overrides: object) -> Policy:
 
 def lines_of(export: FocusExport) -> dict[tuple[str, str], list[Decimal]]:
     sums: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 4)
-    for row in export.rows:
+    for row in export.rows():
         key = (row["x_LineKind"], row["x_Owner"])
         parts = [Decimal(row[c]) for c in ("x_AllocatedCost", "x_IdleCost", "x_SharedCost", "BilledCost")]
         sums[key] = [a + b for a, b in zip(sums[key], parts, strict=True)]
@@ -70,19 +71,19 @@ def lines_of(export: FocusExport) -> dict[tuple[str, str], list[Decimal]]:
 
 
 def assert_itemises(export: FocusExport, report: Report) -> None:
-    assert sum((Decimal(r["BilledCost"]) for r in export.rows), Decimal(0)) == report.total
+    assert sum((Decimal(r["BilledCost"]) for r in export.rows()), Decimal(0)) == report.total
     grouped = lines_of(export)
     for line in report.lines:
         expected = [line.allocated, line.idle, line.shared, line.total]
         assert grouped.pop((line.kind.value, line.owner), [Decimal(0)] * 4) == expected, line
     assert not grouped
-    for row in export.rows:
-        assert set(row) == set(COLUMNS)
+    for row in export.rows():
+        assert list(row) == list(export.columns)
         parts = sum(Decimal(row[c]) for c in ("x_AllocatedCost", "x_IdleCost", "x_SharedCost"))
         assert parts == Decimal(row["BilledCost"]) == Decimal(row["EffectiveCost"]) == Decimal(row["ListCost"])
         assert Decimal(row["BilledCost"]).as_tuple().exponent == -2
         assert row["ContractedCost"] == row["BilledCost"]
-    assert check_rows(COLUMNS, export.rows) == []
+    assert check_rows(export.columns, export.rows(), export.version) == []
 
 
 @pytest.mark.parametrize("idle", ["separate", "distribute"])
@@ -90,78 +91,105 @@ def test_the_methods_example_itemised(idle: str) -> None:
     export = build_focus(EXAMPLE, policy(idle=idle), period=NOVEMBER)
     assert export.report.total == Decimal("10000.00")
     assert_itemises(export, export.report)
-    allocated = [r for r in export.rows if r["x_AllocatedCost"] != "0.00"]
+    allocated = [r for r in export.rows() if r["x_AllocatedCost"] != "0.00"]
     assert len(allocated) == 3 * 30  # a row per day and namespace; none for kube-system
-    assert not [r for r in export.rows if "kube-system" in r["ResourceId"]]
-    overhead = [r for r in export.rows if r["ResourceId"] == "prod/__overhead__"]
+    assert not [r for r in export.rows() if "kube-system" in r["ResourceId"]]
+    overhead = [r for r in export.rows() if r["ResourceId"] == "prod/__overhead__"]
     assert [(r["x_Owner"], r["ChargePeriodStart"], r["ChargePeriodEnd"]) for r in overhead] == [
         (owner, "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z") for owner in ("analytics", "catalog", "payments")
     ]
-    idle_rows = [r for r in export.rows if r["x_LineKind"] == "idle"]
+    idle_rows = [r for r in export.rows() if r["x_LineKind"] == "idle"]
     assert len(idle_rows) == (30 if idle == "separate" else 0)
     if idle == "distribute":
         assert [r["BilledCost"] for r in overhead] == ["428.57", "857.14", "1714.29"]
 
 
-def test_a_row_as_written() -> None:
-    export = build_focus(EXAMPLE, policy(), period=NOVEMBER)
-    assert [r["x_Owner"] for r in export.rows[:3]] == ["analytics", "catalog", "payments"]  # by day, then owner
-    first = export.rows[2]
-    assert first == {
-        "BillingAccountId": "prod",
-        "BillingAccountName": "prod",
-        "BillingPeriodStart": "2026-11-01T00:00:00Z",
-        "BillingPeriodEnd": "2026-12-01T00:00:00Z",
-        "ChargePeriodStart": "2026-11-01T00:00:00Z",
-        "ChargePeriodEnd": "2026-11-02T00:00:00Z",
-        "BilledCost": "133.34",
-        "EffectiveCost": "133.34",
-        "ListCost": "133.34",
-        "ContractedCost": "133.34",
-        "BillingCurrency": "EUR",
-        "ChargeCategory": "Usage",
-        "ChargeClass": "",
-        "ChargeDescription": "Namespace payments in cluster prod: billed max(request, usage)",
-        "PricingQuantity": "2.4",
-        "PricingUnit": "Core-Hours",
-        "ConsumedQuantity": "2.4",
-        "ConsumedUnit": "Core-Hours",
-        "ProviderName": "Kubernetes",
-        "PublisherName": "Kubernetes",
-        "InvoiceIssuerName": "Kubernetes",
-        "ResourceId": "prod/payments",
-        "ResourceName": "payments",
-        "SubAccountId": "prod",
-        "ServiceCategory": "Compute",
-        "ServiceName": "Kubernetes",
-        "Tags": '{"cost-center":"cc-1","namespace":"payments","team":"payments"}',
-        "x_Cluster": "prod",
-        "x_Owner": "payments",
-        "x_LineKind": "owner",
-        "x_AllocatedCost": "133.34",
-        "x_IdleCost": "0.00",
-        "x_SharedCost": "0.00",
-    }
-    payments = [r for r in export.rows if r["x_Owner"] == "payments" and r["x_AllocatedCost"] != "0.00"]
+ROW_1_3 = {  # the non-null fields of payments' first day, in FOCUS 1.3
+    "BilledCost": "133.34",
+    "BillingAccountId": "prod",
+    "BillingAccountName": "prod",
+    "BillingAccountType": "Kubernetes Cluster",
+    "BillingCurrency": "EUR",
+    "BillingPeriodEnd": "2026-12-01T00:00:00Z",
+    "BillingPeriodStart": "2026-11-01T00:00:00Z",
+    "ChargeCategory": "Usage",
+    "ChargeDescription": "Namespace payments in cluster prod: billed max(request, usage)",
+    "ChargeFrequency": "Usage-Based",
+    "ChargePeriodEnd": "2026-11-02T00:00:00Z",
+    "ChargePeriodStart": "2026-11-01T00:00:00Z",
+    "ContractedCost": "133.34",
+    "EffectiveCost": "133.34",
+    "HostProviderName": "Kubernetes",
+    "InvoiceIssuerName": "Kubernetes",
+    "ListCost": "133.34",
+    "ProviderName": "Kubernetes",
+    "PublisherName": "Kubernetes",
+    "ResourceId": "prod/payments",
+    "ResourceName": "payments",
+    "ResourceType": "Kubernetes Namespace",
+    "ServiceCategory": "Compute",
+    "ServiceName": "Kubernetes",
+    "ServiceProviderName": "Kubernetes",
+    "ServiceSubcategory": "Containers",
+    "SubAccountId": "prod",
+    "SubAccountName": "prod",
+    "SubAccountType": "Kubernetes Cluster",
+    "Tags": '{"cost-center":"cc-1","namespace":"payments","team":"payments"}',
+    "x_Cluster": "prod",
+    "x_Owner": "payments",
+    "x_LineKind": "owner",
+    "x_AllocatedCost": "133.34",
+    "x_IdleCost": "0.00",
+    "x_SharedCost": "0.00",
+    "x_CoreHours": "2.4",
+}
+# FOCUS 1.2 has no provider columns of 1.3 and keeps the quantities (1.3 nulls them without a SKU
+# price); the split cost allocation and contract columns are null in 1.3 (not claimed).
+ROW_1_2 = {k: v for k, v in ROW_1_3.items() if k not in ("HostProviderName", "ServiceProviderName")} | {
+    "PricingQuantity": "2.4",
+    "PricingUnit": "Core-Hours",
+    "ConsumedQuantity": "2.4",
+    "ConsumedUnit": "Core-Hours",
+    "PricingCategory": "Standard",
+}
+
+
+@pytest.mark.parametrize(("version", "expected"), [(FocusVersion.V1_3, ROW_1_3), (FocusVersion.V1_2, ROW_1_2)])
+def test_a_row_as_written(version: FocusVersion, expected: dict[str, str]) -> None:
+    export = build_focus(EXAMPLE, policy(), period=NOVEMBER, version=version)
+    assert [r["x_Owner"] for r in list(export.rows())[:3]] == ["analytics", "catalog", "payments"]  # by day, then owner
+    first = list(export.rows())[2]
+    assert list(first) == list(export.columns)
+    assert {k: v for k, v in first.items() if v} == expected
+    payments = [r for r in export.rows() if r["x_Owner"] == "payments" and r["x_AllocatedCost"] != "0.00"]
     # 133.333333 a day (30 x 133,333,333 micros), 4,000.00 on the report's line: the ten spare cents
     # go by largest remainder, ties to the earlier rows.
     assert [r["BilledCost"] for r in payments] == ["133.34"] * 10 + ["133.33"] * 20
     assert sum(Decimal(r["BilledCost"]) for r in payments) == Decimal("4000.00")
-    idle_row = next(r for r in export.rows if r["x_LineKind"] == "idle")
+    idle_row = next(r for r in export.rows() if r["x_LineKind"] == "idle")
     assert (idle_row["ResourceId"], idle_row["x_Owner"], idle_row["Tags"]) == (
         "prod/__idle__",
         "platform",
         '{"team":"platform"}',
     )
-    overhead = next(r for r in export.rows if r["ResourceId"] == "prod/__overhead__" and r["x_Owner"] == "catalog")
+    overhead = next(r for r in export.rows() if r["ResourceId"] == "prod/__overhead__" and r["x_Owner"] == "catalog")
     assert json.loads(overhead["Tags"]) == {"team": "catalog", "cost-center": "cc-2"}
-    assert (overhead["ConsumedQuantity"], overhead["ConsumedUnit"]) == ("", "")
-    assert (overhead["PricingQuantity"], overhead["PricingUnit"], overhead["ChargeCategory"]) == ("", "", "Adjustment")
-    assert (idle_row["ChargeCategory"], idle_row["PricingQuantity"], idle_row["PricingUnit"]) == (
+    assert (overhead["x_CoreHours"], overhead["ChargeCategory"], overhead["ChargeFrequency"]) == (
+        "",
+        "Adjustment",
+        "Recurring",
+    )
+    assert (idle_row["ChargeCategory"], idle_row["x_CoreHours"], idle_row["ResourceType"]) == (
         "Usage",
         "12",
-        "Core-Hours",
+        "Kubernetes Idle Capacity",
     )
+    if version is FocusVersion.V1_2:
+        assert (overhead["PricingQuantity"], idle_row["PricingQuantity"], idle_row["PricingUnit"]) == (
+            "",
+            "12",
+            "Core-Hours",
+        )
 
 
 def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> None:
@@ -181,7 +209,7 @@ def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> Non
     grouped = lines_of(export)
     assert grouped[("unallocated", "__unallocated__")][0] == Decimal("340.00")  # scratch and untagged egress
     assert grouped[("shared", "__shared__")] == [Decimal(0), Decimal(0), Decimal("890.00"), Decimal("890.00")]
-    cloud = [r for r in export.rows if r["ServiceCategory"] == "Other"]
+    cloud = [r for r in export.rows() if r["ServiceCategory"] == "Other"]
     assert [(r["x_Owner"], r["ServiceName"], r["BilledCost"], r["x_Cluster"]) for r in cloud] == [
         ("payments", "Amazon RDS", "310.00", ""),
         ("payments", "Amazon S3", "12.00", ""),  # half of the charge is in November
@@ -192,7 +220,7 @@ def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> Non
         (r["ChargeCategory"], r["BillingAccountId"], r["ProviderName"], r["InvoiceIssuerName"], r["PricingQuantity"])
         for r in cloud
     } == {("Adjustment", "__cloud__", "Cloud", "Kubernetes", "")}
-    shared_row = next(r for r in export.rows if r["x_LineKind"] == "shared" and r["x_Cluster"] == "dev")
+    shared_row = next(r for r in export.rows() if r["x_LineKind"] == "shared" and r["x_Cluster"] == "dev")
     assert shared_row["ResourceId"] == "dev/__shared__"
 
 
@@ -200,13 +228,13 @@ def test_one_cluster() -> None:
     daily = [*EXAMPLE, *spread("dev", "web", "payments", 30 * M)]
     export = build_focus([d for d in daily if d.cluster == "dev"], policy(), period=NOVEMBER, clusters=["dev"])
     assert_itemises(export, export.report)
-    assert {r["x_Cluster"] for r in export.rows} == {"dev"}
+    assert {r["x_Cluster"] for r in export.rows()} == {"dev"}
     assert export.report.total == Decimal("830.00")  # the control-plane fee is charged in every cluster
 
 
 def test_no_data() -> None:
     export = build_focus([], parse_policy({"currency": "EUR"}), period=NOVEMBER)
-    assert (export.rows, export.report.total) == ((), Decimal("0.00"))
+    assert (list(export.rows()), export.report.total) == ([], Decimal("0.00"))
 
 
 @st.composite
@@ -247,9 +275,12 @@ def daily_costs(draw: st.DrawFn) -> DailyCost:
         ),
         max_size=4,
     ),
+    version=st.sampled_from(FocusVersion),
 )
-def test_every_export_itemises_its_report(daily: list[DailyCost], policy: Policy, direct: list[DirectCost]) -> None:
-    export = build_focus(daily, policy, period=NOVEMBER, direct=direct)
+def test_every_export_itemises_its_report(
+    daily: list[DailyCost], policy: Policy, direct: list[DirectCost], version: FocusVersion
+) -> None:
+    export = build_focus(daily, policy, period=NOVEMBER, direct=direct, version=version)
     assert_itemises(export, export.report)
 
 
@@ -258,7 +289,11 @@ def test_the_issuer_names_the_provider_and_invoice_issuer() -> None:
     direct = [DirectCost("payments", "cc-1", 310 * M, "Amazon RDS")]
     export = build_focus(daily, policy(), period=NOVEMBER, direct=direct, issuer="Platform Team")
     assert_itemises(export, export.report)
-    assert {(r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) for r in export.rows} == {
+    assert {(r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) for r in export.rows()} == {
         ("Platform Team", "Kubernetes", "Platform Team"),
         ("Cloud", "Cloud", "Platform Team"),
+    }
+    assert {(r["ServiceProviderName"], r["HostProviderName"]) for r in export.rows()} == {
+        ("Platform Team", "Platform Team"),
+        ("Cloud", "Cloud"),
     }

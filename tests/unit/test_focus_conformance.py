@@ -1,11 +1,15 @@
-"""We test these aspects of the FOCUS 1.2 conformance checker (``tests/focus_conformance.py``), so
-that a passing export means something:
+"""We test these aspects of the FOCUS 1.2 and 1.3 conformance checker (``tests/focus_conformance.py``),
+so that a passing export means something:
 
 - a conforming row has no findings; a missing Mandatory column, an unknown column without the
   ``x_`` prefix and a FOCUS column after custom ones are found in the header;
 - each kind of violation is found, naming the row and column: nulls where none are allowed,
   numeric, date/time, currency and key-value formats, allowed values, the conditional nullability
-  of pricing and consumed quantities and units, and the cost-agreement rules.
+  of pricing and consumed quantities and units, and the cost-agreement rules;
+- the rules 1.2 and 1.3 add: ServiceSubcategory within its category, columns null together
+  (ResourceType with ResourceId, SubAccountName with SubAccountId), PricingCategory on usage;
+  1.3's Mandatory provider columns, its quantities null without a SkuPriceId, the split cost
+  allocation columns null together and their JSON shapes.
 """
 
 from __future__ import annotations
@@ -41,12 +45,22 @@ GOOD = {
     "Tags": '{"team":"payments"}',
     "x_Owner": "payments",
 }
+# 1.3: the provider columns, and no quantities (no SkuPriceId: we publish no price list).
+GOOD_1_3 = GOOD | {
+    "PricingQuantity": "",
+    "PricingUnit": "",
+    "ConsumedQuantity": "",
+    "ConsumedUnit": "",
+    "ServiceProviderName": "Kubernetes",
+    "HostProviderName": "Kubernetes",
+    "SkuPriceId": "",
+}
 
 
-def check(**changes: str) -> list[str]:
-    row = GOOD | changes
+def check(version: str = "1.2", **changes: str) -> list[str]:
+    row = (GOOD if version == "1.2" else GOOD_1_3) | changes
     header = sorted(row, key=lambda name: name.startswith("x_"))  # custom columns last, as FOCUS wants
-    return check_rows(header, [row])
+    return check_rows(header, [row], version)
 
 
 def test_a_conforming_row() -> None:
@@ -55,9 +69,18 @@ def test_a_conforming_row() -> None:
 
 
 def test_header_findings() -> None:
-    assert check_header([c for c in GOOD if c != "PricingUnit"]) == ["header: Mandatory column PricingUnit is missing"]
-    assert check_header([*GOOD, "Owner"]) == ["header: Owner is not a FOCUS 1.2 column and not prefixed x_"]
-    assert check_header([*GOOD, "SubAccountId"]) == ["header: FOCUS column SubAccountId comes after custom columns"]
+    missing = [c for c in GOOD if c != "PricingUnit"]
+    assert check_header(missing, "1.2") == ["header: Mandatory column PricingUnit is missing"]
+    assert check_header([*GOOD, "Owner"], "1.2") == ["header: Owner is not a FOCUS 1.2 column and not prefixed x_"]
+    after = [*GOOD, "SubAccountId"]
+    assert check_header(after, "1.2") == ["header: FOCUS column SubAccountId comes after custom columns"]
+    assert check_header([*GOOD], "1.3") == [
+        "header: Mandatory column HostProviderName is missing",
+        "header: Mandatory column ServiceProviderName is missing",
+    ]
+    assert check_header([*GOOD, "AllocatedMethodId"], "1.2") == [
+        "header: AllocatedMethodId is not a FOCUS 1.2 column and not prefixed x_"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -117,8 +140,51 @@ def test_header_findings() -> None:
     ],
 )
 def test_violations_are_found(changes: dict[str, str], finding: str) -> None:
-    findings = check(**changes)
+    findings = check("1.2", **changes)
     assert findings and all(f.startswith("row 1, column ") for f in findings), findings
+    assert any(finding in f for f in findings), findings
+
+
+@pytest.mark.parametrize(
+    ("version", "changes", "finding"),
+    [
+        ("1.2", {"ServiceSubcategory": "Virtual Machines", "ServiceCategory": "Storage"}, "not a subcategory of"),
+        ("1.2", {"ServiceSubcategory": "Kubernetes"}, "ServiceSubcategory: 'Kubernetes' is not one of"),
+        ("1.2", {"ResourceId": "prod/shop"}, "ResourceType: must be null exactly when ResourceId is null"),
+        ("1.2", {"SubAccountId": "prod"}, "SubAccountName: must be null exactly when SubAccountId is null"),
+        ("1.2", {"PricingCategory": ""}, "PricingCategory: must not be null when ChargeCategory is Usage"),
+        ("1.2", {"ChargeFrequency": "Weekly"}, "ChargeFrequency: 'Weekly' is not one of"),
+        ("1.3", {"PricingQuantity": "2.4", "PricingUnit": "Core-Hours"}, "PricingQuantity: must be null when SkuPr"),
+        ("1.3", {"ServiceProviderName": ""}, "ServiceProviderName: null in a column that does not allow nulls"),
+        ("1.3", {"HostProviderName": "AWS"}, "HostProviderName: 'AWS' differs from ServiceProviderName"),
+        ("1.3", {"AllocatedTags": '{"team":"a"}'}, "AllocatedTags: must be null when the charge is not split"),
+        ("1.3", {"AllocatedResourceId": "prod/shop", "AllocatedMethodId": "m"}, "AllocatedResourceName: must be null"),
+        ("1.3", {"AllocatedMethodId": "m", "AllocatedMethodDetails": '{"Elements":[{"UsageUnit":"x"}]}'}, "Ratio"),
+        ("1.3", {"ContractApplied": '{"Elements":[{"ContractID":"1"}]}'}, "without ContractID and ContractCommit"),
+    ],
+    ids=[
+        "subcategory-of-another",
+        "subcategory-unknown",
+        "resource-type",
+        "sub-account-name",
+        "pricing-category",
+        "charge-frequency",
+        "quantity-without-sku-price",
+        "service-provider",
+        "host-provider",
+        "allocated-tags-unsplit",
+        "allocated-name",
+        "allocation-ratio",
+        "contract-applied",
+    ],
+)
+def test_the_rules_of_later_versions(version: str, changes: dict[str, str], finding: str) -> None:
+    base = {"ServiceSubcategory": "Containers", "ChargeFrequency": "Usage-Based", "ResourceId": "", "SubAccountId": ""}
+    base |= {"ResourceType": "", "SubAccountName": "", "PricingCategory": "" if version == "1.3" else "Standard"}
+    if version == "1.3":
+        base |= {"AllocatedMethodId": "", "AllocatedResourceId": "", "AllocatedResourceName": "", "AllocatedTags": ""}
+    assert check(version, **base) == []
+    findings = check(version, **(base | changes))
     assert any(finding in f for f in findings), findings
 
 

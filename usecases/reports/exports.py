@@ -1,9 +1,10 @@
-"""Exports of a month's chargeback to files: FOCUS CSV (``finops export focus``).
+"""Exports of a month's chargeback to files: FOCUS (``finops export focus``) and the chargeback CSV.
 
-The FOCUS 1.2 rows are built by the domain (``finops.focus``: what each row and column means);
-this module reads the daily rollups, writes the CSV with the ``csv`` module and uploads it through
-``infra.objectstore`` to a local path or ``s3://bucket/key``. A target ending in ``/`` (or an
-existing local directory) is a folder: the file is named ``focus-<cluster|all>-<month>.csv``.
+The FOCUS rows (1.3 or 1.2) are built by the domain (``finops.focus``: what each row and column
+means); this module reads the daily rollups and streams the rows as CSV or Parquet
+(``usecases.reports.focus_files``) through ``infra.objectstore`` to a local path or
+``s3://bucket/key``. A target ending in ``/`` (or an existing local directory) is a folder: the
+file is named ``focus-<cluster|all>-<month>.csv`` (``.parquet``).
 
 Without ``--cluster`` the export covers every cluster and the month's cloud spend
 (``cloud_costs``, see ``usecases.reports.cloud``), so the sum of ``BilledCost`` is the month's
@@ -13,36 +14,36 @@ cloud spend, which belongs to no cluster.
 The provider and invoice issuer the rows name is ``FOCUS_INVOICE_ISSUER`` (e.g. the platform
 team's name), read by the command; unset, ``Kubernetes``.
 
-Each CSV gets a sidecar, written just before it: the same name with ``.coverage.json`` for
-``.csv`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period", "currency", "total",
-"coverage"}`` (the report's ``"coverage"`` object). The CSV itself stays plain, one header and
-rows, as finance tools ingest it; a comment line would break most of them. An incomplete month
+Each file gets a sidecar, written just before it: the same name with ``.coverage.json`` for
+``.csv`` or ``.parquet`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period",
+"currency", "total", "coverage"}`` (the report's ``"coverage"`` object). The file itself stays
+plain, one header and rows, as finance tools ingest it; a comment line would break most of them. An incomplete month
 is exported with a warning on stderr, or refused with ``require_complete`` (nothing is written).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, BinaryIO
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.chargeback import Report
 from finops.coverage import Coverage
-from finops.focus import COLUMNS, DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
+from finops.focus import DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
+from finops.focus_rows import FocusVersion
 from finops.policy import Policy
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
+from usecases.reports import focus_files
+from usecases.reports.focus_files import FileFormat
 from usecases.reports.formats import chargeback_csv, warning
 from usecases.reports.reconciled import direct_costs
 from usecases.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
-
-CONTENT_TYPE = "text/csv; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -66,13 +67,18 @@ class ExportResult:
 
 
 def coverage_target(url: str) -> str:
-    """The sidecar of the CSV at ``url``: ``.csv`` replaced by ``.coverage.json`` (else appended)."""
-    return (url.removesuffix(".csv") if url.endswith(".csv") else url) + ".coverage.json"
+    """The sidecar of the file at ``url``: ``.csv`` or ``.parquet`` replaced by ``.coverage.json``
+    (else appended)."""
+    for suffix in (".csv", ".parquet"):
+        url = url.removesuffix(suffix)
+    return url + ".coverage.json"
 
 
-def write_with_coverage(store: ObjectStore, url: str, data: bytes, content_type: str, report: Report) -> str:
-    """Write the report's coverage sidecar, then the CSV, so a CSV never appears without it;
-    returns the sidecar's URL."""
+def write_with_coverage(
+    store: ObjectStore, url: str, content_type: str, report: Report, write: Callable[[BinaryIO], object]
+) -> str:
+    """Write the report's coverage sidecar, then the file (``write`` fills it), so a file never
+    appears without it; returns the sidecar's URL."""
     sidecar = {
         "file": url,
         "period": report.period.as_document(),
@@ -83,12 +89,13 @@ def write_with_coverage(store: ObjectStore, url: str, data: bytes, content_type:
         "reconciliation": report.reconciliation,
     }
     written = store.write_bytes(coverage_target(url), json.dumps(sidecar, indent=2).encode(), "application/json")
-    store.write_bytes(url, data, content_type)
+    with store.writer(url, content_type) as out:
+        write(out)
     return written
 
 
-def focus_file_name(month: str, cluster: str | None) -> str:
-    return f"focus-{cluster or 'all'}-{month}.csv"
+def focus_file_name(month: str, cluster: str | None, fmt: FileFormat = FileFormat.CSV) -> str:
+    return f"focus-{cluster or 'all'}-{month}.{fmt.value}"
 
 
 def focus_export(
@@ -101,6 +108,7 @@ def focus_export(
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
     issuer: str = DEFAULT_ISSUER,
+    version: FocusVersion = FocusVersion.V1_3,
 ) -> FocusExport:
     """The month's FOCUS rows from the daily rollups (and the month's cloud spend when the export
     covers every cluster); its report carries the month's coverage, after the same refusals as
@@ -123,16 +131,10 @@ def focus_export(
             )
         )
     direct = [] if cluster is not None else direct_costs(db, policy, period, coverage.cluster_names)
-    export = build_focus(daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer)
+    export = build_focus(
+        daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer, version=version
+    )
     return replace(export, report=replace(export.report, coverage=coverage))
-
-
-def focus_csv(export: FocusExport) -> bytes:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(export.rows)
-    return out.getvalue().encode()
 
 
 def export_focus(
@@ -146,9 +148,11 @@ def export_focus(
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
     issuer: str = DEFAULT_ISSUER,
+    version: FocusVersion = FocusVersion.V1_3,
+    fmt: FileFormat = FileFormat.CSV,
 ) -> ExportResult:
-    """Write the month's FOCUS CSV, and its coverage sidecar, to ``target`` (a path,
-    ``s3://bucket/key`` or a folder)."""
+    """Write the month's FOCUS file (``version``, ``fmt``), and its coverage sidecar, to
+    ``target`` (a path, ``s3://bucket/key`` or a folder)."""
     export = focus_export(
         db,
         policy,
@@ -157,13 +161,16 @@ def export_focus(
         require_complete=require_complete,
         default_cluster=default_cluster,
         issuer=issuer,
+        version=version,
     )
-    url = resolve_target(target, focus_file_name(month, cluster))
-    sidecar = write_with_coverage(store, url, focus_csv(export), CONTENT_TYPE, export.report)
+    url = resolve_target(target, focus_file_name(month, cluster, fmt))
+    sidecar = write_with_coverage(
+        store, url, fmt.content_type, export.report, lambda out: focus_files.write(export, out, fmt)
+    )
     assert export.report.coverage is not None  # focus_export always sets it
     return ExportResult(
         url=url,
-        rows=len(export.rows),
+        rows=len(export.drafts),
         total=export.report.total,
         currency=policy.currency,
         coverage=export.report.coverage,
@@ -181,6 +188,8 @@ def export_focus_command(
     s3_endpoint: str | None,
     require_complete: bool = False,
     default_cluster: str = DEFAULT_CLUSTER,
+    version: FocusVersion = FocusVersion.V1_3,
+    fmt: FileFormat = FileFormat.CSV,
 ) -> int:
     """``finops export focus``: write the file, print where and what (JSON); closes ``db``. The
     policy is loaded (``load_policy``) by the caller before it connects: a bad policy fails first."""
@@ -195,6 +204,8 @@ def export_focus_command(
             require_complete=require_complete,
             default_cluster=default_cluster,
             issuer=os.environ.get("FOCUS_INVOICE_ISSUER") or DEFAULT_ISSUER,
+            version=version,
+            fmt=fmt,
         )
     finally:
         db.close()
@@ -227,8 +238,9 @@ def export_chargeback_csv_command(
     finally:
         db.close()
     url = resolve_target(target, f"chargeback-{cluster or 'all'}-{month}.csv")
+    data = chargeback_csv(report).encode()
     sidecar = write_with_coverage(
-        ObjectStore(endpoint_url=s3_endpoint), url, chargeback_csv(report).encode(), "text/csv", report
+        ObjectStore(endpoint_url=s3_endpoint), url, "text/csv", report, lambda out: out.write(data)
     )
     if warned := warning([report.coverage]):
         print(warned, file=sys.stderr)
