@@ -63,14 +63,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 from fractions import Fraction
 
 from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report, allocate, line_of, settle
 from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
 from finops.focus_rows import Draft, FocusVersion, record
+from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
+from finops.focus_split import day_span, split_drafts
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
 from finops.rounding import largest_remainder
@@ -78,21 +78,6 @@ from finops.rounding import largest_remainder
 UNMOUNTED = "__unmounted__"
 DEFAULT_ISSUER = "Kubernetes"
 _KIND_ORDER = {kind: i for i, kind in enumerate(LineKind)}
-
-
-@dataclass(frozen=True)
-class DailyCost:
-    """One day's cost of a namespace and owner in a cluster (``is_idle``: the cluster's idle that
-    day, namespace empty), as the daily rollups give it."""
-
-    day: date
-    cluster: str
-    namespace: str
-    owner: str | None
-    cost_center: str | None
-    micros: int
-    core_hours: Decimal = Decimal(0)
-    is_idle: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +90,7 @@ class FocusExport:
     policy: Policy
     issuer: str = DEFAULT_ISSUER
     version: FocusVersion = FocusVersion.V1_3
+    note: str | None = None  # finops.focus_split.LINES_NOTE when the lines are not the report's to the cent
 
     def rows(self) -> Iterator[dict[str, str]]:
         for draft in self.drafts:
@@ -133,17 +119,22 @@ def build_focus(
     idle = [IdleRow(d.cluster, d.micros) for d in daily if d.is_idle]
     report = allocate(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, direct=direct)
     settled = settle(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters)
-    drafts = (
-        _allocated(daily, policy) + _overhead(settled, daily, policy, period) + _direct(direct, settled, policy, period)
-    )
-    _round(drafts, report)
-    drafts.sort(key=lambda d: (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource))
-    return FocusExport(tuple(drafts), report, policy, issuer, version)
+    note = None
+    if version is FocusVersion.V1_2:
+        drafts = _allocated(daily, policy) + _overhead(settled, daily, policy, period)
+        drafts += _direct(direct, settled, policy, period)
+        _round(drafts, report)
+    else:
+        drafts, note = split_drafts(daily, settled, direct, policy, period, report)
+    drafts.sort(key=_order)
+    return FocusExport(tuple(drafts), report, policy, issuer, version, note)
 
 
-def _day(day: date) -> tuple[datetime, datetime]:
-    start = datetime.combine(day, time(), tzinfo=UTC)
-    return start, start + timedelta(days=1)
+def _order(d: Draft) -> tuple[object, ...]:
+    """By period, cluster, line and resource; a line's own cost before its shares of overhead."""
+    column = next((k for k, amount in enumerate(d.exact) if amount), 0)
+    recipient = (d.split.resource or "") if d.split else ""
+    return (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource, column, recipient)
 
 
 def _tags(policy: Policy, owner: str | None, cost_center: str | None, namespace: str | None = None) -> dict[str, str]:
@@ -157,7 +148,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
     for d in daily:
         if d.is_idle or d.namespace in shared:
             continue
-        start, end = _day(d.day)
+        start, end = day_span(d.day)
         namespace = d.namespace or UNMOUNTED
         drafts.append(
             Draft(
@@ -195,7 +186,7 @@ def _overhead(
             if kind is LineKind.IDLE:
                 for d in daily:
                     if d.is_idle and d.cluster == cluster:
-                        start, end = _day(d.day)
+                        start, end = day_span(d.day)
                         drafts.append(
                             Draft(
                                 line=line,

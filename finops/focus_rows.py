@@ -126,9 +126,24 @@ CLOUD_ACCOUNT = ("__cloud__", "cloud spend")
 _QUANTITY = Decimal("0.000001")
 
 
+@dataclass(frozen=True)
+class Split:
+    """A row's share of the origin charge it splits (FOCUS 1.3's ``Allocated`` columns): the
+    method, the namespace or line it goes to (None: the unallocated portion), that recipient's
+    tags and the core-hours the method measured."""
+
+    method: str
+    resource: str | None
+    resource_name: str | None
+    tags: dict[str, str]
+    usage: Decimal | None = None
+
+
 @dataclass
 class Draft:
-    """A row before rounding: its line, exact [allocated, idle, shared] in micros, its fields."""
+    """A row before rounding: its line, exact [allocated, idle, shared] in micros, its fields;
+    ``category``: its ChargeCategory and ChargeFrequency (default: usage when it has core-hours);
+    ``split`` and ``ratio``: its share of an origin charge (1.3's split rows)."""
 
     line: LineId
     exact: list[Fraction]
@@ -142,6 +157,9 @@ class Draft:
     tags: dict[str, str]
     quantity: Decimal | None = None
     service: tuple[str, str, str] = ("Compute", "Containers", "Kubernetes")
+    category: tuple[str, str] | None = None
+    split: Split | None = None
+    ratio: Decimal | None = None
     cents: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
@@ -160,7 +178,10 @@ def _quantity(value: Decimal) -> str:
 def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: FocusVersion) -> dict[str, str]:
     """The row in ``version``'s columns (``COLUMNS[version]``), null fields as empty strings."""
     billed = _money(sum(draft.cents))
-    category, subcategory, service = draft.service
+    service_category, subcategory, service = draft.service
+    charge, frequency = draft.category or (
+        ("Adjustment", "Recurring") if draft.quantity is None else ("Usage", "Usage-Based")
+    )
     if draft.cluster:
         account, account_name, account_type = draft.cluster, draft.cluster, "Kubernetes Cluster"
         provider, publisher = issuer, "Kubernetes"
@@ -175,9 +196,9 @@ def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: F
         "BillingCurrency": policy.currency,
         "BillingPeriodEnd": _iso(period.end),
         "BillingPeriodStart": _iso(period.start),
-        "ChargeCategory": "Adjustment" if draft.quantity is None else "Usage",
+        "ChargeCategory": charge,
         "ChargeDescription": draft.description,
-        "ChargeFrequency": "Recurring" if draft.quantity is None else "Usage-Based",
+        "ChargeFrequency": frequency,
         "ChargePeriodEnd": _iso(draft.end),
         "ChargePeriodStart": _iso(draft.start),
         "ContractedCost": billed,
@@ -190,7 +211,7 @@ def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: F
         "ResourceId": draft.resource,
         "ResourceName": draft.resource_name,
         "ResourceType": draft.resource_type,
-        "ServiceCategory": category,
+        "ServiceCategory": service_category,
         "ServiceName": service,
         "ServiceProviderName": provider,
         "ServiceSubcategory": subcategory,
@@ -211,4 +232,20 @@ def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: F
         if version is FocusVersion.V1_2:  # 1.3: null without a SkuPriceId, and we publish no price list
             fields |= {"PricingQuantity": quantity, "ConsumedQuantity": quantity}
             fields |= {"PricingUnit": CORE_HOURS, "ConsumedUnit": CORE_HOURS, "PricingCategory": "Standard"}
+    if draft.split is not None and draft.ratio is not None:
+        fields |= _allocation(draft.split, draft.ratio)
     return {name: fields.get(name, "") for name in COLUMNS[version]}
+
+
+def _allocation(split: Split, ratio: Decimal) -> dict[str, str]:
+    """The ``Allocated`` columns; AllocatedMethodDetails' numbers written exactly (JSON numbers in
+    decimal, never through a float)."""
+    element = f'"AllocatedRatio":{ratio.normalize():f}'
+    if split.usage is not None:
+        element += f',"UsageUnit":"{CORE_HOURS}","UsageQuantity":{_quantity(split.usage)}'
+    fields = {"AllocatedMethodId": split.method, "AllocatedMethodDetails": '{"Elements":[{' + element + "}]}"}
+    if split.resource is not None:
+        fields |= {"AllocatedResourceId": split.resource, "AllocatedResourceName": split.resource_name or ""}
+    if split.tags:
+        fields["AllocatedTags"] = json.dumps(split.tags, sort_keys=True, separators=(",", ":"))
+    return fields

@@ -28,6 +28,14 @@ give the idle line the one spare cent, leaving the allocated column 1.1 cents sh
 exact. Such a rounding always exists (a controlled rounding of the table with its totals exists,
 and the grand total can be steered to the nearest cent), so the augmenting-path search cannot fail.
 
+The column totals can also be given (``columns``: each the exact column total rounded up or down,
+adding up to the grand total), for a table that restates another one's figures: the FOCUS export
+rounds its rows by origin charge (rows of the table) to the chargeback report's line figures
+(columns). The same paths then steer each column to its given total, moving row totals within a
+cent where the rows alone cannot. A given total can be out of reach (two columns whose cells lie
+only in rows that are whole cents already, and each asks for the cent the other's row cannot
+spare): then ``ValueError``, never a column off its total.
+
 Ties between equal remainders go to the earlier row or column, so the result is deterministic.
 """
 
@@ -64,22 +72,23 @@ def largest_remainder(values: Sequence[Fraction], total: int) -> list[int]:
     return floors
 
 
-def round_table(table: Sequence[Sequence[Fraction]]) -> list[list[int]]:
+def round_table(table: Sequence[Sequence[Fraction]], columns: Sequence[int] | None = None) -> list[list[int]]:
     """Round every cell of ``table`` (rows of equal width) to an integer; see the module docstring
-    for what adds up. The caller scales to the unit first (cents: micros / 10,000)."""
+    for what adds up, and for ``columns`` (the column totals wanted). The caller scales to the unit
+    first (cents: micros / 10,000)."""
     if not table:
         return []
     width = len(table[0])
     if any(len(row) != width for row in table):
         raise ValueError("every row of the table must have the same number of cells")
-    return _Table(table).solve()
+    return _Table(table, columns).solve()
 
 
 class _Table:
     """The working state of one ``round_table`` call: cells as integers that are each the floor
     or the ceiling of the exact cell, with row totals, column sums and their bounds."""
 
-    def __init__(self, exact: Sequence[Sequence[Fraction]]) -> None:
+    def __init__(self, exact: Sequence[Sequence[Fraction]], columns: Sequence[int] | None = None) -> None:
         self.exact = [list(row) for row in exact]
         self.width = len(self.exact[0])
         self.floors = [[math.floor(v) for v in row] for row in self.exact]
@@ -89,7 +98,12 @@ class _Table:
         self.rows = largest_remainder(self.row_exact, self.grand)
         self.cells = [largest_remainder(row, total) for row, total in zip(self.exact, self.rows, strict=True)]
         self.cols = [sum(row[j] for row in self.cells) for j in range(self.width)]
-        self.col_target = largest_remainder(self.col_exact, self.grand)
+        self.given = columns is not None
+        self.col_target = largest_remainder(self.col_exact, self.grand) if columns is None else list(columns)
+        if len(self.col_target) != self.width or sum(self.col_target) != self.grand:
+            raise ValueError(f"the column totals must be {self.width} integers adding up to {self.grand}")
+        if any(not math.floor(e) <= t <= math.ceil(e) for e, t in zip(self.col_exact, self.col_target, strict=True)):
+            raise ValueError("each column total must be its exact total rounded up or down")
 
     def solve(self) -> list[list[int]]:
         self._swap_within_rows()
@@ -99,6 +113,11 @@ class _Table:
         while (column := self._column_out_of_bounds()) is not None:
             self._fix_bound(column)
         self._balance_columns()
+        while self.given and self.cols != self.col_target:  # given totals the rows alone cannot reach
+            above = {j for j in range(self.width) if self.cols[j] > self.col_target[j]}
+            below = {j for j in range(self.width) if self.cols[j] < self.col_target[j]}
+            if not self._augment(above, below, move_rows=True):
+                raise ValueError("no rounding within a cent of every cell and row reaches the given column totals")
         return self.cells
 
     # -- the cells, rows and columns that may move by one cent -------------------------------

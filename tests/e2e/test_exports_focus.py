@@ -13,7 +13,8 @@ PostgreSQL to a CSV in S3 (moto's server over HTTP, dummy credentials) or a loca
   Mandatory columns, allowed values, formats, nullability and cost rules, read back from the CSV;
 - both versions in both formats pass the FinOps Foundation's validator (``tests/focus_validator.py``)
   on a month with cloud spend; the Parquet file holds the CSV's rows, typed (decimal128 money and
-  quantities, UTC timestamps), read back with pyarrow;
+  quantities, UTC timestamps), read back with pyarrow; in 1.3 every cluster-day's split rows add
+  up to the day's cost in the rollups;
 - the command line, end to end (``--focus-version``, ``--format``, to S3);
   ``FOCUS_INVOICE_ISSUER`` names the provider and invoice issuer.
 """
@@ -173,13 +174,14 @@ def assert_lines_match(rows: list[dict[str, str]], db: Database, policy: Policy,
 def test_export_to_an_s3_folder(db: Database, s3_endpoint: str) -> None:
     load(db)
     policy = parse_policy(POLICY)
-    result = export_focus(db, policy, "2026-10", f"s3://{BUCKET}/focus/", ObjectStore(endpoint_url=s3_endpoint))
+    store = ObjectStore(endpoint_url=s3_endpoint)
+    result = export_focus(db, policy, "2026-10", f"s3://{BUCKET}/focus/", store, version=FocusVersion.V1_2)
     assert result.url == f"s3://{BUCKET}/focus/focus-all-2026-10.csv"
     client = boto3.client("s3", endpoint_url=s3_endpoint)
     obj = client.get_object(Bucket=BUCKET, Key="focus/focus-all-2026-10.csv")
     assert obj["ContentType"] == "text/csv; charset=utf-8"
     header, rows = read_csv(obj["Body"].read())
-    assert header == list(COLUMNS[FocusVersion.V1_3])
+    assert header == list(COLUMNS[FocusVersion.V1_2])
     assert result.rows == len(rows)
     assert_lines_match(rows, db, policy, None)
     # 31 days x (shop, search-api, scratch, unmounted in prod; shop-dev in dev), idle per day in
@@ -280,6 +282,17 @@ def test_both_formats_pass_the_validator_and_agree(db: Database, tmp_path: Path,
     assert types["Tags"] == types["ChargeCategory"] == "string"
     assert [{c: typed(c, row[c]) for c in header} for row in rows] == table.to_pylist()
     assert sum(table.column("BilledCost").to_pylist()) == written[FileFormat.PARQUET].total
+    assert_lines_match(rows, db, policy, None)
+    if version is FocusVersion.V1_3:  # each cluster-day is split into rows adding up to its cost
+        days: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+        for row in rows:
+            if row["ResourceId"] in ("prod", "dev"):
+                days[(row["ResourceId"], row["ChargePeriodStart"][:10])] += Decimal(row["BilledCost"])
+        exact: dict[tuple[str, str], Fraction] = defaultdict(Fraction)
+        for daily in daily_rows():
+            exact[(daily[0], daily[2].isoformat())] += Fraction(daily[15], 10_000)
+        assert days.keys() == exact.keys() and len(days) == 62
+        assert all(abs(Fraction(days[key]) * 100 - exact[key]) < 1 for key in days)
 
 
 def test_other_currencies_are_refused(db: Database, tmp_path: Path) -> None:

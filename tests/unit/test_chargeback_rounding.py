@@ -4,7 +4,9 @@
 - a whole table: the grand total is the exact total rounded half-even, rows and columns add up,
   every cell, row total and column total is within one unit of exact, whole values stay put;
 - the case where row totals by largest remainder would leave a column more than a unit off, alone
-  and, generated, several times in one table.
+  and, generated, several times in one table;
+- column totals given by the caller: met exactly with every cell and row within a unit, or refused
+  when no such rounding reaches them (and bad totals refused by name).
 """
 
 from __future__ import annotations
@@ -118,3 +120,32 @@ def cost_line(width: int) -> st.SearchStrategy[list[Fraction]]:
 @given(st.integers(2, 4).flatmap(lambda width: st.lists(cost_line(width), min_size=8, max_size=30)))
 def test_tables_whose_columns_need_cents_moved_between_rows_still_add_up(table: list[list[Fraction]]) -> None:
     assert_controlled(table, round_table(table))
+
+
+def test_given_column_totals_are_reached_or_refused() -> None:
+    # Two rows of one whole unit each, split half and half over four columns: whichever two
+    # columns are given the spare units, one per row can be paid, two from one row cannot.
+    half = Fraction(1, 2)
+    table = [[half, half, Fraction(0), Fraction(0)], [Fraction(0), Fraction(0), half, half]]
+    rounded = round_table(table, [1, 0, 0, 1])
+    assert rounded == [[1, 0, 0, 0], [0, 0, 0, 1]]
+    with pytest.raises(ValueError, match="reaches the given column totals"):
+        round_table(table, [1, 1, 0, 0])
+    with pytest.raises(ValueError, match="adding up to 2"):
+        round_table(table, [1, 0, 0, 0])
+    with pytest.raises(ValueError, match="rounded up or down"):
+        round_table(table, [2, -1, 0, 1])
+
+
+@given(st.integers(1, 4).flatmap(lambda width: st.lists(st.lists(cells, min_size=width, max_size=width), min_size=1)))
+def test_given_column_totals_from_another_rounding_are_met_exactly(table: list[list[Fraction]]) -> None:
+    # The columns as the transposed table rounds them: what the FOCUS export asks of its rows
+    # (origin charges), given the report's lines. Reached exactly, or refused; never missed.
+    transposed = [list(column) for column in zip(*table, strict=True)]
+    targets = [sum(row) for row in round_table(transposed)]
+    try:
+        rounded = round_table(table, targets)
+    except ValueError:
+        return
+    assert [sum(row[j] for row in rounded) for j in range(len(targets))] == targets
+    assert_controlled(table, rounded)

@@ -31,6 +31,8 @@ from finops.focus_rows import FocusVersion
 from finops.policy import Policy, parse_policy
 from tests.focus_conformance import check_rows
 
+V1_2 = FocusVersion.V1_2  # the tests of the row layout: 1.2's (1.3's split rows are in test_focus_split.py)
+
 M = 1_000_000
 NOVEMBER = Period(datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC))
 DAYS = [date(2026, 11, 1) + timedelta(days=n) for n in range(30)]
@@ -74,8 +76,13 @@ def assert_itemises(export: FocusExport, report: Report) -> None:
     assert sum((Decimal(r["BilledCost"]) for r in export.rows()), Decimal(0)) == report.total
     grouped = lines_of(export)
     for line in report.lines:
-        expected = [line.allocated, line.idle, line.shared, line.total]
-        assert grouped.pop((line.kind.value, line.owner), [Decimal(0)] * 4) == expected, line
+        expected = [line.allocated, line.idle, line.shared]
+        found = grouped.pop((line.kind.value, line.owner), [Decimal(0)] * 4)[:3]
+        if export.note is None:
+            assert found == expected, line
+        else:  # 1.3 when the origins' rounding cannot reach the report's figures: within a cent, said
+            assert export.version is FocusVersion.V1_3
+            assert all(abs(a - b) <= Decimal("0.01") for a, b in zip(found, expected, strict=True)), line
     assert not grouped
     for row in export.rows():
         assert list(row) == list(export.columns)
@@ -88,7 +95,7 @@ def assert_itemises(export: FocusExport, report: Report) -> None:
 
 @pytest.mark.parametrize("idle", ["separate", "distribute"])
 def test_the_methods_example_itemised(idle: str) -> None:
-    export = build_focus(EXAMPLE, policy(idle=idle), period=NOVEMBER)
+    export = build_focus(EXAMPLE, policy(idle=idle), period=NOVEMBER, version=V1_2)
     assert export.report.total == Decimal("10000.00")
     assert_itemises(export, export.report)
     allocated = [r for r in export.rows() if r["x_AllocatedCost"] != "0.00"]
@@ -104,7 +111,7 @@ def test_the_methods_example_itemised(idle: str) -> None:
         assert [r["BilledCost"] for r in overhead] == ["428.57", "857.14", "1714.29"]
 
 
-ROW_1_3 = {  # the non-null fields of payments' first day, in FOCUS 1.3
+ROW = {  # the non-null fields of payments' first day, in FOCUS 1.2
     "BilledCost": "133.34",
     "BillingAccountId": "prod",
     "BillingAccountName": "prod",
@@ -117,11 +124,15 @@ ROW_1_3 = {  # the non-null fields of payments' first day, in FOCUS 1.3
     "ChargeFrequency": "Usage-Based",
     "ChargePeriodEnd": "2026-11-02T00:00:00Z",
     "ChargePeriodStart": "2026-11-01T00:00:00Z",
+    "ConsumedQuantity": "2.4",
+    "ConsumedUnit": "Core-Hours",
     "ContractedCost": "133.34",
     "EffectiveCost": "133.34",
-    "HostProviderName": "Kubernetes",
     "InvoiceIssuerName": "Kubernetes",
     "ListCost": "133.34",
+    "PricingCategory": "Standard",
+    "PricingQuantity": "2.4",
+    "PricingUnit": "Core-Hours",
     "ProviderName": "Kubernetes",
     "PublisherName": "Kubernetes",
     "ResourceId": "prod/payments",
@@ -129,7 +140,6 @@ ROW_1_3 = {  # the non-null fields of payments' first day, in FOCUS 1.3
     "ResourceType": "Kubernetes Namespace",
     "ServiceCategory": "Compute",
     "ServiceName": "Kubernetes",
-    "ServiceProviderName": "Kubernetes",
     "ServiceSubcategory": "Containers",
     "SubAccountId": "prod",
     "SubAccountName": "prod",
@@ -143,24 +153,14 @@ ROW_1_3 = {  # the non-null fields of payments' first day, in FOCUS 1.3
     "x_SharedCost": "0.00",
     "x_CoreHours": "2.4",
 }
-# FOCUS 1.2 has no provider columns of 1.3 and keeps the quantities (1.3 nulls them without a SKU
-# price); the split cost allocation and contract columns are null in 1.3 (not claimed).
-ROW_1_2 = {k: v for k, v in ROW_1_3.items() if k not in ("HostProviderName", "ServiceProviderName")} | {
-    "PricingQuantity": "2.4",
-    "PricingUnit": "Core-Hours",
-    "ConsumedQuantity": "2.4",
-    "ConsumedUnit": "Core-Hours",
-    "PricingCategory": "Standard",
-}
 
 
-@pytest.mark.parametrize(("version", "expected"), [(FocusVersion.V1_3, ROW_1_3), (FocusVersion.V1_2, ROW_1_2)])
-def test_a_row_as_written(version: FocusVersion, expected: dict[str, str]) -> None:
-    export = build_focus(EXAMPLE, policy(), period=NOVEMBER, version=version)
+def test_a_row_as_written() -> None:
+    export = build_focus(EXAMPLE, policy(), period=NOVEMBER, version=V1_2)
     assert [r["x_Owner"] for r in list(export.rows())[:3]] == ["analytics", "catalog", "payments"]  # by day, then owner
     first = list(export.rows())[2]
     assert list(first) == list(export.columns)
-    assert {k: v for k, v in first.items() if v} == expected
+    assert {k: v for k, v in first.items() if v} == ROW
     payments = [r for r in export.rows() if r["x_Owner"] == "payments" and r["x_AllocatedCost"] != "0.00"]
     # 133.333333 a day (30 x 133,333,333 micros), 4,000.00 on the report's line: the ten spare cents
     # go by largest remainder, ties to the earlier rows.
@@ -184,12 +184,11 @@ def test_a_row_as_written(version: FocusVersion, expected: dict[str, str]) -> No
         "12",
         "Kubernetes Idle Capacity",
     )
-    if version is FocusVersion.V1_2:
-        assert (overhead["PricingQuantity"], idle_row["PricingQuantity"], idle_row["PricingUnit"]) == (
-            "",
-            "12",
-            "Core-Hours",
-        )
+    assert (overhead["PricingQuantity"], idle_row["PricingQuantity"], idle_row["PricingUnit"]) == (
+        "",
+        "12",
+        "Core-Hours",
+    )
 
 
 def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> None:
@@ -204,7 +203,7 @@ def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> Non
         DirectCost(None, None, 40 * M, "AWS Data Transfer"),
         DirectCost("search", None, 5 * M, "Amazon S3", december, december + timedelta(days=1)),  # outside
     ]
-    export = build_focus(daily, policy(), period=NOVEMBER, direct=direct)
+    export = build_focus(daily, policy(), period=NOVEMBER, direct=direct, version=V1_2)
     assert_itemises(export, export.report)
     grouped = lines_of(export)
     assert grouped[("unallocated", "__unallocated__")][0] == Decimal("340.00")  # scratch and untagged egress
@@ -226,7 +225,9 @@ def test_unlabelled_namespaces_a_pool_without_receivers_and_cloud_spend() -> Non
 
 def test_one_cluster() -> None:
     daily = [*EXAMPLE, *spread("dev", "web", "payments", 30 * M)]
-    export = build_focus([d for d in daily if d.cluster == "dev"], policy(), period=NOVEMBER, clusters=["dev"])
+    export = build_focus(
+        [d for d in daily if d.cluster == "dev"], policy(), period=NOVEMBER, clusters=["dev"], version=V1_2
+    )
     assert_itemises(export, export.report)
     assert {r["x_Cluster"] for r in export.rows()} == {"dev"}
     assert export.report.total == Decimal("830.00")  # the control-plane fee is charged in every cluster

@@ -54,9 +54,10 @@ class ExportResult:
     currency: str
     coverage: Coverage
     coverage_url: str
+    note: str | None = None
 
     def as_document(self) -> dict[str, Any]:
-        return {
+        document = {
             "url": self.url,
             "rows": self.rows,
             "total": str(self.total),
@@ -64,6 +65,7 @@ class ExportResult:
             "coverage_url": self.coverage_url,
             "coverage": self.coverage.as_document(),
         }
+        return document | ({"note": self.note} if self.note else {})
 
 
 def coverage_target(url: str) -> str:
@@ -75,10 +77,15 @@ def coverage_target(url: str) -> str:
 
 
 def write_with_coverage(
-    store: ObjectStore, url: str, content_type: str, report: Report, write: Callable[[BinaryIO], object]
+    store: ObjectStore,
+    url: str,
+    content_type: str,
+    report: Report,
+    write: Callable[[BinaryIO], object],
+    note: str | None = None,
 ) -> str:
-    """Write the report's coverage sidecar, then the file (``write`` fills it), so a file never
-    appears without it; returns the sidecar's URL."""
+    """Write the report's coverage sidecar (with ``note``, when the file has one to give), then the
+    file (``write`` fills it), so a file never appears without it; returns the sidecar's URL."""
     sidecar = {
         "file": url,
         "period": report.period.as_document(),
@@ -88,6 +95,8 @@ def write_with_coverage(
         "coverage": report.coverage.as_document() if report.coverage else None,
         "reconciliation": report.reconciliation,
     }
+    if note:
+        sidecar["note"] = note
     written = store.write_bytes(coverage_target(url), json.dumps(sidecar, indent=2).encode(), "application/json")
     with store.writer(url, content_type) as out:
         write(out)
@@ -165,7 +174,7 @@ def export_focus(
     )
     url = resolve_target(target, focus_file_name(month, cluster, fmt))
     sidecar = write_with_coverage(
-        store, url, fmt.content_type, export.report, lambda out: focus_files.write(export, out, fmt)
+        store, url, fmt.content_type, export.report, lambda out: focus_files.write(export, out, fmt), export.note
     )
     assert export.report.coverage is not None  # focus_export always sets it
     return ExportResult(
@@ -175,6 +184,7 @@ def export_focus(
         currency=policy.currency,
         coverage=export.report.coverage,
         coverage_url=sidecar,
+        note=export.note,
     )
 
 
@@ -211,6 +221,8 @@ def export_focus_command(
         db.close()
     if warned := warning([result.coverage]):
         print(warned, file=sys.stderr)
+    if result.note:
+        print(f"warning: {result.note}", file=sys.stderr)
     print(json.dumps(result.as_document(), indent=2))
     return 0
 

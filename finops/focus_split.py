@@ -1,0 +1,319 @@
+"""FOCUS 1.3's split cost allocation: each charge the clusters and the cloud bill incur (the origin
+charge), written as the rows that share it out among namespaces, teams and the idle and shared
+lines, with the method and the ratio of each share.
+
+The origin charges and their rows:
+
+- **a cluster-day**: everything one cluster cost on one UTC day (its nodes, volumes and load
+  balancers, as the daily rollups price them: every namespace, the unmounted volumes and the idle
+  capacity). Rows: one per namespace and owner (``max-request-usage``: its billed max(request,
+  usage), ``AllocatedResourceId`` ``<cluster>/<namespace>``); the day's idle capacity, either to
+  the receiving lines in proportion to their allocated cost (``idle-proportional``) or kept apart
+  (``idle-separate``, the unallocated portion: no ``AllocatedResourceId``); and the shared
+  namespaces' cost that day, to the receiving lines by the policy's split (``shared-proportional``
+  or ``shared-even``; ``shared-unassigned`` without receivers);
+- **a fixed shared cost** of a cluster (``policy.shared.fixed``, e.g. the control-plane fee), for
+  the period: rows per receiving line, by the policy's split;
+- **a shared cloud charge** (tax, support: the cloud spend marked shared, one origin per label):
+  rows per line with allocated cost, by the policy's split.
+
+A share of overhead goes to a line, not a namespace: its ``AllocatedResourceId`` is
+``<cluster>/__overhead__/<owner>`` (``__cloud__/__overhead__/<owner>`` for a cloud charge). The
+idle and shared weights are the month's: a line receives, from each day's idle, its share of the
+month's idle as the policy settles it (``finops.chargeback.settle``), so its rows over the month
+add up to what the chargeback gives it. Cloud spend that is not shared is owned whole: a row of
+its own, not split (the ``Allocated`` columns null).
+
+Every row of an origin keeps the origin's dimensions (``ResourceId``, ``ChargePeriod``,
+``ChargeCategory``, service), carries ``AllocatedRatio`` (its exact share of the origin, written
+with 12 decimals, the ratios of one origin adding up to exactly 1) and, for a namespace, the
+core-hours behind it (``UsageQuantity`` in ``Core-Hours``).
+
+Rounding: the rows of an origin add up to the origin's cost in cents exactly (an origin that is a
+whole number of cents, as a fee or a bill line is, keeps it; a cluster-day estimated in micros is
+its exact cost rounded up or down), the rows add up to the report's total, and grouped by line
+they give the chargeback report's lines to the cent (``finops.rounding.round_table``: origins as
+rows, the report's line figures as column totals). Both cannot always hold: when origins that are
+whole cents leave no cent to move (in practice only with credits among the costs), the origins
+stay exact and each line is within a cent of the report's; the export then says so
+(``LINES_NOTE``), on stderr and in its sidecar.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from fractions import Fraction
+
+from finops.chargeback import MICROS_PER_CENT, CostRow, Period, Report, line_of
+from finops.directcosts import DirectCost, direct_line, share_out
+from finops.focus_rows import Draft, Split
+from finops.lines import LineId, LineKey, LineKind
+from finops.policy import Policy, SharedSplit
+from finops.rounding import largest_remainder, round_table
+
+RATIO_PLACES = 12
+LINES_NOTE = (
+    "FOCUS 1.3: the origin charges are exact, and some lines differ from the chargeback report by a cent "
+    "(no rounding of the origin charges reaches the report's figures)"
+)
+UNMOUNTED = "__unmounted__"
+_UNALLOCATED_PORTION = {LineKind.IDLE, LineKind.SHARED}
+
+
+@dataclass(frozen=True)
+class DailyCost:
+    """One day's cost of a namespace and owner in a cluster (``is_idle``: the cluster's idle that
+    day, namespace empty), as the daily rollups give it."""
+
+    day: date
+    cluster: str
+    namespace: str
+    owner: str | None
+    cost_center: str | None
+    micros: int
+    core_hours: Decimal = Decimal(0)
+    is_idle: bool = False
+
+
+def day_span(day: date) -> tuple[datetime, datetime]:
+    """The UTC day as a half-open charge period."""
+    start = datetime.combine(day, time(), tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+class _Origin:
+    """One origin charge's rows, as they are drafted."""
+
+    def __init__(self, **fields: object) -> None:
+        self.fields = fields
+        self.drafts: list[Draft] = []
+
+    def add(self, line: LineId, column: int, amount: Fraction, split: Split, quantity: Decimal | None = None) -> None:
+        if not amount and quantity is None:
+            return  # no idle or shared that day: no share rows
+        exact = [Fraction(0)] * 3
+        exact[column] = amount
+        self.drafts.append(Draft(line=line, exact=exact, quantity=quantity, split=split, **self.fields))  # type: ignore[arg-type]
+
+
+def split_drafts(
+    days: list[DailyCost],
+    settled: dict[str, dict[LineId, list[Fraction]]],
+    direct: list[DirectCost],
+    policy: Policy,
+    period: Period,
+    report: Report,
+) -> tuple[list[Draft], str | None]:
+    """The rows of every origin charge of the period, rounded (module docstring), and a note when
+    their lines are not the report's to the cent (``LINES_NOTE``)."""
+    origins = _cluster_origins(days, settled, policy, period) + _cloud_origins(direct, settled, policy, period)
+    exact_lines = _round(origins, report)
+    return [draft for origin in origins for draft in origin.drafts], None if exact_lines else LINES_NOTE
+
+
+def _weights(lines: dict[LineId, list[Fraction]], column: int) -> dict[LineId, Fraction]:
+    pool = sum((amounts[column] for amounts in lines.values()), Fraction(0))
+    return {line: amounts[column] / pool for line, amounts in lines.items() if amounts[column]} if pool else {}
+
+
+def _shared_method(policy: Policy, line: LineId) -> str:
+    if line[0] is LineKind.SHARED:
+        return "shared-unassigned"
+    return "shared-even" if policy.shared.split is SharedSplit.EVEN else "shared-proportional"
+
+
+def _share(scope: str, line: LineId, method: str, ratio_tags: dict[str, str]) -> Split:
+    """A share of overhead: to the line, or the unallocated portion (idle or shared kept apart)."""
+    if line[0] in _UNALLOCATED_PORTION:
+        return Split(method, None, None, {})
+    return Split(method, f"{scope}/__overhead__/{line[1]}", line[1], ratio_tags)
+
+
+def _cluster_origins(
+    days: list[DailyCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
+) -> list[_Origin]:
+    shared_namespaces = set(policy.shared.namespaces)
+    by_day: dict[tuple[str, date], list[DailyCost]] = defaultdict(list)
+    for d in days:
+        by_day[(d.cluster, d.day)].append(d)
+    centers: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+    for d in days:
+        if not d.is_idle and d.cost_center:
+            centers[(d.cluster, d.owner)].add(d.cost_center)
+
+    def line_tags(cluster: str, line: LineId) -> dict[str, str]:
+        owner = line[1] if line[0] is LineKind.OWNER else None
+        found = centers.get((cluster, owner), set())
+        tags = {policy.owner_label: owner, policy.cost_center_label: next(iter(found)) if len(found) == 1 else None}
+        return {key: value for key, value in tags.items() if value}
+
+    origins = []
+    for cluster, lines in settled.items():
+        idle_weights, shared_weights = _weights(lines, 1), _weights(lines, 2)
+        idle_total = shared_total = Fraction(0)
+        for (name, day), entries in sorted(by_day.items()):
+            if name != cluster:
+                continue
+            start, end = day_span(day)
+            origin = _Origin(
+                start=start,
+                end=end,
+                cluster=cluster,
+                resource=cluster,
+                resource_name=cluster,
+                resource_type="Kubernetes Cluster",
+                description=f"Cluster {cluster} for the day: nodes, volumes and load balancers",
+                tags={},
+                category=("Usage", "Usage-Based"),
+            )
+            idle = shared = Fraction(0)
+            for d in entries:
+                if d.is_idle:
+                    idle += d.micros
+                elif d.namespace in shared_namespaces:
+                    shared += d.micros
+                else:
+                    row = CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros)
+                    namespace = d.namespace or UNMOUNTED
+                    tags = {policy.owner_label: d.owner, policy.cost_center_label: d.cost_center}
+                    tags["namespace"] = d.namespace or None
+                    split = Split(
+                        "max-request-usage",
+                        f"{cluster}/{namespace}",
+                        namespace,
+                        {k: v for k, v in tags.items() if v},
+                        d.core_hours,
+                    )
+                    origin.add(line_of(row, LineKey.TEAM), 0, Fraction(d.micros), split, d.core_hours)
+            for line, weight in idle_weights.items():
+                method = "idle-separate" if line[0] is LineKind.IDLE else "idle-proportional"
+                origin.add(line, 1, idle * weight, _share(cluster, line, method, line_tags(cluster, line)))
+            for line, weight in shared_weights.items():
+                method = _shared_method(policy, line)
+                origin.add(line, 2, shared * weight, _share(cluster, line, method, line_tags(cluster, line)))
+            idle_total += idle
+            shared_total += shared
+            origins.append(origin)
+        fees: dict[str, Fraction] = defaultdict(Fraction)  # by name: two entries of one name are one charge
+        for fixed in policy.shared.fixed:
+            if fixed.applies_to(cluster):
+                fees[fixed.name] += fixed.amount_micros * period.months()
+        for name, micros in sorted(fees.items()):
+            shared_total += micros
+            origin = _Origin(
+                start=period.start,
+                end=period.end,
+                cluster=cluster,
+                resource=f"{cluster}/{name}",
+                resource_name=name,
+                resource_type="Kubernetes Shared Cost",
+                description=f"Fixed shared cost {name} of cluster {cluster}",
+                tags={},
+                category=("Usage", "Recurring"),
+            )
+            for line, weight in shared_weights.items():
+                split = _share(cluster, line, _shared_method(policy, line), line_tags(cluster, line))
+                origin.add(line, 2, micros * weight, split)
+            origins.append(origin)
+        settled_idle = sum((amounts[1] for amounts in lines.values()), Fraction(0))
+        settled_shared = sum((amounts[2] for amounts in lines.values()), Fraction(0))
+        if (idle_total, shared_total) != (settled_idle, settled_shared):  # pragma: no cover - settle's own pools
+            raise RuntimeError(f"cluster {cluster}: the origin charges do not add up to the settled idle and shared")
+    return origins
+
+
+def _cloud_origins(
+    direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
+) -> list[_Origin]:
+    allocated: dict[LineId, Fraction] = defaultdict(Fraction)
+    for lines in settled.values():
+        for line, amounts in lines.items():
+            allocated[line] += amounts[0]
+    owned: dict[tuple[LineId, str | None, str], Fraction] = defaultdict(Fraction)
+    owners: dict[tuple[LineId, str | None, str], str | None] = {}
+    pools: dict[str, Fraction] = defaultdict(Fraction)
+    for cost in direct:
+        if cost.shared:
+            pools[cost.label] += cost.within(period)
+            continue
+        key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
+        owned[key] += cost.within(period)
+        allocated[key[0]] += cost.within(period)
+        owners[key] = cost.owner
+
+    def cloud(description: str, label: str) -> _Origin:
+        return _Origin(
+            start=period.start,
+            end=period.end,
+            cluster="",
+            resource="",
+            resource_name="",
+            resource_type="",
+            description=description,
+            tags={},
+            service=("Other", "Other (Other)", label),
+        )
+
+    origins = []
+    weights = share_out(allocated, Fraction(1), policy.shared.split)
+    for label, amount in sorted(pools.items()):
+        origin = cloud(f"Cloud charge shared by every line: {label}", label)
+        for line, weight in weights.items():
+            tags = {policy.owner_label: line[1]} if line[0] is LineKind.OWNER else {}
+            origin.add(line, 2, amount * weight, _share("__cloud__", line, _shared_method(policy, line), tags))
+        origins.append(origin)
+    for (line, cost_center, label), amount in owned.items():
+        origin = cloud(f"Cloud spend outside the clusters: {label}", label)
+        owner = owners[(line, cost_center, label)]
+        labels = ((policy.owner_label, owner), (policy.cost_center_label, cost_center))
+        origin.fields["tags"] = {key: value for key, value in labels if value}
+        origin.drafts.append(Draft(line=line, exact=[amount, Fraction(0), Fraction(0)], **origin.fields))  # type: ignore[arg-type]
+        origins.append(origin)
+    return origins
+
+
+def _round(origins: list[_Origin], report: Report) -> bool:
+    """Cents for every row: the table of origins by (line, column) rounded to the report's line
+    figures, then each cell's cents over its rows by largest remainder; and each split row's
+    ratio of its origin, to ``RATIO_PLACES`` decimals adding up to 1. False when the report's
+    figures were out of reach and the lines are only within a cent of them."""
+    columns = [((line.kind, line.owner), k) for line in report.lines for k in range(3)]
+    targets = [int(figure * 100) for line in report.lines for figure in (line.allocated, line.idle, line.shared)]
+    index = {column: j for j, column in enumerate(columns)}
+    table = []
+    for origin in origins:
+        exact = [Fraction(0)] * len(columns)
+        for draft in origin.drafts:
+            for k, amount in enumerate(draft.exact):
+                if amount:
+                    exact[index[(draft.line, k)]] += amount / MICROS_PER_CENT
+        table.append(exact)
+    try:
+        cents, exact_lines = round_table(table, targets), True
+    except ValueError:  # see the module docstring: rare, and said in the export's note
+        cents, exact_lines = round_table(table), False
+    for origin, row in zip(origins, cents, strict=True):
+        cells: dict[tuple[LineId, int], list[Draft]] = defaultdict(list)
+        for draft in origin.drafts:
+            k = next((k for k, amount in enumerate(draft.exact) if amount), 0)
+            cells[(draft.line, k)].append(draft)
+        for (line, k), drafts in cells.items():
+            values = [draft.exact[k] / MICROS_PER_CENT for draft in drafts]
+            for draft, share in zip(drafts, largest_remainder(values, row[index[(line, k)]]), strict=True):
+                draft.cents[k] = share
+        _ratios(origin.drafts)
+    return exact_lines
+
+
+def _ratios(drafts: list[Draft]) -> None:
+    split = [draft for draft in drafts if draft.split is not None]
+    if not split:
+        return
+    total = sum((sum(draft.exact) for draft in split), Fraction(0))
+    exact = [sum(draft.exact) / total if total else Fraction(1, len(split)) for draft in split]
+    scale = 10**RATIO_PLACES
+    for draft, units in zip(split, largest_remainder([r * scale for r in exact], scale), strict=True):
+        draft.ratio = Decimal(units).scaleb(-RATIO_PLACES)
