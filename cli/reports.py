@@ -273,7 +273,7 @@ def add_commands(sub: Any) -> None:
     focus = _export_parser(
         export_kinds,
         "focus",
-        "FOCUS 1.3 or 1.2, CSV or Parquet: a row per day, owner and namespace",
+        "FOCUS 1.3 (split cost allocation) or 1.2, as CSV or Parquet",
         to_help="a file, or a folder (ending /)",
         cluster_help="one cluster (default: all, with the month's cloud spend)",
         epilog=FOCUS_EXAMPLES,
