@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import chargeback, charges, ingest, reconcile, rollups, webhook
+from bench import chargeback, charges, focus_export, ingest, reconcile, rollups, webhook
 
 
 def main() -> int:
@@ -14,6 +14,7 @@ def main() -> int:
     chargeback.main()
     reconcile.main()
     charges.main()
+    focus_export.main()
     return 0
 
 

@@ -33,6 +33,31 @@ POLICY = {
     "shared": {"namespaces": ["ns-0000", "ns-0001"], "fixed": [{"name": "control-plane", "amount": "73.00"}]},
 }
 
+COLUMNS = (  # allocation_daily's, in _rows()' order
+    "cluster",
+    "aggregation",
+    "day",
+    "namespace",
+    "entry_kind",
+    "team",
+    "cost_center",
+    "currency",
+    "hours",
+    "cpu_cost_micros",
+    "gpu_cost_micros",
+    "ram_cost_micros",
+    "pv_cost_micros",
+    "lb_cost_micros",
+    "network_cost_micros",
+    "total_cost_micros",
+    "billed_core_hours",
+    "requested_core_hours",
+    "used_core_hours",
+    "billed_gib_hours",
+    "requested_gib_hours",
+    "used_gib_hours",
+)
+
 
 def _rows() -> list[tuple[object, ...]]:
     rng = random.Random(7)
@@ -99,33 +124,9 @@ def _rows() -> list[tuple[object, ...]]:
 
 def main() -> None:
     with database() as db:
-        columns = [
-            "cluster",
-            "aggregation",
-            "day",
-            "namespace",
-            "entry_kind",
-            "team",
-            "cost_center",
-            "currency",
-            "hours",
-            "cpu_cost_micros",
-            "gpu_cost_micros",
-            "ram_cost_micros",
-            "pv_cost_micros",
-            "lb_cost_micros",
-            "network_cost_micros",
-            "total_cost_micros",
-            "billed_core_hours",
-            "requested_core_hours",
-            "used_core_hours",
-            "billed_gib_hours",
-            "requested_gib_hours",
-            "used_gib_hours",
-        ]
         rows = _rows()
         with db.connection() as conn:
-            db.copy_rows(conn, "allocation_daily", columns, rows)
+            db.copy_rows(conn, "allocation_daily", COLUMNS, rows)
             conn.execute("ANALYZE allocation_daily")
         policy = parse_policy(POLICY)
         query = service.ReportQuery(service.month_period("2026-10"), "bench")
