@@ -1,10 +1,13 @@
-"""A month's chargeback as FOCUS rows, itemised: conforms to FOCUS 1.2 (FinOps Open Cost and Usage
-Specification), every Mandatory column present with allowed values (checked by
-``tests/focus_conformance.py``, written from the 1.2 column definitions).
+"""A month's chargeback as FOCUS rows (FinOps Open Cost and Usage Specification), itemised, in
+version 1.3 or 1.2: every column of the version with allowed values (``finops.focus_rows``;
+checked by ``tests/focus_conformance.py``, written from the column definitions).
+
+In 1.3 the rows are split cost allocation: each origin charge shared out (``finops.focus_split``
+says which charges and how). This module builds 1.2's rows, and settles the report both build on.
 
 The file is the chargeback report (by team) broken down into rows; grouping it by ``x_LineKind``
 and ``x_Owner`` gives the report's lines back to the cent, column by column, and the sum of
-``BilledCost`` is the report's total. What each row stands for:
+``BilledCost`` is the report's total. What each 1.2 row stands for:
 
 - **allocated cost**: one row per day, cluster, namespace and owner (``ChargePeriod`` is the UTC
   day; ``ResourceId`` is ``<cluster>/<namespace>``, ``__unmounted__`` for cost without a
@@ -32,7 +35,9 @@ What our FOCUS columns mean (an empty CSV field is null; nothing else stands for
   a share of money, cloud spend arrives without its quantity). ``ChargeClass`` is always null: an
   export restates a month, it never corrects an invoiced one row by row.
 - ``PricingQuantity``/``PricingUnit`` and ``ConsumedQuantity``/``ConsumedUnit``: the billed
-  core-hours, max(request, usage), in ``Core-Hours``, on ``Usage`` rows; null on the others.
+  core-hours, max(request, usage), in ``Core-Hours``, on ``Usage`` rows; null on the others
+  (``PricingCategory`` ``Standard`` on them). 1.3 leaves these null, as FOCUS 1.3 requires without
+  a ``SkuPriceId``; ``x_CoreHours`` has the core-hours in both versions.
 - ``BilledCost`` = ``EffectiveCost`` = ``ListCost`` = ``ContractedCost``: the cluster's prices
   come from the bill after discounts, and no list or contracted unit price is known, so FOCUS's
   rule for a charge without unit prices (each cost equals the billed cost) applies;
@@ -41,11 +46,14 @@ What our FOCUS columns mean (an empty CSV field is null; nothing else stands for
   chargeback (``build_focus``'s argument, ``Kubernetes`` by default), on every row: the export is
   its chargeback, cloud spend included. ``ProviderName`` (who makes the resources available) is
   ``issuer`` too and ``PublisherName`` (who produces them) ``Kubernetes`` on cluster rows; on cloud
-  spend both are ``Cloud``, since an import does not keep the report's provider.
-- ``BillingAccountId``/``BillingAccountName``, ``SubAccountId`` and ``x_Cluster``: the cluster
-  (cloud spend: account ``__cloud__``, named ``cloud spend``, no sub-account or cluster).
-- ``ServiceCategory``/``ServiceName``: ``Compute``/``Kubernetes`` for cluster rows, ``Other`` and
-  the cloud service for cloud spend.
+  spend both are ``Cloud``, since an import does not keep the report's provider. 1.3's
+  ``ServiceProviderName`` and ``HostProviderName`` are ``ProviderName``'s value.
+- ``BillingAccountId``/``BillingAccountName``, ``SubAccountId``/``SubAccountName`` and
+  ``x_Cluster``: the cluster, of type ``Kubernetes Cluster`` (cloud spend: account ``__cloud__``,
+  named ``cloud spend``, of type ``Cloud Spend``, no sub-account or cluster).
+- ``ServiceCategory``/``ServiceSubcategory``/``ServiceName``: ``Compute``/``Containers``/
+  ``Kubernetes`` for cluster rows, ``Other``/``Other (Other)`` and the cloud service for cloud
+  spend. ``ResourceType`` names what ``ResourceId`` is (``Kubernetes Namespace``...).
 - ``Tags``: a JSON object with the policy's owner and cost-centre label keys and ``namespace``
   (an overhead row carries the cost centre when the owner has one in that cluster).
 
@@ -70,7 +78,7 @@ from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
 from finops.focus_rows import Draft, FocusVersion, record
 from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
-from finops.focus_split import day_span, split_drafts
+from finops.focus_split import LineTags, day_span, split_drafts, tags_of
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
 from finops.rounding import largest_remainder
@@ -137,11 +145,6 @@ def _order(d: Draft) -> tuple[object, ...]:
     return (d.start, d.end, d.cluster, _KIND_ORDER[d.line[0]], d.line[1], d.resource, column, recipient)
 
 
-def _tags(policy: Policy, owner: str | None, cost_center: str | None, namespace: str | None = None) -> dict[str, str]:
-    tags = {policy.owner_label: owner, policy.cost_center_label: cost_center, "namespace": namespace}
-    return {key: value for key, value in tags.items() if value}
-
-
 def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
     shared = set(policy.shared.namespaces)
     drafts = []
@@ -165,7 +168,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
                     if d.namespace
                     else f"Volumes and load balancers without a namespace in cluster {d.cluster}"
                 ),
-                tags=_tags(policy, d.owner, d.cost_center, d.namespace or None),
+                tags=tags_of(policy, d.owner, d.cost_center, d.namespace or None),
                 quantity=d.core_hours,
             )
         )
@@ -175,10 +178,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
 def _overhead(
     settled: dict[str, dict[LineId, list[Fraction]]], daily: list[DailyCost], policy: Policy, period: Period
 ) -> list[Draft]:
-    cost_centers: dict[tuple[str, str | None], set[str]] = defaultdict(set)
-    for d in daily:
-        if not d.is_idle and d.cost_center:
-            cost_centers[(d.cluster, d.owner)].add(d.cost_center)
+    line_tags = LineTags(daily, policy)
     drafts = []
     for cluster, lines in settled.items():
         for line, (_, idle, shared) in lines.items():
@@ -198,7 +198,7 @@ def _overhead(
                                 resource_name="idle capacity",
                                 resource_type="Kubernetes Idle Capacity",
                                 description=f"Idle capacity of cluster {cluster}: supplied, neither requested nor used",
-                                tags=_tags(policy, owner, None),
+                                tags=tags_of(policy, owner, None),
                                 quantity=d.core_hours,
                             )
                         )
@@ -212,9 +212,7 @@ def _overhead(
             else:
                 resource, name = f"{cluster}/__overhead__", "idle and shared share"
                 description = f"Share of cluster {cluster}'s {_piles(idle, shared)}, in proportion to allocated cost"
-                owned = owner if kind is LineKind.OWNER else None
-                centers = cost_centers.get((cluster, owned), set())
-                tags = _tags(policy, owned, next(iter(centers)) if len(centers) == 1 else None)
+                tags = line_tags(cluster, line)
             drafts.append(
                 Draft(
                     line=line,
@@ -265,7 +263,7 @@ def _direct(
             resource_name="",
             resource_type="",
             description="Cloud charges shared by every line: tax, support, commitment fees",
-            tags=_tags(policy, line[1] if line[0] is LineKind.OWNER else None, None),
+            tags=tags_of(policy, line[1] if line[0] is LineKind.OWNER else None, None),
             service=("Other", "Other (Other)", "shared cloud charges"),
         )
         for line, amount in share_out(allocated, pool, policy.shared.split).items()
@@ -281,7 +279,7 @@ def _direct(
             resource_name="",
             resource_type="",
             description=f"Cloud spend outside the clusters: {label}",
-            tags=_tags(policy, owners[(line, cost_center, label)], cost_center),
+            tags=tags_of(policy, owners[(line, cost_center, label)], cost_center),
             service=("Other", "Other (Other)", label),
         )
         for (line, cost_center, label), amount in merged.items()

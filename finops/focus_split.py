@@ -42,6 +42,7 @@ stay exact and each line is within a cent of the report's; the export then says 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -76,6 +77,29 @@ class DailyCost:
     micros: int
     core_hours: Decimal = Decimal(0)
     is_idle: bool = False
+
+
+def tags_of(policy: Policy, owner: str | None, cost_center: str | None, namespace: str | None = None) -> dict[str, str]:
+    """The policy's owner and cost-centre label keys, and ``namespace``, those that have a value."""
+    tags = {policy.owner_label: owner, policy.cost_center_label: cost_center, "namespace": namespace}
+    return {key: value for key, value in tags.items() if value}
+
+
+class LineTags:
+    """The tags of a line's share of overhead in a cluster: its owner, and its cost centre when
+    the owner has exactly one in that cluster."""
+
+    def __init__(self, daily: Iterable[DailyCost], policy: Policy) -> None:
+        self.policy = policy
+        self.centers: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+        for d in daily:
+            if not d.is_idle and d.cost_center:
+                self.centers[(d.cluster, d.owner)].add(d.cost_center)
+
+    def __call__(self, cluster: str, line: LineId) -> dict[str, str]:
+        owner = line[1] if line[0] is LineKind.OWNER else None
+        found = self.centers.get((cluster, owner), set())
+        return tags_of(self.policy, owner, next(iter(found)) if len(found) == 1 else None)
 
 
 def day_span(day: date) -> tuple[datetime, datetime]:
@@ -139,16 +163,7 @@ def _cluster_origins(
     by_day: dict[tuple[str, date], list[DailyCost]] = defaultdict(list)
     for d in days:
         by_day[(d.cluster, d.day)].append(d)
-    centers: dict[tuple[str, str | None], set[str]] = defaultdict(set)
-    for d in days:
-        if not d.is_idle and d.cost_center:
-            centers[(d.cluster, d.owner)].add(d.cost_center)
-
-    def line_tags(cluster: str, line: LineId) -> dict[str, str]:
-        owner = line[1] if line[0] is LineKind.OWNER else None
-        found = centers.get((cluster, owner), set())
-        tags = {policy.owner_label: owner, policy.cost_center_label: next(iter(found)) if len(found) == 1 else None}
-        return {key: value for key, value in tags.items() if value}
+    line_tags = LineTags(days, policy)
 
     origins = []
     for cluster, lines in settled.items():
@@ -178,15 +193,8 @@ def _cluster_origins(
                 else:
                     row = CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros)
                     namespace = d.namespace or UNMOUNTED
-                    tags = {policy.owner_label: d.owner, policy.cost_center_label: d.cost_center}
-                    tags["namespace"] = d.namespace or None
-                    split = Split(
-                        "max-request-usage",
-                        f"{cluster}/{namespace}",
-                        namespace,
-                        {k: v for k, v in tags.items() if v},
-                        d.core_hours,
-                    )
+                    tags = tags_of(policy, d.owner, d.cost_center, d.namespace or None)
+                    split = Split("max-request-usage", f"{cluster}/{namespace}", namespace, tags, d.core_hours)
                     origin.add(line_of(row, LineKey.TEAM), 0, Fraction(d.micros), split, d.core_hours)
             for line, weight in idle_weights.items():
                 method = "idle-separate" if line[0] is LineKind.IDLE else "idle-proportional"
@@ -262,14 +270,12 @@ def _cloud_origins(
     for label, amount in sorted(pools.items()):
         origin = cloud(f"Cloud charge shared by every line: {label}", label)
         for line, weight in weights.items():
-            tags = {policy.owner_label: line[1]} if line[0] is LineKind.OWNER else {}
+            tags = tags_of(policy, line[1] if line[0] is LineKind.OWNER else None, None)
             origin.add(line, 2, amount * weight, _share("__cloud__", line, _shared_method(policy, line), tags))
         origins.append(origin)
     for (line, cost_center, label), amount in owned.items():
         origin = cloud(f"Cloud spend outside the clusters: {label}", label)
-        owner = owners[(line, cost_center, label)]
-        labels = ((policy.owner_label, owner), (policy.cost_center_label, cost_center))
-        origin.fields["tags"] = {key: value for key, value in labels if value}
+        origin.fields["tags"] = tags_of(policy, owners[(line, cost_center, label)], cost_center)
         origin.drafts.append(Draft(line=line, exact=[amount, Fraction(0), Fraction(0)], **origin.fields))  # type: ignore[arg-type]
         origins.append(origin)
     return origins
