@@ -81,11 +81,15 @@ def write_parquet(export: FocusExport, out: BinaryIO) -> int:
 
 
 def _batch(rows: tuple[dict[str, str], ...], shape: pa.Schema) -> pa.RecordBatch:
+    """The rows (dicts in the schema's column order, as ``FocusExport.rows`` gives them) as typed
+    columns: transposed, empty strings made null, then cast."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    null = pa.scalar(None, pa.string())
     arrays = []
-    for column in shape:
-        strings = pa.array([row[column.name] or None for row in rows], pa.string())
+    for column, values in zip(shape, zip(*(row.values() for row in rows), strict=True), strict=True):
+        strings = pa.array(values, pa.string())
+        strings = pc.if_else(pc.equal(strings, ""), null, strings)
         arrays.append(strings if column.type == pa.string() else pc.cast(strings, column.type))
     return pa.RecordBatch.from_arrays(arrays, schema=shape)
