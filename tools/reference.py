@@ -176,7 +176,8 @@ OTHER_VARIABLES = (
         "FOCUS_INVOICE_ISSUER",
         ("finops export focus",),
         "`Kubernetes`",
-        "The provider and invoice issuer the FOCUS rows name (e.g. the platform team's name).",
+        "The invoice issuer and provider the FOCUS rows name (`InvoiceIssuerName`, `ProviderName`; 1.3 "
+        "`ServiceProviderName`, `HostProviderName`), e.g. the platform team's name.",
     ),
     OtherVariable(
         "FUNCTION_TARGET",
