@@ -77,13 +77,12 @@ from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report,
 from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
 from finops.focus_rows import Draft, FocusVersion, record
+from finops.focus_split import UNMOUNTED, LineTags, day_span, split_drafts, tags_of
 from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
-from finops.focus_split import LineTags, day_span, split_drafts, tags_of
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
 from finops.rounding import largest_remainder
 
-UNMOUNTED = "__unmounted__"
 DEFAULT_ISSUER = "Kubernetes"
 _KIND_ORDER = {kind: i for i, kind in enumerate(LineKind)}
 
