@@ -17,8 +17,9 @@ team's name), read by the command; unset, ``Kubernetes``.
 Each file gets a sidecar, written just before it: the same name with ``.coverage.json`` for
 ``.csv`` or ``.parquet`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period",
 "currency", "total", "coverage"}`` (the report's ``"coverage"`` object). The file itself stays
-plain, one header and rows, as finance tools ingest it; a comment line would break most of them. An incomplete month
-is exported with a warning on stderr, or refused with ``require_complete`` (nothing is written).
+plain, one header and rows, as finance tools ingest it; a comment line would break most of them.
+An incomplete month is exported with a warning on stderr, or refused with ``require_complete``
+(nothing is written).
 """
 
 from __future__ import annotations
@@ -71,9 +72,8 @@ class ExportResult:
 def coverage_target(url: str) -> str:
     """The sidecar of the file at ``url``: ``.csv`` or ``.parquet`` replaced by ``.coverage.json``
     (else appended)."""
-    for suffix in (".csv", ".parquet"):
-        url = url.removesuffix(suffix)
-    return url + ".coverage.json"
+    stem = next((url.removesuffix(suffix) for suffix in (".csv", ".parquet") if url.endswith(suffix)), url)
+    return stem + ".coverage.json"
 
 
 def write_with_coverage(
