@@ -38,12 +38,13 @@ import pytest
 from cli.main import main
 from finops.errors import InvalidInput
 from finops.focus import COLUMNS
-from finops.focus_rows import DATETIMES, DECIMALS, FocusVersion
+from finops.focus_rows import FocusVersion
 from finops.policy import Policy, parse_policy
 from infra.objectstore import ObjectStore
 from infra.postgres import Database
 from tests.focus_conformance import check_rows
 from tests.focus_validator import decimal_rules, failed_rules
+from tests.unit.test_focus_files import typed
 from usecases.reports.cloud import import_cloud_costs
 from usecases.reports.exports import export_focus
 from usecases.reports.focus_files import FileFormat
@@ -246,15 +247,6 @@ def test_export_with_cloud_spend(db: Database, tmp_path: Path) -> None:
     _, prod = read_csv((tmp_path / "prod.csv").read_bytes())
     assert not [r for r in prod if r["ServiceCategory"] == "Other"]  # cloud spend belongs to no cluster
     assert_lines_match(prod, db, policy, "prod")
-
-
-def typed(column: str, text: str) -> object:
-    """A CSV field as the Parquet file should hold it."""
-    if not text:
-        return None
-    if column in DECIMALS:
-        return Decimal(text)
-    return datetime.fromisoformat(text) if column in DATETIMES else text
 
 
 @pytest.mark.parametrize("version", list(FocusVersion))

@@ -7,7 +7,10 @@ and moto's S3 server over HTTP (dummy credentials, never real AWS):
 - botocore's errors become ours, naming the URL: no such key or bucket -> ``NotFound``; access
   denied -> ``PermanentError``; refused credentials -> ``Unauthorized``; an unreachable endpoint,
   throttling and 5xx -> ``ObjectStoreUnavailable`` (a ``TemporaryError``);
-- importing the adapter (and the report modules using it) does not import boto3: cold start.
+- a file streamed through ``writer`` appears whole or not at all: an error inside the block
+  leaves the old file (local) or no object (S3), and no temporary file;
+- importing the adapter (and the report modules using it) does not import boto3, nor the exports
+  pyarrow: cold start.
 """
 
 from __future__ import annotations
@@ -67,6 +70,30 @@ def test_s3_objects(s3_endpoint: str) -> None:
         store.read_bytes("s3://no-such-bucket/x.csv")
     with pytest.raises(NotFound, match="no such bucket"):
         store.write_bytes("s3://no-such-bucket/x.csv", b"")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_streamed_file_appears_whole_or_not_at_all(tmp_path: Path, s3_endpoint: str) -> None:
+    store = ObjectStore(endpoint_url=s3_endpoint)
+    target = tmp_path / "focus.parquet"
+    store.write_bytes(str(target), b"the old file")
+    for url in (str(target), f"s3://{BUCKET}/streamed/focus.parquet"):
+        with pytest.raises(Interrupted), store.writer(url, "application/vnd.apache.parquet") as out:
+            out.write(b"half of a ")
+            raise Interrupted
+    assert target.read_bytes() == b"the old file"
+    assert [p.name for p in tmp_path.iterdir()] == ["focus.parquet"]  # no temporary file left behind
+    with pytest.raises(NotFound):
+        store.read_bytes(f"s3://{BUCKET}/streamed/focus.parquet")
+    with store.writer(f"s3://{BUCKET}/streamed/focus.parquet", "application/vnd.apache.parquet") as out:
+        for _ in range(3):
+            out.write(b"row group ")
+    assert store.read_bytes(f"s3://{BUCKET}/streamed/focus.parquet") == b"row group " * 3
+    head = boto3.client("s3", endpoint_url=s3_endpoint).head_object(Bucket=BUCKET, Key="streamed/focus.parquet")
+    assert head["ContentType"] == "application/vnd.apache.parquet"
 
 
 def test_folders_and_urls(tmp_path: Path) -> None:
@@ -146,6 +173,7 @@ def test_client_errors_are_translated(code: str, status: int, error: type[Except
 def test_importing_the_adapter_does_not_import_boto3() -> None:
     code = (
         "import sys, infra.objectstore, usecases.reports.cloud, usecases.reports.exports, cli.main; "
-        "assert 'boto3' not in sys.modules and 'botocore' not in sys.modules, 'boto3 imported'"
+        "assert 'boto3' not in sys.modules and 'botocore' not in sys.modules, 'boto3 imported'; "
+        "assert 'pyarrow' not in sys.modules, 'pyarrow imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
