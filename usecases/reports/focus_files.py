@@ -24,7 +24,7 @@ from finops.focus_rows import DATETIMES, DECIMALS
 if TYPE_CHECKING:
     import pyarrow as pa
 
-BATCH = 16_384
+BATCH = 4_096  # rows per row group: each batch is held as dicts of strings before it is typed
 
 
 class FileFormat(StrEnum):
