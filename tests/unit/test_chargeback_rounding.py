@@ -131,6 +131,9 @@ def test_given_column_totals_are_reached_or_refused() -> None:
     assert rounded == [[1, 0, 0, 0], [0, 0, 0, 1]]
     with pytest.raises(ValueError, match="reaches the given column totals"):
         round_table(table, [1, 1, 0, 0])
+    # Two half units: the grand total is one, which row totals by largest remainder give the
+    # first row; a second column that asks for it moves that unit to the other row.
+    assert round_table([[half, Fraction(0)], [Fraction(0), half]], [0, 1]) == [[0, 0], [0, 1]]
     with pytest.raises(ValueError, match="adding up to 2"):
         round_table(table, [1, 0, 0, 0])
     with pytest.raises(ValueError, match="rounded up or down"):
