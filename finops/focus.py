@@ -74,10 +74,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report, allocate, line_of, settle
-from finops.directcosts import DirectCost, direct_line, share_out
+from finops.directcosts import DirectCost, share_out
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
 from finops.focus_rows import Draft, FocusVersion, record
-from finops.focus_split import UNMOUNTED, LineTags, day_span, split_drafts, tags_of
+from finops.focus_split import UNMOUNTED, LineTags, cloud_spend, day_span, split_drafts, tags_of
 from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
@@ -236,21 +236,8 @@ def _piles(idle: Fraction, shared: Fraction) -> str:
 def _direct(
     direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
 ) -> list[Draft]:
-    merged: dict[tuple[LineId, str | None, str], Fraction] = defaultdict(Fraction)
-    owners: dict[tuple[LineId, str | None, str], str | None] = {}
-    allocated: dict[LineId, Fraction] = defaultdict(Fraction)
-    for lines in settled.values():
-        for line, amounts in lines.items():
-            allocated[line] += amounts[0]
-    pool = Fraction(0)
-    for cost in direct:
-        if cost.shared:
-            pool += cost.within(period)
-            continue
-        key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
-        merged[key] += cost.within(period)
-        allocated[key[0]] += cost.within(period)
-        owners[key] = cost.owner
+    spend = cloud_spend(direct, settled, period)
+    pool = sum(spend.shared.values(), Fraction(0))
     shared = [
         Draft(
             line=line,
@@ -265,7 +252,7 @@ def _direct(
             tags=tags_of(policy, line[1] if line[0] is LineKind.OWNER else None, None),
             service=("Other", "Other (Other)", "shared cloud charges"),
         )
-        for line, amount in share_out(allocated, pool, policy.shared.split).items()
+        for line, amount in share_out(spend.allocated, pool, policy.shared.split).items()
     ]
     return shared + [
         Draft(
@@ -278,10 +265,10 @@ def _direct(
             resource_name="",
             resource_type="",
             description=f"Cloud spend outside the clusters: {label}",
-            tags=tags_of(policy, owners[(line, cost_center, label)], cost_center),
+            tags=tags_of(policy, spend.owners[(line, cost_center, label)], cost_center),
             service=("Other", "Other (Other)", label),
         )
-        for (line, cost_center, label), amount in merged.items()
+        for (line, cost_center, label), amount in spend.owned.items()
     ]
 
 

@@ -233,24 +233,43 @@ def _cluster_origins(
     return origins
 
 
+OwnedKey = tuple[LineId, str | None, str]  # the line, cost centre and label of owned cloud spend
+
+
+@dataclass
+class CloudSpend:
+    """The period's cloud spend as both FOCUS builders need it: what each line has allocated
+    (settled in the clusters, plus its own cloud spend, the weight of shared charges), the owned
+    spend by line, cost centre and label (with its owner tag), and the shared charges by label."""
+
+    allocated: dict[LineId, Fraction]
+    owned: dict[OwnedKey, Fraction]
+    owners: dict[OwnedKey, str | None]
+    shared: dict[str, Fraction]
+
+
+def cloud_spend(
+    direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], period: Period
+) -> CloudSpend:
+    spend = CloudSpend(defaultdict(Fraction), defaultdict(Fraction), {}, defaultdict(Fraction))
+    for lines in settled.values():
+        for line, amounts in lines.items():
+            spend.allocated[line] += amounts[0]
+    for cost in direct:
+        if cost.shared:
+            spend.shared[cost.label] += cost.within(period)
+            continue
+        key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
+        spend.owned[key] += cost.within(period)
+        spend.allocated[key[0]] += cost.within(period)
+        spend.owners[key] = cost.owner
+    return spend
+
+
 def _cloud_origins(
     direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
 ) -> list[_Origin]:
-    allocated: dict[LineId, Fraction] = defaultdict(Fraction)
-    for lines in settled.values():
-        for line, amounts in lines.items():
-            allocated[line] += amounts[0]
-    owned: dict[tuple[LineId, str | None, str], Fraction] = defaultdict(Fraction)
-    owners: dict[tuple[LineId, str | None, str], str | None] = {}
-    pools: dict[str, Fraction] = defaultdict(Fraction)
-    for cost in direct:
-        if cost.shared:
-            pools[cost.label] += cost.within(period)
-            continue
-        key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
-        owned[key] += cost.within(period)
-        allocated[key[0]] += cost.within(period)
-        owners[key] = cost.owner
+    spend = cloud_spend(direct, settled, period)
 
     def cloud(description: str, label: str) -> _Origin:
         return _Origin(
@@ -266,16 +285,16 @@ def _cloud_origins(
         )
 
     origins = []
-    weights = share_out(allocated, Fraction(1), policy.shared.split)
-    for label, amount in sorted(pools.items()):
+    weights = share_out(spend.allocated, Fraction(1), policy.shared.split)
+    for label, amount in sorted(spend.shared.items()):
         origin = cloud(f"Cloud charge shared by every line: {label}", label)
         for line, weight in weights.items():
             tags = tags_of(policy, line[1] if line[0] is LineKind.OWNER else None, None)
             origin.add(line, 2, amount * weight, _share("__cloud__", line, _shared_method(policy, line), tags))
         origins.append(origin)
-    for (line, cost_center, label), amount in owned.items():
+    for (line, cost_center, label), amount in spend.owned.items():
         origin = cloud(f"Cloud spend outside the clusters: {label}", label)
-        origin.fields["tags"] = tags_of(policy, owners[(line, cost_center, label)], cost_center)
+        origin.fields["tags"] = tags_of(policy, spend.owners[(line, cost_center, label)], cost_center)
         origin.drafts.append(Draft(line=line, exact=[amount, Fraction(0), Fraction(0)], **origin.fields))  # type: ignore[arg-type]
         origins.append(origin)
     return origins
