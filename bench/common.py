@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from infra.postgres import Database, apply_migrations, connect
 from sandbox.postgres import embedded_postgres, scratch_database
@@ -46,3 +48,23 @@ def sandbox_opencost(containers: int) -> Iterator[str]:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def high_water_mib() -> float:
+    """This process's peak RSS so far. Not ``getrusage``'s ``ru_maxrss``: Linux keeps it across
+    ``fork`` and ``exec``, so a child would report the parent's peak (the generated data)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("bench: no VmHWM in /proc/self/status (Linux only)")
+
+
+def peak_rss(module: str, dsn: str) -> tuple[float, float]:
+    """(MiB after start-up, peak MiB) of a fresh ``python -m <module> --rss <dsn>``, which prints
+    ``{"before": ..., "peak": ...}`` (``high_water_mib`` around its one run) as its last line."""
+    argv = [sys.executable, "-m", module, "--rss", dsn]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ)
+    if done.returncode:
+        raise RuntimeError(f"{module} --rss failed: {done.stderr[-2000:]}")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(found["before"]), float(found["peak"])

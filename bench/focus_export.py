@@ -15,9 +15,7 @@ namespaces of 40 teams over 31 days, idle kept apart, two shared namespaces and 
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,8 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench import chargeback
-from bench.common import database
-from bench.reconcile import _high_water_mib
+from bench.common import database, high_water_mib, peak_rss
 from finops.focus_rows import DATETIMES, DECIMALS, FocusVersion
 from finops.policy import parse_policy
 from infra.objectstore import ObjectStore
@@ -79,21 +76,12 @@ def _split(db: Database, folder: str) -> dict[str, float]:
     return spent
 
 
-def peak_rss(dsn: str) -> tuple[float, float]:
-    argv = [sys.executable, "-m", "bench.focus_export", "--rss", dsn]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ)
-    if done.returncode:
-        raise RuntimeError(f"bench.focus_export --rss failed: {done.stderr[-2000:]}")
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(found["before"]), float(found["peak"])
-
-
 def _rss_point(dsn: str) -> None:
     db = connect(dsn, max_size=2)
-    before = _high_water_mib()
+    before = high_water_mib()
     with tempfile.TemporaryDirectory() as folder:
         _export(db, folder)
-    peak = _high_water_mib()
+    peak = high_water_mib()
     db.close()
     print(json.dumps({"before": before, "peak": peak}))
 
@@ -112,7 +100,7 @@ def main() -> None:
         spent = _split(db, folder)
         dsn = db.pool.conninfo
         assert isinstance(dsn, str)
-        rss_before, rss_peak = peak_rss(dsn)
+        rss_before, rss_peak = peak_rss("bench.focus_export", dsn)
     typed = sum(1 for field in schema if field.name in DECIMALS | DATETIMES)
     print(
         f"focus_export: a month of {chargeback.NAMESPACES:,} namespaces x {chargeback.DAYS} days as FOCUS 1.3 "

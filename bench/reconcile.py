@@ -36,10 +36,8 @@ import contextlib
 import cProfile
 import io
 import json
-import os
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,7 +50,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import database
+from bench.common import database, high_water_mib, peak_rss
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.chargeback import Report
 from finops.policy import Policy, parse_policy
@@ -258,31 +256,12 @@ def server_side(db: Database, days: int) -> tuple[float, float]:
     return float(plan["Execution Time"]), plan["Plan"].get("Temp Written Blocks", 0) * 8 / 1024
 
 
-def peak_rss(dsn: str) -> tuple[float, float]:
-    """(MiB after start-up, peak MiB) of a fresh process running the billed report once."""
-    argv = [sys.executable, "-m", "bench.reconcile", "--rss", dsn]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ)
-    if done.returncode:
-        raise RuntimeError(f"bench.reconcile --rss failed: {done.stderr[-2000:]}")
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(found["before"]), float(found["peak"])
-
-
-def _high_water_mib() -> float:
-    """This process's peak RSS so far. Not ``getrusage``'s ``ru_maxrss``: Linux keeps it across
-    ``fork`` and ``exec``, so a child would report the parent's peak (the generated month)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("bench.reconcile: no VmHWM in /proc/self/status (Linux only)")
-
-
 def _rss_point(dsn: str) -> None:
     db = connect(dsn, max_size=2)
     policy = parse_policy(POLICY)
-    before = _high_water_mib()
+    before = high_water_mib()
     report(db, policy, "billed")
-    peak = _high_water_mib()
+    peak = high_water_mib()
     db.close()
     print(json.dumps({"before": before, "peak": peak}))
 
@@ -336,7 +315,7 @@ def main(containers: int = CONTAINERS, days: int = DAYS, *, with_profile: bool =
         stored = len(db.fetch_all("node_days", cluster=CLUSTER, aggregation=DEFAULT_AGGREGATION,
                                   first=FIRST.date(), last=FIRST.date() + timedelta(days=days)))  # fmt: skip
         pg_ms, spilled = server_side(db, days)
-        rss_before, rss_peak = peak_rss(dsn)
+        rss_before, rss_peak = peak_rss("bench.reconcile", dsn)
         profiled = profile(db, policy) if with_profile else ""
     fetched = sum(spent.values())
     rows_s = spent.get("reconcile_rows", 0.0) + spent.get("stored_node_rows", 0.0)
