@@ -31,7 +31,7 @@ from finops.chargeback import DirectCost
 from finops.focus import DailyCost, FocusExport, build_focus
 from finops.focus_split import LINES_NOTE, RATIO_PLACES
 from finops.policy import Policy, parse_policy
-from tests.unit.test_focus import EXAMPLE, NOVEMBER, M, assert_itemises, daily_costs, policy
+from tests.unit.test_focus import EXAMPLE, NOVEMBER, M, assert_itemises, daily_costs, direct_costs, policy
 
 NOVEMBER_FIRST = date(2026, 11, 1)
 DETAILS = ("ResourceId", "ChargePeriodStart", "ChargePeriodEnd", "ChargeDescription", "x_Cluster")
@@ -134,17 +134,7 @@ def expected_origins(daily: list[DailyCost], policy: Policy, direct: list[Direct
 @given(
     daily=st.lists(daily_costs(), max_size=30),
     policy=base.policies,
-    direct=st.lists(
-        st.builds(
-            DirectCost,
-            owner=st.sampled_from([None, "payments", "cloud-only"]),
-            cost_center=st.none(),
-            amount_micros=base.amounts,
-            label=st.sampled_from(["rds", "tax"]),
-            shared=st.booleans(),
-        ),
-        max_size=4,
-    ),
+    direct=direct_costs("rds", "tax"),
 )
 def test_every_origin_charge_is_split_exactly(daily: list[DailyCost], policy: Policy, direct: list[DirectCost]) -> None:
     export = build_focus(daily, policy, period=NOVEMBER, direct=direct)
