@@ -154,13 +154,16 @@ FOCUS_EXAMPLES = """\
 examples:
   finops export focus --month 2026-10 --policy policy.yaml --to focus-2026-10.csv
       every cluster and the month's cloud spend, to a local file
-  finops export focus --month 2026-10 --policy policy.yaml --cluster prod --to s3://billing/focus/
-      one cluster, to S3 as s3://billing/focus/focus-prod-2026-10.csv
   finops export focus --month 2026-10 --policy policy.yaml --format parquet --focus-version 1.2 --to out/
       Parquet with FOCUS 1.2's columns, as out/focus-all-2026-10.parquet
-  finops export focus --month 2026-10 --policy policy.yaml --to s3://billing/focus/ \\
+  finops export focus --month 2026-10 --policy policy.yaml --basis amortised --to out/
+      split from the imported bill's lines (node-days, discounts, taxes), and the Contract
+      Commitment dataset of the commitments they apply, as out/focus-all-2026-10.csv and
+      out/focus-all-2026-10.contract-commitment.csv
+  finops export focus --month 2026-10 --policy policy.yaml --cluster prod --to s3://billing/focus/ \\
       --s3-endpoint http://minio.storage:9000 --require-complete
-      to an S3-compatible store; refused unless every hour is final and priced"""
+      one cluster, to an S3-compatible store as s3://billing/focus/focus-prod-2026-10.csv;
+      refused unless every hour is final and priced"""
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -177,7 +180,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.export == "focus":
         from usecases.reports.focus_files import FileFormat
 
-        options |= {"version": FocusVersion(args.focus_version), "fmt": FileFormat(args.format)}
+        options |= {"version": FocusVersion(args.focus_version), "fmt": FileFormat(args.format), "basis": args.basis}
         return exports.export_focus_command(_report_db(args.cluster, policy), policy, args.month, args.to, **options)
     return exports.export_chargeback_csv_command(
         _report_db(args.cluster, policy), policy, args.month, args.to, by=args.by, basis=args.basis, **options
@@ -292,8 +295,8 @@ def add_commands(sub: Any) -> None:
     )
     csv = _export_parser(export_kinds, "chargeback-csv", "the chargeback report as CSV", to_help="a file or a folder")
     csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
-    csv.add_argument("--basis", choices=BASES, help=BASIS_HELP)
     for parser in (focus, csv):
+        parser.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         parser.set_defaults(func=cmd_export)
 
     policy = sub.add_parser("policy", help="chargeback policy files")

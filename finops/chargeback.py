@@ -70,7 +70,7 @@ from finops.lines import LineKey as LineKey
 from finops.lines import parse_line_key as parse_line_key
 from finops.periods import Period as Period  # re-exported: reports build their periods here
 from finops.policy import IdlePolicy, Policy, SharedSplit
-from finops.reconciliation import UNRECONCILED
+from finops.reconciliation import UNRECONCILED, ClusterReconciliation
 from finops.rounding import round_table
 
 MICROS_PER_CENT = 10_000
@@ -182,6 +182,27 @@ class Report:
             "basis": self.basis,
             "reconciliation": self.reconciliation,
         }
+
+
+@dataclass(frozen=True)
+class BilledInputs:
+    """What ``allocate`` takes on a bill basis: the reconciled clusters' rows, idle and extras."""
+
+    rows: list[CostRow]
+    idle: list[IdleRow]
+    bills: dict[str, BillExtras]
+
+
+def billed_inputs(reconciliations: Iterable[ClusterReconciliation]) -> BilledInputs:
+    inputs = BilledInputs([], [], {})
+    for done in reconciliations:
+        for (namespace, owner, cost_center, kind), micros in done.rows.items():
+            if kind == "idle":
+                inputs.idle.append(IdleRow(done.cluster, micros))
+            else:
+                inputs.rows.append(CostRow(done.cluster, namespace, owner, cost_center, micros))
+        inputs.bills[done.cluster] = BillExtras(done.shared_micros, done.unreconciled_micros)
+    return inputs
 
 
 def allocate(

@@ -97,6 +97,7 @@ CUR_AMORTISED: Mapping[str, tuple[tuple[str, int], ...]] = {
 }
 # A Fee line with a reservation's ARN is the reservation's upfront payment.
 CUR_RESERVATION_ARN = "reservation_reservation_a_r_n"
+CUR_SAVINGS_PLAN_ARN = "savings_plan_savings_plan_a_r_n"
 
 
 def is_support(service: str | None) -> bool:

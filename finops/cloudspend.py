@@ -21,6 +21,11 @@ The columns read are ``COLUMNS``: one not ``optional`` must be in the header; ex
 ignored. Charge categories (usage, discount, purchase, tax, support; ``usage`` without the
 category column) and CUR's amortised cost by line item type: ``finops.cloudcharges``.
 
+Commitments. A line a commitment discount covers or charges keeps the commitment's id
+(``commitment``): FOCUS ``CommitmentDiscountId``, CUR 2.0 ``savings_plan_savings_plan_a_r_n``
+then ``reservation_reservation_a_r_n``; null without one. The FOCUS 1.3 export says by it which
+charges a commitment covered (``finops.commitments``).
+
 Nulls. An empty field is null in both formats. FOCUS files may also write null as the bare token
 ``NULL`` (the FinOps Foundation's own sample data does, in ``Tags``, ``ResourceId``,
 ``SubAccountId``, ...): in a FOCUS report ``NULL`` (exactly, unquoted or quoted alike, as CSV
@@ -60,6 +65,7 @@ from enum import StrEnum
 from finops.cloudcharges import (
     CUR_LINE_ITEM_TYPES,
     CUR_RESERVATION_ARN,
+    CUR_SAVINGS_PLAN_ARN,
     FOCUS_CATEGORIES,
     amortised_rule,
     is_support,
@@ -103,6 +109,7 @@ class _Columns:
     optional: tuple[str, ...]
     null: str | None = None  # a token meaning null, besides the empty field
     amortised: bool = False  # CUR 2.0: the effective cost is amortised by line item type
+    commitments: tuple[str, ...] = ()  # the columns naming a line's commitment, the first given wins
 
     def required(self) -> tuple[str, ...]:
         names = (
@@ -134,6 +141,7 @@ COLUMNS = {
         categories=FOCUS_CATEGORIES,
         optional=("EffectiveCost", "Tags", "ChargeCategory"),
         null="NULL",
+        commitments=("CommitmentDiscountId",),
     ),
     CloudFormat.CUR2: _Columns(
         billed="line_item_unblended_cost",
@@ -149,6 +157,7 @@ COLUMNS = {
         categories=CUR_LINE_ITEM_TYPES,
         optional=("line_item_net_unblended_cost", "resource_tags", "line_item_line_item_type"),
         amortised=True,
+        commitments=(CUR_SAVINGS_PLAN_ARN, CUR_RESERVATION_ARN),
     ),
 }
 
@@ -170,6 +179,7 @@ class CloudCost:
     cost_center: str | None
     category: ChargeCategory
     tags: Mapping[str, str] = field(default_factory=dict)
+    commitment: str | None = None  # the commitment discount (Savings Plan, reservation) it belongs to
 
     @property
     def cost_micros(self) -> int:
@@ -249,6 +259,7 @@ def _parse_row(number: int, row: Mapping[str, str], columns: _Columns, width: in
         cost_center=_tag(where, columns.tags, tags, COST_CENTER_TAGS),
         category=category,
         tags=tags,
+        commitment=next((value for column in columns.commitments if (value := optional(column))), None),
     )
 
 

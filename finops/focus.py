@@ -3,7 +3,9 @@ version 1.3 or 1.2: every column of the version with allowed values (``finops.fo
 checked by ``tests/focus_conformance.py``, written from the column definitions).
 
 In 1.3 the rows are split cost allocation: each origin charge shared out (``finops.focus_split``
-says which charges and how). This module builds 1.2's rows, and settles the report both build on.
+says which charges and how): the estimate's cluster-days, or, on a bill basis, the imported bill's
+lines (node-days, disks, discounts, taxes) with the commitments they apply. This module builds
+1.2's rows, and settles the report both build on.
 
 The file is the chargeback report (by team) broken down into rows; grouping it by ``x_LineKind``
 and ``x_Owner`` gives the report's lines back to the cent, column by column, and the sum of
@@ -69,18 +71,40 @@ each row is within a cent of exact in each column.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from finops.chargeback import MICROS_PER_CENT, CostRow, IdleRow, Period, Report, allocate, line_of, settle
+from finops.chargeback import (
+    MICROS_PER_CENT,
+    CostRow,
+    IdleRow,
+    Period,
+    Report,
+    allocate,
+    billed_inputs,
+    line_of,
+    settle,
+)
+from finops.commitments import CommitmentDataset, contract_of
 from finops.directcosts import DirectCost, share_out
+from finops.errors import InvalidInput
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
-from finops.focus_rows import Draft, FocusVersion, record
-from finops.focus_split import UNMOUNTED, LineTags, cloud_spend, day_span, split_drafts, tags_of
+from finops.focus_rows import DATETIMES, DECIMALS, Draft, FocusVersion, record
+from finops.focus_split import (
+    UNMOUNTED,
+    LineTags,
+    bill_origins,
+    cloud_spend,
+    day_span,
+    estimate_origins,
+    split_drafts,
+    tags_of,
+)
 from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy
+from finops.reconciliation import ClusterReconciliation
 from finops.rounding import largest_remainder
 
 DEFAULT_ISSUER = "Kubernetes"
@@ -107,6 +131,16 @@ class FocusExport:
     def columns(self) -> tuple[str, ...]:
         return COLUMNS[self.version]
 
+    decimals = DECIMALS
+    datetimes = DATETIMES
+
+    def commitments(self) -> CommitmentDataset:
+        """The Contract Commitment dataset of the commitments the rows name (1.3's
+        ``ContractApplied``); empty when none does."""
+        named = {ident for draft in self.drafts for ident in draft.applied}
+        listed = tuple(contract_of(self.policy.reconciliation.commitments, ident) for ident in sorted(named))
+        return CommitmentDataset(listed, self.policy.currency)
+
 
 def build_focus(
     daily: Iterable[DailyCost],
@@ -117,22 +151,33 @@ def build_focus(
     direct: Iterable[DirectCost] = (),
     issuer: str = DEFAULT_ISSUER,
     version: FocusVersion = FocusVersion.V1_3,
+    reconciled: Sequence[ClusterReconciliation] | None = None,
 ) -> FocusExport:
     """The FOCUS rows of the period's chargeback by team (module docstring); ``issuer`` names the
-    provider and invoice issuer of the cluster rows."""
-    daily = list(daily)
+    provider and invoice issuer of the cluster rows. With ``reconciled`` (the clusters on a bill
+    basis, ``finops.reconciliation``) the origin charges are the bill's, and ``daily`` is unused:
+    1.3 only, since 1.2 has no split rows to show them."""
     direct = [cost for cost in direct if cost.overlaps(period)]
-    rows = [CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros) for d in daily if not d.is_idle]
-    idle = [IdleRow(d.cluster, d.micros) for d in daily if d.is_idle]
-    report = allocate(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, direct=direct)
-    settled = settle(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters)
+    daily = list(daily)
+    bills = None
+    if reconciled is None:
+        rows = [CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros) for d in daily if not d.is_idle]
+        idle = [IdleRow(d.cluster, d.micros) for d in daily if d.is_idle]
+    elif version is FocusVersion.V1_3:
+        inputs = billed_inputs(reconciled)
+        rows, idle, bills = inputs.rows, inputs.idle, inputs.bills
+    else:
+        raise InvalidInput("a FOCUS 1.2 export stands on the estimate: a bill basis needs --focus-version 1.3")
+    report = allocate(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, direct=direct, bills=bills)
+    settled = settle(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, bills=bills)
     note = None
     if version is FocusVersion.V1_2:
-        drafts = _allocated(daily, policy) + _overhead(settled, daily, policy, period)
+        drafts = _allocated(daily, policy) + _overhead(settled, daily, rows, policy, period)
         drafts += _direct(direct, settled, policy, period)
         _round(drafts, report)
     else:
-        drafts, note = split_drafts(daily, settled, direct, policy, period, report)
+        origins = estimate_origins(daily) if reconciled is None else bill_origins(reconciled)
+        drafts, note = split_drafts(rows, origins, settled, direct, policy, period, report)
     drafts.sort(key=_order)
     return FocusExport(tuple(drafts), report, policy, issuer, version, note)
 
@@ -175,9 +220,13 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
 
 
 def _overhead(
-    settled: dict[str, dict[LineId, list[Fraction]]], daily: list[DailyCost], policy: Policy, period: Period
+    settled: dict[str, dict[LineId, list[Fraction]]],
+    daily: list[DailyCost],
+    rows: list[CostRow],
+    policy: Policy,
+    period: Period,
 ) -> list[Draft]:
-    line_tags = LineTags(daily, policy)
+    line_tags = LineTags(rows, policy)
     drafts = []
     for cluster, lines in settled.items():
         for line, (_, idle, shared) in lines.items():

@@ -14,6 +14,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from enum import StrEnum
 from fractions import Fraction
 
+from finops.commitments import contract_of
 from finops.lines import LineId
 from finops.periods import Period
 from finops.policy import Policy
@@ -161,6 +162,7 @@ class Draft:
     split: Split | None = None
     ratio: Decimal | None = None
     cents: list[int] = field(default_factory=lambda: [0, 0, 0])
+    applied: dict[str, int] = field(default_factory=dict)  # cents of the row each commitment covered
 
 
 def _money(cents: int) -> str:
@@ -234,6 +236,8 @@ def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: F
             fields |= {"PricingUnit": CORE_HOURS, "ConsumedUnit": CORE_HOURS, "PricingCategory": "Standard"}
     if draft.split is not None and draft.ratio is not None:
         fields |= _allocation(draft.split, draft.ratio)
+    if draft.applied and version is FocusVersion.V1_3:
+        fields["ContractApplied"] = _contract_applied(draft.applied, policy)
     return {name: fields.get(name, "") for name in COLUMNS[version]}
 
 
@@ -249,3 +253,16 @@ def _allocation(split: Split, ratio: Decimal) -> dict[str, str]:
     if split.tags:
         fields["AllocatedTags"] = json.dumps(split.tags, sort_keys=True, separators=(",", ":"))
     return fields
+
+
+def _contract_applied(applied: dict[str, int], policy: Policy) -> str:
+    """``ContractApplied``: per commitment (``finops.commitments``), its contract and the row's
+    part of the cost it covered, in the billing currency (a JSON number written exactly)."""
+    elements = []
+    for ident, cents in sorted(applied.items()):
+        commitment = contract_of(policy.reconciliation.commitments, ident)
+        names = json.dumps(commitment.contract), json.dumps(commitment.id)
+        elements.append(
+            f'{{"ContractID":{names[0]},"ContractCommitmentID":{names[1]},"ContractCommitmentAppliedCost":{_money(cents)}}}'
+        )
+    return '{"Elements":[' + ",".join(elements) + "]}"

@@ -2,7 +2,7 @@
 charge), written as the rows that share it out among namespaces, teams and the idle and shared
 lines, with the method and the ratio of each share.
 
-The origin charges and their rows:
+The origin charges and their rows, on the estimate (``estimate_origins``):
 
 - **a cluster-day**: everything one cluster cost on one UTC day (its nodes, volumes and load
   balancers, as the daily rollups price them: every namespace, the unmounted volumes and the idle
@@ -16,6 +16,20 @@ The origin charges and their rows:
   the period: rows per receiving line, by the policy's split;
 - **a shared cloud charge** (tax, support: the cloud spend marked shared, one origin per label):
   rows per line with allocated cost, by the policy's split.
+
+On a bill basis (``bill_origins``: the month reconciled to the imported bill,
+``finops.reconciliation``) a cluster's origins are the bill's instead: **a node's billed day**
+(``ResourceId`` the node's provider id), split among the namespaces that ran on it and the
+node's idle capacity by their estimated compute (``max-request-usage``); **the day's billed disks**
+and **load balancers**, split by each namespace's volume (``volume-cost``) or load balancer cost
+(``load-balancer-cost``); **a day the bill does not cover yet**, split as on the estimate; **a
+discount line** spread over the day's reconciled cost (``discount-proportional``, category
+``Credit``); **a tax, support or purchase line** (or a discount under the ``shared`` rule), split by
+the policy's shared split; **a usage line matching no resource**, one unsplit row on
+``__unreconciled__``. The idle and shared parts of each are shared out as above. A charge a
+commitment covered (a Savings Plan's covered usage, its negation) carries, on each of its rows, the
+commitment and the row's part of what it covered (``ContractApplied``, in cents adding up to the
+covered amount; ``finops.commitments``).
 
 A share of overhead goes to a line, not a namespace: its ``AllocatedResourceId`` is
 ``<cluster>/__overhead__/<owner>`` (``__cloud__/__overhead__/<owner>`` for a cloud charge). The
@@ -43,7 +57,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -53,6 +67,7 @@ from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_rows import Draft, Split
 from finops.lines import LineId, LineKey, LineKind
 from finops.policy import Policy, SharedSplit
+from finops.reconciliation import UNRECONCILED, ClusterReconciliation
 from finops.rounding import largest_remainder, round_table
 
 RATIO_PLACES = 12
@@ -89,12 +104,12 @@ class LineTags:
     """The tags of a line's share of overhead in a cluster: its owner, and its cost centre when
     the owner has exactly one in that cluster."""
 
-    def __init__(self, daily: Iterable[DailyCost], policy: Policy) -> None:
+    def __init__(self, rows: Iterable[CostRow], policy: Policy) -> None:
         self.policy = policy
         self.centers: dict[tuple[str, str | None], set[str]] = defaultdict(set)
-        for d in daily:
-            if not d.is_idle and d.cost_center:
-                self.centers[(d.cluster, d.owner)].add(d.cost_center)
+        for row in rows:
+            if row.cost_center:
+                self.centers[(row.cluster, row.owner)].add(row.cost_center)
 
     def __call__(self, cluster: str, line: LineId) -> dict[str, str]:
         owner = line[1] if line[0] is LineKind.OWNER else None
@@ -111,9 +126,10 @@ def day_span(day: date) -> tuple[datetime, datetime]:
 class _Origin:
     """One origin charge's rows, as they are drafted."""
 
-    def __init__(self, **fields: object) -> None:
+    def __init__(self, commitments: dict[str, Fraction] | None = None, **fields: object) -> None:
         self.fields = fields
         self.drafts: list[Draft] = []
+        self.commitments = commitments or {}  # the part of the charge each commitment covered
 
     def add(self, line: LineId, column: int, amount: Fraction, split: Split, quantity: Decimal | None = None) -> None:
         if not amount and quantity is None:
@@ -124,7 +140,8 @@ class _Origin:
 
 
 def split_drafts(
-    days: list[DailyCost],
+    rows: list[CostRow],
+    origins: list[ClusterOrigin],
     settled: dict[str, dict[LineId, list[Fraction]]],
     direct: list[DirectCost],
     policy: Policy,
@@ -132,10 +149,129 @@ def split_drafts(
     report: Report,
 ) -> tuple[list[Draft], str | None]:
     """The rows of every origin charge of the period, rounded (module docstring), and a note when
-    their lines are not the report's to the cent (``LINES_NOTE``)."""
-    origins = _cluster_origins(days, settled, policy, period) + _cloud_origins(direct, settled, policy, period)
-    exact_lines = _round(origins, report)
-    return [draft for origin in origins for draft in origin.drafts], None if exact_lines else LINES_NOTE
+    their lines are not the report's to the cent (``LINES_NOTE``). ``origins`` are the clusters'
+    charges (``estimate_origins`` or ``bill_origins``); the fixed fees and cloud charges are
+    added here."""
+    drafted = _cluster_origins(rows, origins, settled, policy, period) + _cloud_origins(direct, settled, policy, period)
+    exact_lines = _round(drafted, report)
+    return [draft for origin in drafted for draft in origin.drafts], None if exact_lines else LINES_NOTE
+
+
+@dataclass
+class ClusterOrigin:
+    """A charge of a cluster before it is split: its FOCUS dimensions, and its exact amount by
+    namespace (``Share``), the idle capacity and the shared namespaces within it; a charge with no
+    shares (a bill line of the shared pool, or one matching no resource) goes whole to ``line``'s
+    column."""
+
+    cluster: str
+    start: datetime
+    end: datetime
+    resource: str
+    resource_name: str
+    resource_type: str
+    description: str
+    category: tuple[str, str]
+    method: str = "max-request-usage"  # how the namespaces' shares were measured
+    shares: list[Share] = field(default_factory=list)
+    amount: Fraction = Fraction(0)
+    pool: int = 2  # without shares: the column the whole amount joins (1 idle, 2 shared)
+    commitments: dict[str, Fraction] = field(default_factory=dict)
+    unsplit: LineId | None = None  # without shares: the line the whole amount is, not split
+
+
+@dataclass(frozen=True)
+class Share:
+    namespace: str
+    owner: str | None
+    cost_center: str | None
+    is_idle: bool
+    amount: Fraction
+    core_hours: Decimal | None = None
+
+
+def estimate_origins(days: list[DailyCost]) -> list[ClusterOrigin]:
+    """On the estimate: one origin per cluster and day, its namespaces as the rollups give them."""
+    by_day: dict[tuple[str, date], list[DailyCost]] = defaultdict(list)
+    for d in days:
+        by_day[(d.cluster, d.day)].append(d)
+    origins = []
+    for (cluster, day), entries in sorted(by_day.items()):
+        start, end = day_span(day)
+        origin = ClusterOrigin(
+            cluster,
+            start,
+            end,
+            cluster,
+            cluster,
+            "Kubernetes Cluster",
+            f"Cluster {cluster} for the day: nodes, volumes and load balancers",
+            ("Usage", "Usage-Based"),
+        )
+        for d in entries:
+            share = Share(d.namespace, d.owner, d.cost_center, d.is_idle, Fraction(d.micros), d.core_hours)
+            origin.shares.append(share)
+        origins.append(origin)
+    return origins
+
+
+_BILL_KINDS = {  # origin kind: resource id suffix, name, type, method
+    "node": ("", "", "Kubernetes Node", "max-request-usage"),
+    "disk": ("__volumes__", "persistent volumes", "Kubernetes Persistent Volumes", "volume-cost"),
+    "load_balancer": ("__load_balancers__", "load balancers", "Kubernetes Load Balancers", "load-balancer-cost"),
+    "estimate": ("", "", "Kubernetes Cluster", "max-request-usage"),
+}
+_BILL_CATEGORIES = {  # a bill line's category: FOCUS ChargeCategory, ChargeFrequency
+    "usage": ("Usage", "Usage-Based"),
+    "discount": ("Credit", "Usage-Based"),
+    "purchase": ("Purchase", "Recurring"),
+    "support": ("Purchase", "Recurring"),
+    "tax": ("Tax", "Recurring"),
+}
+
+
+def bill_origins(reconciliations: Iterable[ClusterReconciliation]) -> list[ClusterOrigin]:
+    """On a bill basis: the reconciled clusters' charges (``finops.reconciliation.Origin``): each
+    node's billed day, the day's disks and load balancers, each day left on estimate, and the
+    cluster's other bill lines (discounts spread over the day's cost, shared lines, lines matching
+    no resource)."""
+    origins = []
+    for done in reconciliations:
+        cluster = done.cluster
+        for charge in done.origins:
+            shares = [
+                Share(namespace, owner, cost_center, kind == "idle", amount)
+                for (namespace, owner, cost_center, kind), amount in sorted(
+                    charge.shares.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2] or "", item[0][3])
+                )
+            ]
+            if charge.kind in _BILL_KINDS:
+                suffix, name, kind, method = _BILL_KINDS[charge.kind]
+                if charge.kind == "node":
+                    resource, name = charge.provider_id or f"{cluster}/{charge.name}", charge.name
+                    description = f"Node {charge.name} of cluster {cluster} for the day, as billed"
+                elif charge.kind == "estimate":
+                    resource, name = cluster, cluster
+                    description = f"Cluster {cluster} for a day the bill does not cover yet: estimated"
+                else:
+                    resource = f"{cluster}/{suffix}"
+                    description = f"The {name} of cluster {cluster} for the day, as billed"
+                category = ("Usage", "Usage-Based")
+            else:
+                resource = charge.provider_id  # a tax or credit line names no resource: null
+                name, kind = (resource, "Cloud Resource") if resource else ("", "")
+                description = f"Bill line {charge.name} of cluster {cluster} ({charge.category})"
+                category, method = _BILL_CATEGORIES[charge.category], "discount-proportional"
+            origin = ClusterOrigin(
+                cluster, charge.start, charge.end, resource, name, kind, description, category, method, shares
+            )
+            origin.commitments = dict(charge.commitments)
+            if not shares:
+                origin.amount = charge.amount
+                if charge.kind == "unreconciled":
+                    origin.unsplit = (LineKind.UNRECONCILED, UNRECONCILED)
+            origins.append(origin)
+    return origins
 
 
 def _weights(lines: dict[LineId, list[Fraction]], column: int) -> dict[LineId, Fraction]:
@@ -156,61 +292,82 @@ def _share(scope: str, line: LineId, method: str, ratio_tags: dict[str, str]) ->
     return Split(method, f"{scope}/__overhead__/{line[1]}", line[1], ratio_tags)
 
 
+@dataclass(frozen=True)
+class _Overhead:
+    """A cluster's idle (column 1) or shared (column 2) cost within an origin, to the lines that
+    receive it: weighted as the policy settles the period."""
+
+    cluster: str
+    weights: dict[int, dict[LineId, Fraction]]
+    policy: Policy
+    line_tags: LineTags
+
+    def __call__(self, origin: _Origin, column: int, amount: Fraction) -> None:
+        for line, weight in self.weights[column].items():
+            if column == 1:
+                method = "idle-separate" if line[0] is LineKind.IDLE else "idle-proportional"
+            else:
+                method = _shared_method(self.policy, line)
+            split = _share(self.cluster, line, method, self.line_tags(self.cluster, line))
+            origin.add(line, column, amount * weight, split)
+
+
 def _cluster_origins(
-    days: list[DailyCost], settled: dict[str, dict[LineId, list[Fraction]]], policy: Policy, period: Period
+    rows: list[CostRow],
+    charges: list[ClusterOrigin],
+    settled: dict[str, dict[LineId, list[Fraction]]],
+    policy: Policy,
+    period: Period,
 ) -> list[_Origin]:
     shared_namespaces = set(policy.shared.namespaces)
-    by_day: dict[tuple[str, date], list[DailyCost]] = defaultdict(list)
-    for d in days:
-        by_day[(d.cluster, d.day)].append(d)
-    line_tags = LineTags(days, policy)
+    line_tags = LineTags(rows, policy)
+    of_cluster: dict[str, list[ClusterOrigin]] = defaultdict(list)
+    for charge in charges:
+        of_cluster[charge.cluster].append(charge)
 
     origins = []
     for cluster, lines in settled.items():
-        idle_weights, shared_weights = _weights(lines, 1), _weights(lines, 2)
-        idle_total = shared_total = Fraction(0)
-        for (name, day), entries in sorted(by_day.items()):
-            if name != cluster:
-                continue
-            start, end = day_span(day)
+        weights = {1: _weights(lines, 1), 2: _weights(lines, 2)}
+        overhead = _Overhead(cluster, weights, policy, line_tags)
+
+        for charge in of_cluster.pop(cluster, []):
             origin = _Origin(
-                start=start,
-                end=end,
+                charge.commitments,
+                start=charge.start,
+                end=charge.end,
                 cluster=cluster,
-                resource=cluster,
-                resource_name=cluster,
-                resource_type="Kubernetes Cluster",
-                description=f"Cluster {cluster} for the day: nodes, volumes and load balancers",
+                resource=charge.resource,
+                resource_name=charge.resource_name,
+                resource_type=charge.resource_type,
+                description=charge.description,
                 tags={},
-                category=("Usage", "Usage-Based"),
+                category=charge.category,
             )
+            if charge.unsplit is not None:
+                whole = [charge.amount, Fraction(0), Fraction(0)]
+                origin.drafts.append(Draft(line=charge.unsplit, exact=whole, **origin.fields))  # type: ignore[arg-type]
+            elif not charge.shares:
+                overhead(origin, charge.pool, charge.amount)
             idle = shared = Fraction(0)
-            for d in entries:
+            for d in charge.shares:
                 if d.is_idle:
-                    idle += d.micros
+                    idle += d.amount
                 elif d.namespace in shared_namespaces:
-                    shared += d.micros
+                    shared += d.amount
                 else:
-                    row = CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros)
+                    row = CostRow(cluster, d.namespace, d.owner, d.cost_center, 0)
                     namespace = d.namespace or UNMOUNTED
                     tags = tags_of(policy, d.owner, d.cost_center, d.namespace or None)
-                    split = Split("max-request-usage", f"{cluster}/{namespace}", namespace, tags, d.core_hours)
-                    origin.add(line_of(row, LineKey.TEAM), 0, Fraction(d.micros), split, d.core_hours)
-            for line, weight in idle_weights.items():
-                method = "idle-separate" if line[0] is LineKind.IDLE else "idle-proportional"
-                origin.add(line, 1, idle * weight, _share(cluster, line, method, line_tags(cluster, line)))
-            for line, weight in shared_weights.items():
-                method = _shared_method(policy, line)
-                origin.add(line, 2, shared * weight, _share(cluster, line, method, line_tags(cluster, line)))
-            idle_total += idle
-            shared_total += shared
+                    split = Split(charge.method, f"{cluster}/{namespace}", namespace, tags, d.core_hours)
+                    origin.add(line_of(row, LineKey.TEAM), 0, d.amount, split, d.core_hours)
+            overhead(origin, 1, idle)
+            overhead(origin, 2, shared)
             origins.append(origin)
         fees: dict[str, Fraction] = defaultdict(Fraction)  # by name: two entries of one name are one charge
         for fixed in policy.shared.fixed:
             if fixed.applies_to(cluster):
                 fees[fixed.name] += fixed.amount_micros * period.months()
         for name, micros in sorted(fees.items()):
-            shared_total += micros
             origin = _Origin(
                 start=period.start,
                 end=period.end,
@@ -222,14 +379,10 @@ def _cluster_origins(
                 tags={},
                 category=("Usage", "Recurring"),
             )
-            for line, weight in shared_weights.items():
-                split = _share(cluster, line, _shared_method(policy, line), line_tags(cluster, line))
-                origin.add(line, 2, micros * weight, split)
+            overhead(origin, 2, micros)
             origins.append(origin)
-        settled_idle = sum((amounts[1] for amounts in lines.values()), Fraction(0))
-        settled_shared = sum((amounts[2] for amounts in lines.values()), Fraction(0))
-        if (idle_total, shared_total) != (settled_idle, settled_shared):  # pragma: no cover - settle's own pools
-            raise RuntimeError(f"cluster {cluster}: the origin charges do not add up to the settled idle and shared")
+    if of_cluster:  # pragma: no cover - every cluster with charges is settled
+        raise RuntimeError(f"charges of clusters outside the report: {sorted(of_cluster)}")
     return origins
 
 
@@ -329,16 +482,23 @@ def _round(origins: list[_Origin], report: Report) -> bool:
             values = [draft.exact[k] / MICROS_PER_CENT for draft in drafts]
             for draft, share in zip(drafts, largest_remainder(values, row[index[(line, k)]]), strict=True):
                 draft.cents[k] = share
-        _ratios(origin.drafts)
+        _ratios(origin)
     return exact_lines
 
 
-def _ratios(drafts: list[Draft]) -> None:
-    split = [draft for draft in drafts if draft.split is not None]
+def _ratios(origin: _Origin) -> None:
+    """Each split row's ratio of its origin, to ``RATIO_PLACES`` decimals adding up to 1; and
+    its part of what each commitment covered of the origin, in cents adding up to it."""
+    split = [draft for draft in origin.drafts if draft.split is not None] or origin.drafts
     if not split:
         return
     total = sum((sum(draft.exact) for draft in split), Fraction(0))
     exact = [sum(draft.exact) / total if total else Fraction(1, len(split)) for draft in split]
-    scale = 10**RATIO_PLACES
-    for draft, units in zip(split, largest_remainder([r * scale for r in exact], scale), strict=True):
-        draft.ratio = Decimal(units).scaleb(-RATIO_PLACES)
+    if split[0].split is not None:
+        scale = 10**RATIO_PLACES
+        for draft, units in zip(split, largest_remainder([r * scale for r in exact], scale), strict=True):
+            draft.ratio = Decimal(units).scaleb(-RATIO_PLACES)
+    for commitment, amount in sorted(origin.commitments.items()):
+        cents = amount / MICROS_PER_CENT
+        for draft, applied in zip(split, largest_remainder([r * cents for r in exact], round(cents)), strict=True):
+            draft.applied[commitment] = applied

@@ -9,6 +9,8 @@ bill's lines are given to clusters.
       cluster_tags: [eks:cluster-name, aws:eks:cluster-name, cluster]   # tags naming a line's cluster
       accounts:                  # optional: the only accounts whose lines may be a cluster's
         prod-eu: ["111122223333"]
+      commitments: [...]         # optional: the terms of the commitments the bill applies
+                                 # (Savings Plans, reservations): finops.commitments
 
 ``estimate`` is OpenCost's figure (list prices or the PriceBook); ``billed`` replaces it, for the
 days the imported bill covers, by what the bill charged (FOCUS ``BilledCost``, CUR unblended
@@ -32,11 +34,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from finops.commitments import Commitment, parse_commitments
 from finops.errors import InvalidInput
 
 DEFAULT_CLUSTER_TAGS = ("eks:cluster-name", "aws:eks:cluster-name", "cluster", "user:cluster", "user_cluster")
 _K8S_TAG = "kubernetes.io/cluster/"
-_KEYS = ("basis", "discounts", "cluster_tags", "accounts")
+_KEYS = ("basis", "discounts", "cluster_tags", "accounts", "commitments")
 _ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")
 
 
@@ -61,6 +64,7 @@ class Reconciliation:
     discounts: DiscountRule = DiscountRule.PROPORTIONAL
     cluster_tags: tuple[str, ...] = DEFAULT_CLUSTER_TAGS
     accounts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    commitments: tuple[Commitment, ...] = ()
 
     def cluster_of_tags(self, tags: Mapping[str, str], account: str | None, clusters: frozenset[str]) -> str | None:
         """The cluster a bill line's tags name, among ``clusters``; None when none does."""
@@ -79,6 +83,7 @@ class Reconciliation:
             "discounts": self.discounts.value,
             "cluster_tags": list(self.cluster_tags),
             "accounts": {name: list(ids) for name, ids in sorted(self.accounts.items())},
+            "commitments": [commitment.as_document() for commitment in self.commitments],
         }
 
 
@@ -104,7 +109,13 @@ def parse_reconciliation(value: object, path: str = "policy.reconciliation") -> 
         raise InvalidInput(f"{path}.discounts: {discounts_text!r} is not one of {', '.join(rules)}")
     tags = value.get("cluster_tags")
     cluster_tags = DEFAULT_CLUSTER_TAGS if tags is None else _names(tags, f"{path}.cluster_tags")
-    return Reconciliation(basis, rules[discounts_text], cluster_tags, _accounts(value.get("accounts"), path))
+    return Reconciliation(
+        basis,
+        rules[discounts_text],
+        cluster_tags,
+        _accounts(value.get("accounts"), path),
+        parse_commitments(value.get("commitments"), f"{path}.commitments"),
+    )
 
 
 def _names(value: object, path: str) -> tuple[str, ...]:

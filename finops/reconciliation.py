@@ -112,6 +112,7 @@ class BillCharge:
     resource_id: str | None = None
     account: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    commitment: str | None = None  # the commitment discount the line belongs to
 
     def amount(self, basis: Basis) -> int:
         if basis is Basis.AMORTISED and self.effective_micros is not None:
@@ -153,6 +154,30 @@ class ResourceVariance:
 
 
 @dataclass
+class Origin:
+    """A charge a reconciled cluster's cost comes from, and its exact shares by row: a node's
+    billed day (``node``), the day's billed disks or load balancers (``disk``,
+    ``load_balancer``), a day on estimate (``estimate``), a discount line spread over the day's
+    cost (``discount``), a line joining the shared pool (``shared``) or matching no resource
+    (``unreconciled``); the last two have no shares, only ``amount``. ``commitments`` is the part
+    of ``amount`` each commitment's lines bill (a node covered by a Savings Plan)."""
+
+    kind: str
+    start: datetime
+    end: datetime
+    name: str  # the node, the line's ref; '' for the day's disks, load balancers or estimate
+    provider_id: str = ""
+    category: str = "usage"  # the bill line's (finops.cloudcharges), 'usage' for resource days
+    shares: dict[RowKey, Fraction] = field(default_factory=lambda: defaultdict(Fraction))
+    amount: Fraction = Fraction(0)
+    commitments: dict[str, Fraction] = field(default_factory=dict)
+
+    def add(self, key: RowKey, amount: Fraction) -> None:
+        self.shares[key] += amount
+        self.amount += amount
+
+
+@dataclass
 class ClusterReconciliation:
     """One cluster's period on the chosen basis, whole micros (step 7)."""
 
@@ -165,6 +190,7 @@ class ClusterReconciliation:
     estimated_days: tuple[date, ...]
     resources: tuple[ResourceVariance, ...]
     unreconciled_lines: tuple[str, ...]  # their refs, to find them in the bill
+    origins: tuple[Origin, ...] = ()  # what the rows, shared and unreconciled cost come from, exact
 
     @property
     def total_micros(self) -> int:
@@ -236,30 +262,56 @@ def reconcile(
     days = sorted(set(days))
     rows, assets, charges = list(rows), list(assets), list(charges)
     billed: dict[tuple[str, str], dict[date, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    applied: dict[tuple[str, str], dict[date, dict[str, Fraction]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(Fraction))
+    )
     for charge, resource in charges:
         if resource is not None:
             for day, amount in charge.per_day(charge.amount(basis), days).items():
                 billed[resource][day] += amount
+                if charge.commitment:
+                    applied[resource][day][charge.commitment] += amount
     billed_days = sorted({day for per_day in billed.values() for day in per_day}) if basis is not Basis.ESTIMATE else []
     on_bill = set(billed_days)
     exact: dict[date, dict[RowKey, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    estimated: dict[date, Origin] = {}
     for row in rows:
         if row.day not in on_bill:
             exact[row.day][row.key] += row.total_micros
-    variances = _reconcile_billed(on_bill, rows, assets, billed, exact)
+            if row.day not in estimated:
+                estimated[row.day] = Origin("estimate", *_span(row.day), "")
+            estimated[row.day].add(row.key, Fraction(row.total_micros))
+    origins = [estimated[day] for day in sorted(estimated)]
+    variances = _reconcile_billed(on_bill, rows, assets, billed, exact, origins, applied)
     shared = unreconciled = Fraction(0)
     refs: list[str] = []
     for charge, resource in charges:
         if resource is not None:
             continue
         per_day = charge.per_day(charge.amount(basis), days)
+        if not per_day:
+            continue
+        start, end = max(charge.start, _span(days[0])[0]), min(charge.end, _span(days[-1])[1])
+        line = Origin("shared", start, max(start, end), charge.ref, charge.resource_id or "", charge.category)
+        whole = sum(per_day.values(), Fraction(0))
         if charge.category == "usage":
-            unreconciled += sum(per_day.values(), Fraction(0))
+            unreconciled += whole
             refs.append(charge.ref)
+            line.kind, line.amount = "unreconciled", whole
         elif charge.category == "discount" and policy.discounts is DiscountRule.PROPORTIONAL:
-            shared += _spread(per_day, exact)
+            line.kind = "discount"
+            left = _spread(per_day, exact, line)
+            shared += left
+            if left:  # what found no cost joins the shared pool: an origin of its own
+                pooled = Origin("shared", line.start, line.end, charge.ref, line.provider_id, charge.category)
+                pooled.amount = left
+                origins.append(pooled)
         else:
-            shared += sum(per_day.values(), Fraction(0))
+            shared += whole
+            line.amount = whole
+        if charge.commitment:
+            line.commitments[charge.commitment] = line.amount
+        origins.append(line)
     keys = sorted({key for lines in exact.values() for key in lines}, key=_order)
     amounts = [sum((exact[day].get(key, Fraction(0)) for day in exact), Fraction(0)) for key in keys]
     values = [*amounts, shared, unreconciled]
@@ -274,7 +326,13 @@ def reconcile(
         estimated_days=tuple(day for day in days if day not in on_bill),
         resources=tuple(variances),
         unreconciled_lines=tuple(refs),
+        origins=tuple(origin for origin in origins if origin.amount or origin.shares),
     )
+
+
+def _span(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time(), UTC)
+    return start, start + _DAY
 
 
 def _order(key: RowKey) -> tuple[str, str, str, str]:
@@ -290,8 +348,11 @@ def _reconcile_billed(
     assets: list[Asset],
     billed: Mapping[tuple[str, str], Mapping[date, Fraction]],
     exact: dict[date, dict[RowKey, Fraction]],
+    origins: list[Origin],
+    applied: Mapping[tuple[str, str], Mapping[date, Mapping[str, Fraction]]],
 ) -> list[ResourceVariance]:
-    """Steps 3-5 for the billed days, into ``exact``; the variance per resource."""
+    """Steps 3-5 for the billed days, into ``exact`` and ``origins`` (one per node and day, one per
+    day for the disks and for the load balancers); the variance per resource."""
     estimate: dict[tuple[str, str], int] = defaultdict(int)
     provider: dict[tuple[str, str], str] = {}
     node_estimate: dict[tuple[date, str], int] = {}
@@ -319,21 +380,34 @@ def _reconcile_billed(
             bill = billed.get(("node", node), {}).get(day, Fraction(0))
             if (day, node) not in node_estimate:  # '' stands for allocations without a node
                 estimate[("node", node)] += measured
+            origin = Origin("node", *_span(day), node, provider.get(("node", node), ""))
+            origin.commitments = dict(applied.get(("node", node), {}).get(day, {}))
+            origins.append(origin)
             if guess == 0:
+                origin.add(IDLE_KEY, bill)
                 exact[day][IDLE_KEY] += bill
                 continue
             factor = bill / guess
             for row in members:
+                origin.add(row.key, row.compute_micros * factor)
                 exact[day][row.key] += row.compute_micros * factor
+            origin.add(IDLE_KEY, (guess - measured) * factor)
             exact[day][IDLE_KEY] += (guess - measured) * factor
         for kind, column in (("disk", "pv_micros"), ("load_balancer", "lb_micros")):
             bill = sum((per_day.get(day, Fraction(0)) for (k, _), per_day in billed.items() if k == kind), Fraction(0))
+            origin = Origin(kind, *_span(day), "")
+            for (k, _), per_day in applied.items():
+                for commitment, amount in per_day.get(day, {}).items() if k == kind else ():
+                    origin.commitments[commitment] = origin.commitments.get(commitment, Fraction(0)) + amount
+            origins.append(origin)
             weight = sum(getattr(row, column) for row in storage[day])
             if weight == 0:
+                origin.add(IDLE_KEY, bill)
                 exact[day][IDLE_KEY] += bill
                 continue
             factor = bill / weight
             for row in storage[day]:
+                origin.add(row.key, getattr(row, column) * factor)
                 exact[day][row.key] += getattr(row, column) * factor
     resources = set(estimate) | set(billed)
     return [
@@ -349,9 +423,9 @@ def _reconcile_billed(
     ]
 
 
-def _spread(per_day: Mapping[date, Fraction], exact: dict[date, dict[RowKey, Fraction]]) -> Fraction:
-    """A discount spread over each day's positive cost in proportion; what finds no cost is
-    returned (it joins the shared pool)."""
+def _spread(per_day: Mapping[date, Fraction], exact: dict[date, dict[RowKey, Fraction]], origin: Origin) -> Fraction:
+    """A discount spread over each day's positive cost in proportion, into ``origin``'s shares;
+    what finds no cost is returned (it joins the shared pool)."""
     left = Fraction(0)
     for day, amount in per_day.items():
         lines = exact.get(day, {})
@@ -360,5 +434,7 @@ def _spread(per_day: Mapping[date, Fraction], exact: dict[date, dict[RowKey, Fra
             left += amount
             continue
         for key in [key for key, value in lines.items() if value > 0]:
-            lines[key] += amount * lines[key] / weight
+            share = amount * lines[key] / weight
+            origin.add(key, share)
+            lines[key] += share
     return left

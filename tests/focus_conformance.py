@@ -432,3 +432,60 @@ def _cost_rules(
     if _value(row, "BillingPeriodStart") and row["BillingPeriodStart"] == row.get("BillingPeriodEnd"):
         findings.append("column BillingPeriodEnd: equals BillingPeriodStart (an empty billing period)")
     return findings
+
+
+# FOCUS 1.3's Contract Commitment dataset (``specification/datasets/contract_commitment``): every
+# column Mandatory; these do not allow nulls.
+COMMITMENT_COLUMNS = {
+    "BillingCurrency": Column("currency", True, True),
+    "ContractCommitmentCategory": Column("string", False, True, allowed=_values("Spend", "Usage")),
+    "ContractCommitmentCost": Column("decimal", True, True),
+    "ContractCommitmentDescription": Column("string", True, True),
+    "ContractCommitmentId": Column("string", False, True),
+    "ContractCommitmentPeriodEnd": Column("datetime", False, True),
+    "ContractCommitmentPeriodStart": Column("datetime", False, True),
+    "ContractCommitmentQuantity": Column("decimal", True, True),
+    "ContractCommitmentType": Column("string", False, True),
+    "ContractCommitmentUnit": Column("string", True, True),
+    "ContractId": Column("string", False, True),
+    "ContractPeriodEnd": Column("datetime", False, True),
+    "ContractPeriodStart": Column("datetime", False, True),
+}
+
+
+def check_commitments(header: Sequence[str], rows: Iterable[Mapping[str, str]]) -> list[str]:
+    """Findings in a Contract Commitment dataset: presence, nulls, formats and allowed values as
+    for the cost rows; ContractCommitmentCost not null when ContractCommitmentQuantity is null,
+    ContractCommitmentUnit null exactly when the quantity is, BillingCurrency given with a cost,
+    each period's start before its end, and ids unique."""
+    findings = [f"header: column {name} is missing" for name in COMMITMENT_COLUMNS if name not in header]
+    findings += [f"header: column {name} is not a Contract Commitment column" for name in header
+                 if name not in COMMITMENT_COLUMNS and not name.startswith("x_")]  # fmt: skip
+    seen: set[str] = set()
+    for number, row in enumerate(rows, start=1):
+        problems = []
+        for name, column in COMMITMENT_COLUMNS.items():
+            text = row.get(name, "")
+            if not text:
+                if not column.nullable:
+                    problems.append(f"column {name}: null in a column that does not allow nulls")
+            elif problem := _format_problem(column, text):
+                problems.append(f"column {name}: {text!r} {problem}")
+        cost, quantity = _value(row, "ContractCommitmentCost"), _value(row, "ContractCommitmentQuantity")
+        if cost is None and quantity is None:
+            problems.append("column ContractCommitmentCost: must not be null when ContractCommitmentQuantity is")
+        problems += _null_together(row, "ContractCommitmentUnit", "ContractCommitmentQuantity")
+        if cost is not None and _value(row, "BillingCurrency") is None:
+            problems.append("column BillingCurrency: must not be null with a ContractCommitmentCost")
+        for start, end in (
+            ("ContractCommitmentPeriodStart", "ContractCommitmentPeriodEnd"),
+            ("ContractPeriodStart", "ContractPeriodEnd"),
+        ):
+            if _value(row, start) and _value(row, end) and row[end] <= row[start]:
+                problems.append(f"column {end}: not after {start}")
+        ident = row.get("ContractCommitmentId", "")
+        if ident in seen:
+            problems.append(f"column ContractCommitmentId: {ident!r} appears twice")
+        seen.add(ident)
+        findings += [f"row {number}, {problem}" for problem in problems]
+    return findings

@@ -20,15 +20,19 @@ into a real PostgreSQL, with FOCUS 1.2 and CUR 2.0 bills generated for its nodes
 
 from __future__ import annotations
 
+import csv
 import json
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow.parquet as pq
 import pytest
 
 from finops.chargeback import Period, Report
@@ -39,7 +43,9 @@ from sandbox import opencost as sandbox_opencost
 from sandbox.cluster import cluster_objects
 from sandbox.localstack import Stack, serve_function
 from sandbox.postgres import scratch_database
+from tests.bills import SAVINGS_PLAN_ARN
 from tests.e2e.bill_world import (
+    ACCOUNT,
     CLOCK,
     CLUSTER,
     DAYS,
@@ -66,6 +72,8 @@ from tests.e2e.bill_world import (
     row_costs,
 )
 from tests.e2e.cli_runner import run_finops
+from tests.focus_conformance import check_commitments, check_rows
+from tests.focus_validator import decimal_rules, failed_rules
 from tests.logs import LOG_DIR as TEST_LOGS
 from usecases.reports.formats import load_policy
 from usecases.reports.service import ReportQuery, chargeback
@@ -326,3 +334,157 @@ def test_settled_days_per_node_are_stored_once_and_read_back_unchanged(world: Wo
     assert [row["day"] for row in stored] == DAYS  # every hour of the month is final: every day stored
     assert differing is not None and differing["n"] == 0
     assert world.chargeback(world.policy(), "billed").to_document() == live  # read back: the same report
+
+
+PLAN_ARN = SAVINGS_PLAN_ARN.format(account=ACCOUNT)
+COMMITMENTS = f"""  commitments:
+    - id: "{PLAN_ARN}"
+      contract: aws-enterprise-2026
+      category: spend
+      type: Compute Savings Plan
+      start: 2026-01-01T00:00:00Z
+      end: 2029-01-01T00:00:00Z
+      cost: "26280.00"
+      description: 3-year compute plan, no upfront
+"""
+
+
+def with_commitments(world: World, idle: str) -> str:
+    """The policy with ``idle``, and the savings plan's terms listed."""
+    path = world.folder / f"policy-{idle}-commitments.yaml"
+    path.write_text(Path(world.policy(idle)).read_text() + COMMITMENTS)
+    return str(path)
+
+
+def export(world: World, policy: str, basis: str, fmt: str = "csv", *more: str) -> dict[str, Any]:
+    args = ["export", "focus", "--month", MONTH, "--policy", policy, "--basis", basis, "--format", fmt]
+    (world.folder / basis).mkdir(exist_ok=True)
+    done = run_finops(*args, "--to", f"{world.folder}/{basis}/", *more, DATABASE_URL=world.dsn)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def origins_of(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[dict[str, str]]]:
+    """The rows by origin charge: its resource, charge period and description."""
+    found: dict[tuple[str, str, str], list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        found[(row["ResourceId"], row["ChargePeriodStart"], row["ChargeDescription"])].append(row)
+    return found
+
+
+def applied(row: dict[str, str]) -> Decimal:
+    """The row's cost the savings plan covered, from ContractApplied (JSON numbers read exactly)."""
+    if not row["ContractApplied"]:
+        return Decimal(0)
+    (element,) = json.loads(row["ContractApplied"], parse_float=Decimal)["Elements"]
+    assert (element["ContractID"], element["ContractCommitmentID"]) == ("aws-enterprise-2026", PLAN_ARN)
+    return Decimal(element["ContractCommitmentAppliedCost"])
+
+
+@pytest.mark.parametrize("basis", ["billed", "amortised"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_focus_on_the_bill_splits_each_billed_charge_exactly(world: World, fmt: str, basis: str) -> None:
+    bill = world.bill(fmt)
+    amortised = basis == "amortised"
+    policy = with_commitments(world, "distribute")
+    result = export(world, policy, basis)
+    _, rows = read_focus(Path(result["url"]))
+    assert result["rows"] == len(rows) and "note" not in result
+
+    # Each node's billed day is an origin: its rows add up to the bill's usage of that node that day.
+    nodes = {a.provider_id: a.name for a in world.assets if a.kind == "node"}
+    days = origins_of([row for row in rows if row["ResourceType"] == "Kubernetes Node"])
+    expected = {
+        (a.provider_id, day_start(a.day)): bill.usage_of(instance_id(a.provider_id), a.day, amortised)
+        for a in world.assets
+        if a.kind == "node" and a.day in bill.billed_days and a.name != MISSING_NODE
+    }
+    assert {(key[0], datetime.fromisoformat(key[1])) for key in days} == set(expected)
+    for (resource, start, _), mine in days.items():
+        exact = Fraction(expected[(resource, datetime.fromisoformat(start))], 10_000)  # in cents
+        total = sum(Decimal(row["BilledCost"]) for row in mine) * 100
+        assert abs(Fraction(total) - exact) < 1, (nodes[resource], start)
+        assert all(row["ChargeCategory"] == "Usage" and row["ResourceName"] == nodes[resource] for row in mine)
+        ratios = [json.loads(r["AllocatedMethodDetails"], parse_float=Decimal)["Elements"][0] for r in mine]
+        assert sum(element["AllocatedRatio"] for element in ratios) == 1
+        # The savings plan covered half of node-b: ContractApplied shares what it covered that day.
+        covered = sum(applied(row) for row in mine) * 100
+        if nodes[resource] == SP_NODE:
+            plan = [line for line in bill.cluster_lines if line.kind == "SavingsPlanCoveredUsage"
+                    and line.start == datetime.fromisoformat(start)]  # fmt: skip
+            want = sum(Fraction(micros(line.amortised if amortised else line.billed)) for line in plan) / 10_000
+            assert abs(Fraction(covered) - want) < 1 and all(row["ContractApplied"] for row in mine)
+        else:
+            assert covered == 0 and not any(row["ContractApplied"] for row in mine)
+    # The late days stay on estimate: one origin per day; the tax, credit and NAT lines are origins.
+    estimated = origins_of([row for row in rows if row["ResourceType"] == "Kubernetes Cluster"])
+    assert sorted(key[1][:10] for key in estimated) == sorted(day.isoformat() for day in late_days(bill))
+    categories = {row["ChargeCategory"] for row in rows if row["ChargeDescription"].startswith("Bill line")}
+    assert {"Tax", "Credit"} <= categories
+
+    # Grouped by line the rows are the chargeback on that basis, to the cent; the total is its.
+    report = chargeback(world.db, load_policy(policy), ReportQuery(Period(FIRST, CLOCK)), basis=basis)
+    totals: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
+    for row in rows:
+        for k, column in enumerate(("x_AllocatedCost", "x_IdleCost", "x_SharedCost")):
+            totals[(row["x_LineKind"], row["x_Owner"])][k] += Decimal(row[column])
+    lines = {(line.kind.value, line.owner): [line.allocated, line.idle, line.shared] for line in report.lines}
+    assert {key: value for key, value in totals.items() if any(value)} == {k: v for k, v in lines.items() if any(v)}
+    assert sum(Decimal(row["BilledCost"]) for row in rows) == report.total == Decimal(result["total"])
+    if fmt == "cur2" and not amortised:  # the negation's rows give the plan back: applied nets to zero
+        assert sum(applied(row) for row in rows) == 0
+
+    # The Contract Commitment dataset: the plan, as the policy lists it.
+    dataset = Path(result["commitments_url"])
+    assert dataset.name == "focus-all-2026-11.contract-commitment.csv"
+    with dataset.open() as handle:
+        reader = csv.DictReader(handle)
+        commitments = list(reader)
+        assert check_commitments(reader.fieldnames or [], commitments) == []
+    assert [(c["ContractCommitmentId"], c["ContractId"], c["ContractCommitmentCost"]) for c in commitments] == [
+        (PLAN_ARN, "aws-enterprise-2026", "26280.00")
+    ]
+    assert failed_rules(Path(result["url"]), world.folder) == []
+
+
+@pytest.mark.parametrize("basis", ["estimate", "billed"])
+def test_the_demo_month_validates_in_both_formats(world: World, basis: str) -> None:
+    world.bill("cur2")
+    policy = with_commitments(world, "separate")
+    versions = ["1.2", "1.3"] if basis == "estimate" else ["1.3"]
+    for version in versions:
+        written = {fmt: export(world, policy, basis, fmt, "--focus-version", version) for fmt in ("csv", "parquet")}
+        csv_file, parquet_file = Path(written["csv"]["url"]), Path(written["parquet"]["url"])
+        header, rows = read_focus(csv_file)
+        assert failed_rules(csv_file, world.folder) == [], version
+        assert failed_rules(parquet_file, world.folder) == decimal_rules(), version
+        table = pq.read_table(parquet_file)
+        assert table.schema.names == header and table.num_rows == len(rows)
+        assert sum(table.column("BilledCost").to_pylist()) == Decimal(written["csv"]["total"])
+        if basis == "billed":
+            assert pq.read_table(Path(written["parquet"]["commitments_url"])).num_rows == 1
+
+
+def test_an_unlisted_commitment_is_refused_before_anything_is_written(world: World, tmp_path: Path) -> None:
+    world.bill("focus")
+    policy = world.policy()  # without the plan's terms
+    args = ["export", "focus", "--month", MONTH, "--policy", policy, "--basis", "billed"]
+    done = run_finops(*args, "--to", f"{tmp_path}/", DATABASE_URL=world.dsn)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"finops: policy.reconciliation.commitments: the bill applies commitment '{PLAN_ARN}', which is not listed; "
+        "add it with its term (start, end), category, type and amount"
+    )
+    assert list(tmp_path.iterdir()) == []
+    refused = run_finops(*args, "--focus-version", "1.2", "--to", f"{tmp_path}/", DATABASE_URL=world.dsn)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().endswith("a bill basis needs --focus-version 1.3")
+
+
+def read_focus(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """A CSV export's header and rows, after checking they conform to their FOCUS version."""
+    with path.open() as handle:
+        reader = csv.DictReader(handle)
+        header, rows = list(reader.fieldnames or []), list(reader)
+    assert check_rows(header, rows, "1.3" if "ServiceProviderName" in header else "1.2")[:10] == []
+    return header, rows

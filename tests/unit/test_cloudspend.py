@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from finops.cloudspend import CloudCost, CloudFormat, detect_format, parse_cloud_costs
 from finops.errors import InvalidInput
+from tests.bills import RESERVATION_ARN, SAVINGS_PLAN_ARN, BillLine, cur2_csv, focus_csv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cloud"
 FOCUS_HEADER = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,BillingCurrency,ServiceName,ResourceId,"
@@ -302,3 +304,19 @@ def test_the_focus_1_2_sample_is_refused_by_field() -> None:
     with pytest.raises(InvalidInput) as caught:
         parse_text(header + "\n" + FOCUS_1_2_SAMPLE_ROW + "\n")
     assert caught.value.message == "row 1, column ChargePeriodStart: '4/1/25' is not an ISO 8601 timestamp"
+
+
+@pytest.mark.parametrize("fmt", ["focus", "cur2"])
+def test_a_line_keeps_the_commitment_it_belongs_to(fmt: str) -> None:
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    day = {"start": start, "end": start + timedelta(days=1), "resource_id": "i-0a"}
+    lines = [
+        BillLine(billed=Decimal("1.00"), **day),
+        BillLine(billed=Decimal("2.00"), effective=Decimal("1.50"), kind="SavingsPlanCoveredUsage", **day),
+        BillLine(billed=Decimal("3.00"), effective=Decimal("2.00"), kind="DiscountedUsage", **day),
+    ]
+    text = focus_csv(lines) if fmt == "focus" else cur2_csv(lines)
+    reader = csv.DictReader(io.StringIO(text))
+    _, costs = parse_cloud_costs(list(reader.fieldnames or []), reader)
+    plan, reservation = (arn.format(account="111122223333") for arn in (SAVINGS_PLAN_ARN, RESERVATION_ARN))
+    assert [cost.commitment for cost in costs] == [None, plan, reservation]

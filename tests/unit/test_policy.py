@@ -42,6 +42,20 @@ FULL = {
         "discounts": "shared",
         "cluster_tags": ["eks:cluster-name"],
         "accounts": {"prod-eu": ["111122223333"]},
+        "commitments": [
+            {
+                "id": "arn:aws:savingsplans::111122223333:savingsplan/plan-1",
+                "contract": "enterprise-2026",
+                "category": "spend",
+                "type": "Compute Savings Plan",
+                "start": "2026-01-01T00:00:00Z",
+                "end": "2029-01-01T00:00:00Z",
+                "contract_start": "2025-12-01T00:00:00Z",
+                "contract_end": "2029-12-01T00:00:00Z",
+                "cost": "26280.00",
+                "description": "3-year compute plan",
+            }
+        ],
     },
     "budgets": [],
 }

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from finops.commitments import parse_commitments
 from finops.errors import InvalidInput
 from finops.reconcile_policy import (
     DEFAULT_CLUSTER_TAGS,
@@ -40,6 +41,17 @@ def test_an_absent_section_or_key_takes_the_default(value: object) -> None:
     assert policy.cluster_tags == DEFAULT_CLUSTER_TAGS and policy.accounts == {}
 
 
+RESERVATION = {
+    "id": "arn:aws:ec2:eu-west-1:111122223333:reserved-instances/ri-1",
+    "category": "usage",
+    "type": "Reserved Instance",
+    "start": "2026-01-01T01:00:00+01:00",
+    "end": "2027-01-01T00:00:00Z",
+    "quantity": "8760",
+    "unit": "Hours",
+}
+
+
 def test_every_key_is_read() -> None:
     policy = parse_reconciliation(
         {
@@ -47,6 +59,7 @@ def test_every_key_is_read() -> None:
             "discounts": "shared",
             "cluster_tags": ["team-cluster", "kube"],
             "accounts": {"prod": ["111122223333", "acct-2"], "staging": ("444455556666",)},
+            "commitments": [RESERVATION],
         }
     )
     assert policy == Reconciliation(
@@ -54,13 +67,17 @@ def test_every_key_is_read() -> None:
         DiscountRule.SHARED,
         ("team-cluster", "kube"),
         {"prod": ("111122223333", "acct-2"), "staging": ("444455556666",)},
+        parse_commitments([RESERVATION], "commitments"),
     )
     assert policy.as_document() == {
         "basis": "amortised",
         "discounts": "shared",
         "cluster_tags": ["team-cluster", "kube"],
         "accounts": {"prod": ["111122223333", "acct-2"], "staging": ["444455556666"]},
-    }
+        "commitments": [RESERVATION | {"start": "2026-01-01T00:00:00Z", "end": "2027-01-01T00:00:00Z"}
+                        | {"contract_start": "2026-01-01T00:00:00Z", "contract_end": "2027-01-01T00:00:00Z"}
+                        | {"contract": RESERVATION["id"]}],
+    }  # fmt: skip
 
 
 def test_an_empty_tag_list_is_kept_empty() -> None:
@@ -89,7 +106,8 @@ def test_the_section_must_be_a_mapping() -> None:
 def test_an_unknown_key_is_refused_with_the_keys_allowed() -> None:
     refused(
         {"basis": "billed", "discount": "shared"},
-        "policy.reconciliation.discount: unknown key (expected one of basis, discounts, cluster_tags, accounts)",
+        "policy.reconciliation.discount: unknown key "
+        "(expected one of basis, discounts, cluster_tags, accounts, commitments)",
     )
 
 

@@ -229,6 +229,14 @@ def test_a_billed_cluster_totals_its_bill_to_the_micro(nodes, bill, rule) -> Non
     expected = sum(Fraction(c.billed_micros, 2) for c in charges[:-1]) + 1
     assert done.total_micros == round(expected)
     assert all(isinstance(value, int) for value in done.rows.values())
+    # The origins the FOCUS export splits are the same money, exactly: their shares give each row
+    # (within the micro the rows are rounded to), and with the lines left whole the bill's total.
+    assert sum((origin.amount for origin in done.origins), Fraction(0)) == expected
+    for key, micros in done.rows.items():
+        exact = sum((origin.shares.get(key, Fraction(0)) for origin in done.origins), Fraction(0))
+        assert abs(exact - micros) < 1
+    for origin in done.origins:
+        assert sum(origin.shares.values(), Fraction(0)) == (origin.amount if origin.shares else 0)
 
 
 @pytest.mark.parametrize("basis", [Basis.BILLED, Basis.AMORTISED])

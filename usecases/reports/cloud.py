@@ -57,6 +57,7 @@ TABLE_COLUMNS = (
     "cost_center",
     "tags",
     "charge_category",
+    "commitment_id",
 )
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -149,6 +150,7 @@ def import_cloud_costs(db: Database, url: str, store: ObjectStore) -> CloudImpor
             cost.cost_center,
             json.dumps(dict(cost.tags), sort_keys=True),
             cost.category.value,
+            cost.commitment,
         )
         for cost in costs
     ]

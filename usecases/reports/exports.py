@@ -38,12 +38,12 @@ from finops.coverage import Coverage
 from finops.focus import DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
 from finops.focus_rows import FocusVersion
 from finops.policy import Policy
+from finops.reconcile_policy import Basis, parse_basis
 from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
-from usecases.reports import focus_files
+from usecases.reports import focus_files, reconciled
 from usecases.reports.focus_files import FileFormat
 from usecases.reports.formats import chargeback_csv, warning
-from usecases.reports.reconciled import direct_costs
 from usecases.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
 
 
@@ -56,6 +56,7 @@ class ExportResult:
     coverage: Coverage
     coverage_url: str
     note: str | None = None
+    commitments_url: str | None = None  # the Contract Commitment dataset, when rows name commitments
 
     def as_document(self) -> dict[str, Any]:
         document = {
@@ -66,6 +67,8 @@ class ExportResult:
             "coverage_url": self.coverage_url,
             "coverage": self.coverage.as_document(),
         }
+        if self.commitments_url:
+            document["commitments_url"] = self.commitments_url
         return document | ({"note": self.note} if self.note else {})
 
 
@@ -74,6 +77,12 @@ def coverage_target(url: str) -> str:
     (else appended)."""
     stem = next((url.removesuffix(suffix) for suffix in (".csv", ".parquet") if url.endswith(suffix)), url)
     return stem + ".coverage.json"
+
+
+def commitment_target(url: str, fmt: FileFormat) -> str:
+    """The Contract Commitment dataset beside the file at ``url``:
+    ``focus-all-2026-11.contract-commitment.csv`` (``.parquet``)."""
+    return url.removesuffix(f".{fmt.value}") + f".contract-commitment.{fmt.value}"
 
 
 def write_with_coverage(
@@ -118,13 +127,27 @@ def focus_export(
     default_cluster: str = DEFAULT_CLUSTER,
     issuer: str = DEFAULT_ISSUER,
     version: FocusVersion = FocusVersion.V1_3,
+    basis: Basis | str | None = None,
 ) -> FocusExport:
     """The month's FOCUS rows from the daily rollups (and the month's cloud spend when the export
     covers every cluster); its report carries the month's coverage, after the same refusals as
-    every report (``usecases.reports.service.period_coverage``)."""
+    every report (``usecases.reports.service.period_coverage``). On a bill basis (``basis``,
+    default the policy's) the clusters are reconciled to the imported bill and split from its
+    lines (``usecases.reports.reconciled``)."""
+    basis = policy.reconciliation.basis if basis is None else parse_basis(basis)
     period = month_period(month)
     query = ReportQuery(period, cluster, aggregation, require_complete, default_cluster)
     coverage = period_coverage(db, query, policy)
+    if basis is not Basis.ESTIMATE:
+        bill = reconciled.read(db, policy, period, coverage.cluster_names, basis, aggregation=aggregation)
+        direct = [] if cluster is not None else bill.direct
+        export = build_focus(
+            (), policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer,
+            version=version, reconciled=bill.clusters,
+        )  # fmt: skip
+        summary = reconciled.document(bill, export.report, None)
+        report = replace(export.report, coverage=coverage, basis=basis.value, reconciliation=summary)
+        return replace(export, report=report)
     daily: list[DailyCost] = []
     for row in db.fetch_all("focus_daily_rows", **query.params()):
         daily.append(
@@ -139,7 +162,7 @@ def focus_export(
                 is_idle=row["is_idle"],
             )
         )
-    direct = [] if cluster is not None else direct_costs(db, policy, period, coverage.cluster_names)
+    direct = [] if cluster is not None else reconciled.direct_costs(db, policy, period, coverage.cluster_names)
     export = build_focus(
         daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer, version=version
     )
@@ -159,9 +182,11 @@ def export_focus(
     issuer: str = DEFAULT_ISSUER,
     version: FocusVersion = FocusVersion.V1_3,
     fmt: FileFormat = FileFormat.CSV,
+    basis: Basis | str | None = None,
 ) -> ExportResult:
     """Write the month's FOCUS file (``version``, ``fmt``), and its coverage sidecar, to
-    ``target`` (a path, ``s3://bucket/key`` or a folder)."""
+    ``target`` (a path, ``s3://bucket/key`` or a folder); when the rows name commitments, the
+    Contract Commitment dataset beside it (``commitment_target``), written before the file."""
     export = focus_export(
         db,
         policy,
@@ -171,8 +196,15 @@ def export_focus(
         default_cluster=default_cluster,
         issuer=issuer,
         version=version,
+        basis=basis,
     )
     url = resolve_target(target, focus_file_name(month, cluster, fmt))
+    commitments = export.commitments()  # an unlisted commitment fails here, before any write
+    commitments_url = None
+    if commitments.commitments:
+        commitments_url = commitment_target(url, fmt)
+        with store.writer(commitments_url, fmt.content_type) as out:
+            focus_files.write(commitments, out, fmt)
     sidecar = write_with_coverage(
         store, url, fmt.content_type, export.report, lambda out: focus_files.write(export, out, fmt), export.note
     )
@@ -185,6 +217,7 @@ def export_focus(
         coverage=export.report.coverage,
         coverage_url=sidecar,
         note=export.note,
+        commitments_url=commitments_url,
     )
 
 
@@ -200,6 +233,7 @@ def export_focus_command(
     default_cluster: str = DEFAULT_CLUSTER,
     version: FocusVersion = FocusVersion.V1_3,
     fmt: FileFormat = FileFormat.CSV,
+    basis: str | None = None,
 ) -> int:
     """``finops export focus``: write the file, print where and what (JSON); closes ``db``. The
     policy is loaded (``load_policy``) by the caller before it connects: a bad policy fails first."""
@@ -216,6 +250,7 @@ def export_focus_command(
             issuer=os.environ.get("FOCUS_INVOICE_ISSUER") or DEFAULT_ISSUER,
             version=version,
             fmt=fmt,
+            basis=basis,
         )
     finally:
         db.close()

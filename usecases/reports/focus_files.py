@@ -1,4 +1,7 @@
-"""The FOCUS export as a file: CSV or Parquet, written row batch by row batch to a binary file.
+"""The FOCUS export as files: CSV or Parquet, written row batch by row batch to a binary file.
+A table is the cost and usage rows (``finops.focus.FocusExport``) or the Contract Commitment
+dataset (``finops.commitments.CommitmentDataset``): both give their columns, their decimal and
+date/time columns, and their rows as dicts of strings.
 
 CSV: one header line and the rows, UTF-8, ``\\n`` line ends; a null is an empty field.
 
@@ -14,15 +17,24 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from enum import StrEnum
 from itertools import islice
-from typing import TYPE_CHECKING, BinaryIO
-
-from finops.focus import FocusExport
-from finops.focus_rows import DATETIMES, DECIMALS
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+class Table(Protocol):
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+    @property
+    def decimals(self) -> frozenset[str]: ...
+    @property
+    def datetimes(self) -> frozenset[str]: ...
+    def rows(self) -> Iterator[dict[str, str]]: ...
+
 
 BATCH = 4_096  # rows per row group: each batch is held as dicts of strings before it is typed
 
@@ -36,23 +48,23 @@ class FileFormat(StrEnum):
         return "text/csv; charset=utf-8" if self is FileFormat.CSV else "application/vnd.apache.parquet"
 
 
-def schema(columns: tuple[str, ...]) -> pa.Schema:
+def schema(table: Table) -> pa.Schema:
     import pyarrow as pa
 
     def kind(name: str) -> pa.DataType:
-        if name in DECIMALS:
+        if name in table.decimals:
             return pa.decimal128(38, 6)
-        return pa.timestamp("ms", tz="UTC") if name in DATETIMES else pa.string()
+        return pa.timestamp("ms", tz="UTC") if name in table.datetimes else pa.string()
 
-    return pa.schema([pa.field(name, kind(name)) for name in columns])
+    return pa.schema([pa.field(name, kind(name)) for name in table.columns])
 
 
-def write(export: FocusExport, out: BinaryIO, fmt: FileFormat) -> int:
-    """Write the export's rows to ``out`` in ``fmt``; returns how many."""
+def write(export: Table, out: BinaryIO, fmt: FileFormat) -> int:
+    """Write the table's rows to ``out`` in ``fmt``; returns how many."""
     return write_csv(export, out) if fmt is FileFormat.CSV else write_parquet(export, out)
 
 
-def write_csv(export: FocusExport, out: BinaryIO) -> int:
+def write_csv(export: Table, out: BinaryIO) -> int:
     text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
     writer = csv.DictWriter(text, fieldnames=export.columns, lineterminator="\n")
     writer.writeheader()
@@ -65,10 +77,10 @@ def write_csv(export: FocusExport, out: BinaryIO) -> int:
     return count
 
 
-def write_parquet(export: FocusExport, out: BinaryIO) -> int:
+def write_parquet(export: Table, out: BinaryIO) -> int:
     import pyarrow.parquet as pq
 
-    shape = schema(export.columns)
+    shape = schema(export)
     count = 0
     with pq.ParquetWriter(out, shape) as writer:
         rows = export.rows()

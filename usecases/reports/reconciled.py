@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.chargeback import BillExtras, CostRow, DirectCost, IdleRow, Period, Report
+from finops.chargeback import BillExtras, CostRow, DirectCost, IdleRow, Period, Report, billed_inputs
 from finops.errors import InvalidInput
 from finops.money import format_amount
 from finops.policy import Policy
@@ -100,12 +100,8 @@ def read(
         assets = [_asset(row) for row in db.fetch_all("reconcile_assets", **params)]
         done = reconcile(cluster, days, estimate, assets, mine.get(cluster, []), policy.reconciliation, basis)
         result.clusters.append(done)
-        for (namespace, owner, cost_center, kind), micros in done.rows.items():
-            if kind == "idle":
-                result.idle.append(IdleRow(cluster, micros))
-            else:
-                result.rows.append(CostRow(cluster, namespace, owner, cost_center, micros))
-        result.bills[cluster] = BillExtras(done.shared_micros, done.unreconciled_micros)
+    inputs = billed_inputs(result.clusters)
+    result.rows, result.idle, result.bills = inputs.rows, inputs.idle, inputs.bills
     return result
 
 
@@ -204,6 +200,7 @@ def _charge(row: Mapping[str, Any]) -> BillCharge:
         resource_id=row["resource_id"],
         account=row["account"],
         tags=tags,
+        commitment=row["commitment_id"],
     )
 
 

@@ -90,7 +90,7 @@ ORDER BY day, cluster, namespace, is_idle, owner, cost_center;
 -- Every imported bill line whose charge period overlaps [start, end) (a moment inside it counts);
 -- the domain gives each to a cluster or leaves it a direct cost (finops.reconciliation).
 SELECT source, row_number, charge_start, charge_end, billed_cost_micros, effective_cost_micros, currency,
-       charge_category, service, resource_id, account, team, cost_center, tags
+       charge_category, service, resource_id, account, team, cost_center, tags, commitment_id
 FROM cloud_costs
 WHERE charge_start < %(end)s
   AND (charge_end > %(start)s OR (charge_end = charge_start AND charge_start >= %(start)s))
