@@ -59,10 +59,10 @@ def high_water_mib() -> float:
     raise RuntimeError("bench: no VmHWM in /proc/self/status (Linux only)")
 
 
-def peak_rss(module: str, dsn: str) -> tuple[float, float]:
-    """(MiB after start-up, peak MiB) of a fresh ``python -m <module> --rss <dsn>``, which prints
-    ``{"before": ..., "peak": ...}`` (``high_water_mib`` around its one run) as its last line."""
-    argv = [sys.executable, "-m", module, "--rss", dsn]
+def peak_rss(module: str, dsn: str, *more: str) -> tuple[float, float]:
+    """(MiB after start-up, peak MiB) of a fresh ``python -m <module> --rss <dsn> [more]``, which
+    prints ``{"before": ..., "peak": ...}`` (``high_water_mib`` around its one run) as its last line."""
+    argv = [sys.executable, "-m", module, "--rss", dsn, *more]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ)
     if done.returncode:
         raise RuntimeError(f"{module} --rss failed: {done.stderr[-2000:]}")

@@ -10,6 +10,10 @@ Also printed: where our time goes (the rollup query, building and rounding the r
 the same export as FOCUS 1.2 and as CSV, and the peak RSS of a fresh process running the export
 (the data generation's memory not counted). The data is ``bench.chargeback``'s month: 2,000
 namespaces of 40 teams over 31 days, idle kept apart, two shared namespaces and a fixed fee.
+
+Then the reconciled month: ``bench.reconcile``'s 30-node cluster (3,000 containers every hour of
+November, a bill line per node and day, a credit and a tax) exported on ``--basis billed`` as 1.3
+Parquet, split from the bill's lines, against the same floor, with its peak RSS.
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench import chargeback
+from bench import chargeback, reconcile
 from bench.common import database, high_water_mib, peak_rss
 from finops.focus_rows import DATETIMES, DECIMALS, FocusVersion
 from finops.policy import parse_policy
+from finops.reconcile_policy import Basis
 from infra.objectstore import ObjectStore
 from infra.postgres import Database, connect
-from usecases.reports import exports, focus_files
+from usecases.reports import exports, focus_files, service
 from usecases.reports.focus_files import FileFormat
+from usecases.reports.reconciled import read as reconciled_read
 
 REPEATS = 3
 MONTH = "2026-10"
@@ -76,11 +82,37 @@ def _split(db: Database, folder: str) -> dict[str, float]:
     return spent
 
 
-def _rss_point(dsn: str) -> None:
+def _billed(db: Database, folder: str) -> Any:
+    policy = parse_policy(reconcile.POLICY)
+    return exports.export_focus(
+        db, policy, reconcile.MONTH, f"{folder}/", ObjectStore(), cluster=reconcile.CLUSTER, basis="billed",
+        fmt=FileFormat.PARQUET,
+    )  # fmt: skip
+
+
+def _billed_split(db: Database, folder: str) -> dict[str, float]:
+    """Where one billed export's time goes."""
+    policy = parse_policy(reconcile.POLICY)
+    period = service.month_period(reconcile.MONTH)
+    spent: dict[str, float] = {}
+    start = time.perf_counter()
+    reconciled_read(db, policy, period, [reconcile.CLUSTER], Basis.BILLED)
+    spent["read and reconcile"] = time.perf_counter() - start
+    start = time.perf_counter()
+    export = exports.focus_export(db, policy, reconcile.MONTH, cluster=reconcile.CLUSTER, basis="billed")
+    spent["split and round"] = time.perf_counter() - start - spent["read and reconcile"]
+    start = time.perf_counter()
+    with open(f"{folder}/split.parquet", "wb") as out:
+        focus_files.write(export, out, FileFormat.PARQUET)
+    spent["rows to Parquet"] = time.perf_counter() - start
+    return spent
+
+
+def _rss_point(dsn: str, billed: bool) -> None:
     db = connect(dsn, max_size=2)
     before = high_water_mib()
     with tempfile.TemporaryDirectory() as folder:
-        _export(db, folder)
+        (_billed if billed else _export)(db, folder)
     peak = high_water_mib()
     db.close()
     print(json.dumps({"before": before, "peak": peak}))
@@ -114,10 +146,38 @@ def main() -> None:
     where = ", ".join(f"{name} {seconds * 1000:.0f} ms ({seconds / total:.0%})" for name, seconds in spent.items())
     print(f"  one export, {total * 1000:.0f} ms: {where}")
     print(f"  peak RSS of a fresh process running the export: {rss_peak:.0f} MiB (before: {rss_before:.0f} MiB)")
+    reconciled()
+
+
+def reconciled() -> None:
+    with database() as db, tempfile.TemporaryDirectory() as folder:
+        hourly = reconcile.generate(db, reconcile.CONTAINERS, reconcile.DAYS)
+        result = _billed(db, folder)  # the first also stores the month's settled days per node
+        ours = _median(lambda: _billed(db, folder))
+        schema, rows = _typed(Path(result.url))
+        floor = _median(lambda: pq.write_table(pa.Table.from_pylist(rows, schema=schema), f"{folder}/floor.parquet"))
+        spent = _billed_split(db, folder)
+        dsn = db.pool.conninfo
+        assert isinstance(dsn, str)
+        rss_before, rss_peak = peak_rss("bench.focus_export", dsn, "--billed")
+    print(
+        f"focus_export, reconciled: {reconcile.NODES} nodes, {reconcile.CONTAINERS:,} containers x "
+        f"{24 * reconcile.DAYS} hours ({hourly:,} hourly rows) on basis=billed as FOCUS 1.3 Parquet: "
+        f"{result.rows:,} rows, total {result.total}"
+    )
+    print(f"  ours  export_focus --basis billed to Parquet median of {REPEATS}: {ours * 1000:8.0f} ms")
+    print(f"  floor pyarrow write_table, the same rows    median of {REPEATS}: {floor * 1000:8.0f} ms")
+    print(f"  ratio ours/floor: {ours / floor:.1f} (target 1.5)")
+    total = sum(spent.values())
+    where = ", ".join(f"{name} {seconds * 1000:.0f} ms ({seconds / total:.0%})" for name, seconds in spent.items())
+    print(f"  one export, {total * 1000:.0f} ms: {where}")
+    print(f"  peak RSS of a fresh process running the export: {rss_peak:.0f} MiB (before: {rss_before:.0f} MiB)")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--rss"]:
-        _rss_point(sys.argv[2])
+        _rss_point(sys.argv[2], billed="--billed" in sys.argv[3:])
+    elif sys.argv[1:2] == ["--reconciled"]:
+        reconciled()
     else:
         main()
