@@ -1,6 +1,7 @@
 """Runs one ``collect_allocations`` run in this process, and optionally kills it with SIGKILL.
 
-``python -m tests.e2e.collect_driver --cluster C --scheduled T [--kill-at N] [--count]``, with
+``python -m tests.e2e.collect_driver --cluster C --scheduled T [--kill-at N] [--count]
+[--fleet-bucket URL --fleet-endpoint URL]``, with
 ``DATABASE_URL``, ``OPENCOST_URL`` and ``KUBE_API_URL`` in the environment. Every database
 statement the run makes is counted; with ``--kill-at N`` the process sends itself SIGKILL just
 before the Nth (mid-transaction for most points, exactly as a pod killed by the kubelet's OOM
@@ -22,7 +23,7 @@ from finops.hours import parse_timestamp
 from infra.kube import KubeClient
 from infra.opencost import OpenCostClient
 from infra.postgres import Database, connect
-from usecases.collect_allocations.service import CollectOptions, collect
+from usecases.collect_allocations.service import CollectOptions, FleetBucket, collect
 
 
 def main() -> int:
@@ -32,6 +33,8 @@ def main() -> int:
     parser.add_argument("--lookback", type=int, default=6)
     parser.add_argument("--kill-at", type=int, default=0)
     parser.add_argument("--count", action="store_true")
+    parser.add_argument("--fleet-bucket", default=None)
+    parser.add_argument("--fleet-endpoint", default=None)
     args = parser.parse_args()
 
     statements = 0
@@ -55,6 +58,7 @@ def main() -> int:
         hours_lookback=args.lookback,
         owner_label="team",
         cost_center_label="cost-center",
+        fleet=None if args.fleet_bucket is None else FleetBucket(args.fleet_bucket, args.fleet_endpoint),
     )
     collect(
         db,

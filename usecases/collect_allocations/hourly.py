@@ -25,7 +25,7 @@ from usecases.app_history.recorder import RecorderOptions, record_daily
 from usecases.appcost.syncs import redrive
 from usecases.collect_allocations.answers import ShardOptions
 from usecases.collect_allocations.retention import Retention, RowRetention, apply_retention
-from usecases.collect_allocations.service import CollectOptions, CollectResult, collect, collect_range
+from usecases.collect_allocations.service import CollectOptions, CollectResult, FleetBucket, collect, collect_range
 from usecases.collect_allocations.sources import AllocationSource
 from usecases.jobs import Done, Jobs, run_jobs
 
@@ -96,6 +96,7 @@ def options_from(s: CollectAllocationsSettings) -> CollectOptions:
         source=s.ALLOCATION_SOURCE,
         shards=ShardOptions(s.OPENCOST_SHARD_NAMESPACES, s.OPENCOST_SHARD_ABOVE_BYTES),
         pricing=Setting(s.PRICING_SOURCE, s.PRICING_CURRENCY),
+        fleet=None if s.FLEET_BUCKET is None else FleetBucket(s.FLEET_BUCKET, s.FLEET_S3_ENDPOINT_URL),
     )
 
 

@@ -23,6 +23,9 @@ ping makes progress), and no OpenCost retry starts after it. An invocation there
 the budget plus one OpenCost attempt (twice ``OPENCOST_TIMEOUT_SECONDS`` in the worst case) and
 the rollups. The hours not started are reported as ``remaining``; the ledger keeps them
 unsettled, so the next ping continues with them.
+
+With ``FLEET_BUCKET`` set, the run then writes the final hours not yet there to the fleet bucket
+as Parquet, within the same budget (``usecases.collect_allocations.fleet``).
 """
 
 from __future__ import annotations
@@ -42,11 +45,13 @@ from finops.ledger import horizon as history_horizon
 from finops.pricing import Setting
 from infra.heap import relaxed_gc
 from infra.kube import KubeClient
+from infra.objectstore import ObjectStore
 from infra.opencost import Assets
 from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from usecases.collect_allocations.assets import fetch_assets, store_assets
+from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
@@ -73,6 +78,13 @@ class CollectOptions:
     pricing: Setting = field(
         default_factory=Setting
     )  # PRICING_SOURCE/PRICING_CURRENCY (when no FinOpsProvider decides)
+    fleet: FleetBucket | None = None  # FLEET_BUCKET: final hours as Parquet files (usecases...fleet)
+
+
+@dataclass(frozen=True)
+class FleetBucket:
+    prefix: str  # s3://bucket/prefix/ (or a local folder), ending in /
+    endpoint_url: str | None = None  # an S3-compatible store
 
 
 @dataclass
@@ -89,6 +101,7 @@ class CollectResult:
     rows: int = 0
     pricebook: str | None = None
     pricebook_id: int | None = None
+    fleet: FleetUploads | None = None  # None: no FLEET_BUCKET
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -107,7 +120,11 @@ class CollectResult:
             "days_rolled_up": self.days_rolled_up,
             "rows_written": self.rows,
             "pricebook": self.pricebook,
-        }
+        } | (
+            {}
+            if self.fleet is None
+            else {"fleet_uploaded": len(self.fleet.uploaded), "fleet_pending": self.fleet.pending}
+        )
 
     def finish(self) -> None:
         """Turn what needs attention into warnings (the outcome is then ``partial``)."""
@@ -121,6 +138,10 @@ class CollectResult:
             )
         if self.remaining:
             self.warnings.append(f"time budget spent: {self.remaining} hour(s) remain for the next run")
+        if self.fleet is not None and self.fleet.error:
+            self.warnings.append(
+                f"fleet bucket: {self.fleet.pending} final hour(s) not uploaded, retried next run: {self.fleet.error}"
+            )
 
 
 def collect(
@@ -234,6 +255,11 @@ def _collect_hours(
         # Rebuilt whatever happened above: a day whose hours were written never waits for a
         # successful run to reach the reports.
         result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
+    if options.fleet is not None:  # after the hours' transactions: only committed final hours
+        store = ObjectStore(endpoint_url=options.fleet.endpoint_url)
+        result.fleet = upload_final_hours(
+            db, store, options.fleet.prefix, options.cluster, options.aggregation, deadline=deadline
+        )
     result.finish()
 
 

@@ -68,7 +68,7 @@ VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(state)s, %(row_count)s, %(pric
 ON CONFLICT (cluster, aggregation, hour) DO UPDATE SET
     state = EXCLUDED.state, row_count = EXCLUDED.row_count, pricebook_id = EXCLUDED.pricebook_id,
     currency = EXCLUDED.currency, run_id = EXCLUDED.run_id, reason = EXCLUDED.reason,
-    empty_since = EXCLUDED.empty_since, source = EXCLUDED.source, collected_at = now();
+    empty_since = EXCLUDED.empty_since, source = EXCLUDED.source, collected_at = now(), fleet_uploaded_at = NULL;
 
 -- name: record_empty_hour
 -- OpenCost answered the hour with no allocations: its rows (if any) are kept, it stays open (or
@@ -212,3 +212,28 @@ DELETE FROM sync_events WHERE id IN (
 );
 
 -- ==== Metrics (cost_api's GET /metrics): read-only, the same answer from every replica ====
+
+-- name: fleet_pending_hours
+-- Final hours not yet written to the fleet bucket, oldest first.
+SELECT hour, collected_at FROM allocation_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND state = 'final' AND fleet_uploaded_at IS NULL
+ORDER BY hour;
+
+-- name: fleet_hour_rows
+-- One hour's stored rows, in the order of the natural key (the same bytes for the same rows).
+SELECT cluster, namespace, name, aggregation, hour, entry_kind, controller_kind, controller, pod, container, node,
+       data_start, data_end, minutes::text, cpu_cores::text, cpu_core_request_avg::text, cpu_core_usage_avg::text,
+       cpu_core_hours::text, ram_bytes::text, ram_byte_request_avg::text, ram_byte_usage_avg::text,
+       ram_byte_hours::text, gpu_count::text, gpu_hours::text, pv_bytes::text, pv_byte_hours::text,
+       network_transfer_bytes::text, network_receive_bytes::text, cpu_cost_micros, gpu_cost_micros, ram_cost_micros,
+       pv_cost_micros, network_cost_micros, lb_cost_micros, shared_cost_micros, external_cost_micros,
+       total_cost_micros, team, cost_center, pricebook_id, currency, source
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
+ORDER BY namespace, name;
+
+-- name: mark_fleet_uploaded
+-- The hour's file is in the bucket; only while the hour is still the one read (not rewritten since).
+UPDATE allocation_hours SET fleet_uploaded_at = now()
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND state = 'final'
+  AND collected_at = %(collected_at)s;

@@ -1,0 +1,176 @@
+"""We test the fleet bucket (``FLEET_BUCKET``, ``usecases.collect_allocations.fleet``):
+``collect_allocations`` against the sandbox OpenCost and Kubernetes API, a real PostgreSQL and
+moto's S3 server:
+
+- each final hour is one Parquet file at ``cluster=<id>/date=<YYYY-MM-DD>/hour=<HH>.parquet``
+  holding exactly the hour's stored rows (read back from PostgreSQL here), typed: micros as
+  integers, times in UTC, quantities as exact strings; the open hour has no file;
+- the store unreachable, or the bucket missing: the run is ``partial`` with a warning naming the
+  hours left, they stay marked, and the next run uploads them;
+- a run killed with SIGKILL at any point (between an upload and its ledger update too), then the
+  next run, leaves the bucket exactly as an uninterrupted run's, byte for byte;
+- ``FLEET_BUCKET`` that is not a folder URL is refused naming the variable.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pyarrow.parquet as pq
+import pytest
+
+from infra.postgres import Database
+from infra.settings import CollectAllocationsSettings
+from sandbox import kube as sandbox_kube
+from sandbox import opencost as sandbox_opencost
+from usecases.collect_allocations.fleet import COLUMNS
+
+ROOT = Path(__file__).resolve().parents[2]
+BUCKET = "fleet-files"
+EARLIER = "2026-11-20T20:00:00Z"
+SCHEDULED = "2026-11-21T03:00:00Z"
+NEXT = "2026-11-21T04:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def s3(moto_s3: str) -> Any:
+    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
+    client.create_bucket(Bucket=BUCKET)
+    return client
+
+
+def run(env: dict[str, str], cluster: str, scheduled: str, prefix: str, endpoint: str, **flags: Any) -> Any:
+    argv = [sys.executable, "-m", "tests.e2e.collect_driver", "--cluster", cluster, "--scheduled", scheduled,
+            "--fleet-bucket", prefix, "--fleet-endpoint", endpoint]  # fmt: skip
+    for flag, value in flags.items():
+        argv += [f"--{flag.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def env(database_url: str, opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer) -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": database_url, "OPENCOST_URL": opencost.url, "KUBE_API_URL": kube.url}
+
+
+def files(s3: Any, prefix: str) -> dict[str, bytes]:
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {o["Key"].removeprefix(prefix): s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read() for o in listed}
+
+
+def final_hours(db: Database, cluster: str) -> list[datetime]:
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT hour FROM allocation_hours WHERE cluster = %s AND state = 'final' ORDER BY hour", (cluster,)
+        ).fetchall()
+    return [row["hour"].astimezone(UTC) for row in rows]
+
+
+def test_each_final_hour_is_one_file_of_its_stored_rows(
+    db: Database, env: dict[str, str], s3: Any, moto_s3: str
+) -> None:
+    prefix = "layout/"
+    for scheduled in (EARLIER, SCHEDULED):
+        done = run(env, "prod", scheduled, f"s3://{BUCKET}/{prefix}", moto_s3)
+        assert done.returncode == 0, done.stderr[-2000:]
+    hours = final_hours(db, "prod")
+    written = files(s3, prefix)
+    assert sorted(written) == [f"cluster=prod/date={h:%Y-%m-%d}/hour={h:%H}.parquet" for h in hours]
+    with db.connection() as conn:
+        open_hours = conn.execute("SELECT count(*) AS n FROM allocation_hours WHERE state = 'open'").fetchone()
+    assert open_hours is not None and open_hours["n"] >= 1  # the pinned hour: open, no file
+    for hour in hours:
+        table = pq.read_table(io.BytesIO(written[f"cluster=prod/date={hour:%Y-%m-%d}/hour={hour:%H}.parquet"]))
+        assert table.schema.names == list(COLUMNS)
+        types = {field.name: str(field.type) for field in table.schema}
+        assert types["total_cost_micros"] == "int64" and types["hour"] == "timestamp[us, tz=UTC]"
+        assert types["cpu_core_hours"] == "string"
+        with db.connection() as conn:
+            stored = conn.execute(
+                "SELECT namespace, name, entry_kind, team, cost_center, total_cost_micros, cpu_core_hours::text AS q,"
+                " currency, source FROM provider_allocations WHERE cluster = 'prod' AND hour = %s"
+                " ORDER BY namespace, name",
+                (hour,),
+            ).fetchall()
+        found = table.to_pylist()
+        assert [tuple(r.values()) for r in stored] == [
+            (f["namespace"], f["name"], f["entry_kind"], f["team"], f["cost_center"], f["total_cost_micros"],
+             f["cpu_core_hours"], f["currency"], f["source"]) for f in found
+        ]  # fmt: skip
+        assert {f["hour"] for f in found} == {hour}
+
+
+def test_a_failed_upload_is_retried_by_the_next_run(db: Database, env: dict[str, str], s3: Any, moto_s3: str) -> None:
+    prefix = f"s3://{BUCKET}/retried/"
+    down = run(env, "prod", EARLIER, prefix, "http://127.0.0.1:9")  # nothing listens: connection refused
+    assert down.returncode == 0, down.stderr[-2000:]
+    missing = run(env, "prod", SCHEDULED, "s3://no-such-bucket/x/", moto_s3)
+    assert missing.returncode == 0, missing.stderr[-2000:]
+    with db.connection() as conn:
+        pending = conn.execute(
+            "SELECT count(*) AS n FROM allocation_hours WHERE state = 'final' AND fleet_uploaded_at IS NULL"
+        ).fetchone()
+    assert pending is not None and pending["n"] == len(final_hours(db, "prod")) > 0
+    assert files(s3, "retried/") == {}
+    run(env, "prod", NEXT, prefix, moto_s3)
+    assert len(files(s3, "retried/")) == len(final_hours(db, "prod"))
+
+
+def test_the_warning_names_the_hours_left(db: Database, moto_s3: str) -> None:
+    # In process, to read the run's result: the store refuses, the hours stay marked.
+    from infra.objectstore import ObjectStore
+    from usecases.collect_allocations.fleet import upload_final_hours
+
+    with db.connection() as conn:
+        conn.execute(
+            "INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, run_id)"
+            " VALUES ('c', 'a', '2026-11-01T00:00Z', 'final', 0, gen_random_uuid()),"
+            " ('c', 'a', '2026-11-01T01:00Z', 'final', 0, gen_random_uuid())"
+        )
+    store = ObjectStore(endpoint_url="http://127.0.0.1:9")
+    result = upload_final_hours(db, store, f"s3://{BUCKET}/w/", "c", "a", deadline=float("inf"))
+    assert (result.uploaded, result.pending) == ([], 2)
+    assert result.error is not None and "s3://fleet-files/w/cluster=c/date=2026-11-01/hour=00.parquet" in result.error
+    done = upload_final_hours(db, ObjectStore(endpoint_url=moto_s3), f"s3://{BUCKET}/w/", "c", "a", deadline=0)
+    assert len(done.uploaded) == 1 and done.pending == 1  # the deadline passed: the first one still goes
+
+
+def test_a_run_killed_at_any_point_leaves_the_files_of_an_uninterrupted_one(
+    db: Database, env: dict[str, str], s3: Any, moto_s3: str
+) -> None:
+    def bucket(name: str) -> str:
+        return f"s3://{BUCKET}/{name}/"
+
+    def forget() -> None:  # the cluster starts again: same rows, same files
+        with db.connection() as conn:
+            for table in ("provider_allocations", "allocation_hours", "allocation_daily", "allocation_dirty_days"):
+                conn.execute(f"DELETE FROM {table} WHERE cluster = 'killed'")
+
+    for scheduled in (EARLIER, SCHEDULED, NEXT):
+        assert run(env, "killed", scheduled, bucket("clean"), moto_s3).returncode == 0
+    expected = files(s3, "clean/")
+    assert expected
+    forget()
+    assert run(env, "killed", EARLIER, bucket("count"), moto_s3).returncode == 0
+    total = int(run(env, "killed", SCHEDULED, bucket("count"), moto_s3, count=True).stdout.strip())
+    for point in sorted({total - 1, total - 2, total - 3, total - 5, total // 2}):
+        forget()
+        name = f"killed-{point}"
+        assert run(env, "killed", EARLIER, bucket(name), moto_s3).returncode == 0
+        killed = run(env, "killed", SCHEDULED, bucket(name), moto_s3, kill_at=point)
+        assert killed.returncode == -9, (point, killed.stderr[-2000:])
+        assert run(env, "killed", NEXT, bucket(name), moto_s3).returncode == 0
+        assert files(s3, f"{name}/") == expected, f"killed before statement {point} of {total}"
+
+
+@pytest.mark.parametrize("value", ["s3://bucket/prefix", "relative/folder/", "s3:///x/", "https://x/"])
+def test_a_bad_bucket_is_refused_naming_the_variable(value: str) -> None:
+    base = {"DATABASE_URL": "postgresql://x@localhost/x", "CLUSTER_ID": "c", "OPENCOST_URL": "http://opencost:9003"}
+    with pytest.raises(ValueError, match="FLEET_BUCKET"):
+        CollectAllocationsSettings.model_validate({**base, "FLEET_BUCKET": value})
