@@ -263,7 +263,7 @@ def settle(
         idle_of[entry.cluster] += entry.idle_micros
     if clusters is None:
         named = {fixed.cluster for fixed in policy.shared.fixed if fixed.cluster is not None}
-        covered = sorted(set(rows_of) | set(idle_of) | named)
+        covered = sorted(set(rows_of) | set(idle_of) | named | set(bills or {}))
     else:
         covered = sorted(set(clusters))
         if stray := sorted((set(rows_of) | set(idle_of)) - set(covered)):

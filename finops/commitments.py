@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
@@ -125,9 +125,9 @@ def _commitment(item: object, where: str) -> Commitment:
             raise InvalidInput(f"{where}.{key}: unknown key (expected one of {', '.join(_KEYS)})")
     ident = _text(item, "id", where, required=True)
     categories = {member.value: member for member in CommitmentCategory}
-    if item.get("category") not in categories:
+    category = categories.get(item["category"]) if isinstance(item.get("category"), str) else None
+    if category is None:
         raise InvalidInput(f"{where}.category: {item.get('category')!r} is not one of spend, usage")
-    category = categories[item["category"]]
     start, end = _moment(item, "start", where), _moment(item, "end", where)
     if end <= start:
         raise InvalidInput(f"{where}.end: must be after start")
@@ -172,6 +172,8 @@ def _moment(item: Mapping[str, object], key: str, where: str) -> datetime:
     value = item.get(key)
     if isinstance(value, datetime):  # YAML reads an unquoted timestamp as one
         moment = value
+    elif isinstance(value, date):  # YAML reads 2026-01-01 as a date: a term starts at a moment
+        raise InvalidInput(f"{where}.{key}: {value} has no time (write {value}T00:00:00Z)")
     elif isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)

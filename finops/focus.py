@@ -43,7 +43,11 @@ What our FOCUS columns mean (an empty CSV field is null; nothing else stands for
 - ``BilledCost`` = ``EffectiveCost`` = ``ListCost`` = ``ContractedCost``: the cluster's prices
   come from the bill after discounts, and no list or contracted unit price is known, so FOCUS's
   rule for a charge without unit prices (each cost equals the billed cost) applies;
-  ``x_AllocatedCost`` + ``x_IdleCost`` + ``x_SharedCost`` = ``BilledCost`` on each row.
+  ``x_AllocatedCost`` + ``x_IdleCost`` + ``x_SharedCost`` = ``BilledCost`` on each row. On a bill
+  basis all four are the export's basis: the bill's billed cost, or its effective (amortised)
+  cost on ``amortised``; rows split from a bill line keep its category (``Credit`` for a discount,
+  ``Tax``, ``Purchase`` for support and commitment fees) and carry ``ContractApplied`` when a
+  commitment covered it (``finops.focus_split``, ``finops.commitments``).
 - ``InvoiceIssuerName`` (who charges for the row): ``issuer``, the platform team running the
   chargeback (``build_focus``'s argument, ``Kubernetes`` by default), on every row: the export is
   its chargeback, cloud spend included. ``ProviderName`` (who makes the resources available) is
@@ -96,13 +100,13 @@ from finops.focus_split import (
     LineTags,
     bill_origins,
     cloud_spend,
-    day_span,
     estimate_origins,
     split_drafts,
     tags_of,
 )
 from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
 from finops.lines import LineId, LineKey, LineKind
+from finops.periods import day_span
 from finops.policy import Policy
 from finops.reconciliation import ClusterReconciliation
 from finops.rounding import largest_remainder
@@ -167,7 +171,9 @@ def build_focus(
         inputs = billed_inputs(reconciled)
         rows, idle, bills = inputs.rows, inputs.idle, inputs.bills
     else:
-        raise InvalidInput("a FOCUS 1.2 export stands on the estimate: a bill basis needs --focus-version 1.3")
+        raise InvalidInput(
+            "a FOCUS 1.2 export stands on the estimate (--basis estimate): a bill basis needs --focus-version 1.3"
+        )
     report = allocate(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, direct=direct, bills=bills)
     settled = settle(rows, idle, policy, period=period, by=LineKey.TEAM, clusters=clusters, bills=bills)
     note = None

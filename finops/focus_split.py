@@ -23,19 +23,21 @@ On a bill basis (``bill_origins``: the month reconciled to the imported bill,
 node's idle capacity by their estimated compute (``max-request-usage``); **the day's billed disks**
 and **load balancers**, split by each namespace's volume (``volume-cost``) or load balancer cost
 (``load-balancer-cost``); **a day the bill does not cover yet**, split as on the estimate; **a
-discount line** spread over the day's reconciled cost (``discount-proportional``, category
-``Credit``); **a tax, support or purchase line** (or a discount under the ``shared`` rule), split by
-the policy's shared split; **a usage line matching no resource**, one unsplit row on
-``__unreconciled__``. The idle and shared parts of each are shared out as above. A charge a
-commitment covered (a Savings Plan's covered usage, its negation) carries, on each of its rows, the
-commitment and the row's part of what it covered (``ContractApplied``, in cents adding up to the
-covered amount; ``finops.commitments``).
+discount line** spread over its period's reconciled cost (``discount-proportional``, category
+``Credit``), what finds no cost by the policy's shared split; **a tax, support or purchase line**
+(or a discount under the ``shared`` rule), split by the policy's shared split; **a usage line
+matching no resource**, one unsplit row on ``__unreconciled__``. The idle and shared parts of
+each are shared out as above, by the policy's rule (a day's idle on the bill may be negative, and
+a month's pool zero while a day's part is not). A charge a commitment covered (a Savings Plan's
+covered usage, its negation) carries, on each of its rows, the commitment and the row's part of
+what it covered (``ContractApplied``, in cents adding up to the covered amount, negative on a
+negation; ``finops.commitments``).
 
 A share of overhead goes to a line, not a namespace: its ``AllocatedResourceId`` is
 ``<cluster>/__overhead__/<owner>`` (``__cloud__/__overhead__/<owner>`` for a cloud charge). The
-idle and shared weights are the month's: a line receives, from each day's idle, its share of the
-month's idle as the policy settles it (``finops.chargeback.settle``), so its rows over the month
-add up to what the chargeback gives it. Cloud spend that is not shared is owned whole: a row of
+idle and shared weights are the month's: a line receives, from each day's idle, the share the
+policy gives it of the month's (``finops.chargeback.settle``: by allocated cost, or even), so its
+rows over the month add up to what the chargeback gives it. Cloud spend that is not shared is owned whole: a row of
 its own, not split (the ``Allocated`` columns null).
 
 Every row of an origin keeps the origin's dimensions (``ResourceId``, ``ChargePeriod``,
@@ -58,16 +60,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 from fractions import Fraction
 
 from finops.chargeback import MICROS_PER_CENT, CostRow, Period, Report, line_of
 from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_rows import Draft, Split
-from finops.lines import LineId, LineKey, LineKind
-from finops.policy import Policy, SharedSplit
-from finops.reconciliation import UNRECONCILED, ClusterReconciliation
+from finops.lines import SHARED, LineId, LineKey, LineKind
+from finops.periods import day_span
+from finops.policy import IdlePolicy, Policy, SharedSplit
+from finops.reconciliation import UNRECONCILED, ClusterReconciliation, row_order
 from finops.rounding import largest_remainder, round_table
 
 RATIO_PLACES = 12
@@ -117,12 +120,6 @@ class LineTags:
         return tags_of(self.policy, owner, next(iter(found)) if len(found) == 1 else None)
 
 
-def day_span(day: date) -> tuple[datetime, datetime]:
-    """The UTC day as a half-open charge period."""
-    start = datetime.combine(day, time(), tzinfo=UTC)
-    return start, start + timedelta(days=1)
-
-
 class _Origin:
     """One origin charge's rows, as they are drafted."""
 
@@ -160,9 +157,9 @@ def split_drafts(
 @dataclass
 class ClusterOrigin:
     """A charge of a cluster before it is split: its FOCUS dimensions, and its exact amount by
-    namespace (``Share``), the idle capacity and the shared namespaces within it; a charge with no
-    shares (a bill line of the shared pool, or one matching no resource) goes whole to ``line``'s
-    column."""
+    namespace (``Share``, the idle capacity and the shared namespaces among them), the part that
+    joins the shared pool (a tax line, a discount finding no cost) and the part of a line matching
+    no resource (``unsplit``)."""
 
     cluster: str
     start: datetime
@@ -174,10 +171,9 @@ class ClusterOrigin:
     category: tuple[str, str]
     method: str = "max-request-usage"  # how the namespaces' shares were measured
     shares: list[Share] = field(default_factory=list)
-    amount: Fraction = Fraction(0)
-    pool: int = 2  # without shares: the column the whole amount joins (1 idle, 2 shared)
+    pooled: Fraction = Fraction(0)  # the part joining the cluster's shared pool
     commitments: dict[str, Fraction] = field(default_factory=dict)
-    unsplit: LineId | None = None  # without shares: the line the whole amount is, not split
+    unsplit: Fraction = Fraction(0)  # a line matching no resource: one row on __unreconciled__
 
 
 @dataclass(frozen=True)
@@ -215,11 +211,9 @@ def estimate_origins(days: list[DailyCost]) -> list[ClusterOrigin]:
     return origins
 
 
-_BILL_KINDS = {  # origin kind: resource id suffix, name, type, method
-    "node": ("", "", "Kubernetes Node", "max-request-usage"),
+_RESOURCE_DAYS = {  # a billed day of a cluster's disks or load balancers: id suffix, name, type, method
     "disk": ("__volumes__", "persistent volumes", "Kubernetes Persistent Volumes", "volume-cost"),
     "load_balancer": ("__load_balancers__", "load balancers", "Kubernetes Load Balancers", "load-balancer-cost"),
-    "estimate": ("", "", "Kubernetes Cluster", "max-request-usage"),
 }
 _BILL_CATEGORIES = {  # a bill line's category: FOCUS ChargeCategory, ChargeFrequency
     "usage": ("Usage", "Usage-Based"),
@@ -233,50 +227,58 @@ _BILL_CATEGORIES = {  # a bill line's category: FOCUS ChargeCategory, ChargeFreq
 def bill_origins(reconciliations: Iterable[ClusterReconciliation]) -> list[ClusterOrigin]:
     """On a bill basis: the reconciled clusters' charges (``finops.reconciliation.Origin``): each
     node's billed day, the day's disks and load balancers, each day left on estimate, and the
-    cluster's other bill lines (discounts spread over the day's cost, shared lines, lines matching
-    no resource)."""
+    cluster's other bill lines (discounts spread over their period's cost, shared lines, lines
+    matching no resource)."""
     origins = []
     for done in reconciliations:
         cluster = done.cluster
         for charge in done.origins:
-            shares = [
-                Share(namespace, owner, cost_center, kind == "idle", amount)
-                for (namespace, owner, cost_center, kind), amount in sorted(
-                    charge.shares.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2] or "", item[0][3])
-                )
-            ]
-            if charge.kind in _BILL_KINDS:
-                suffix, name, kind, method = _BILL_KINDS[charge.kind]
-                if charge.kind == "node":
-                    resource, name = charge.provider_id or f"{cluster}/{charge.name}", charge.name
-                    description = f"Node {charge.name} of cluster {cluster} for the day, as billed"
-                elif charge.kind == "estimate":
-                    resource, name = cluster, cluster
-                    description = f"Cluster {cluster} for a day the bill does not cover yet: estimated"
-                else:
-                    resource = f"{cluster}/{suffix}"
-                    description = f"The {name} of cluster {cluster} for the day, as billed"
-                category = ("Usage", "Usage-Based")
-            else:
-                resource = charge.provider_id  # a tax or credit line names no resource: null
+            keys = sorted(charge.shares, key=row_order)
+            shares = [Share(key[0], key[1], key[2], key[3] == "idle", charge.shares[key]) for key in keys]
+            category, method = ("Usage", "Usage-Based"), "max-request-usage"
+            if charge.kind == "node":
+                resource, name, kind = charge.provider_id or f"{cluster}/{charge.name}", charge.name, "Kubernetes Node"
+                description = f"Node {charge.name} of cluster {cluster} for the day, as billed"
+            elif charge.kind == "estimate":
+                resource, name, kind = cluster, cluster, "Kubernetes Cluster"
+                description = f"Cluster {cluster} for a day the bill does not cover yet: estimated"
+            elif charge.kind in _RESOURCE_DAYS:
+                suffix, name, kind, method = _RESOURCE_DAYS[charge.kind]
+                resource, description = f"{cluster}/{suffix}", f"The {name} of cluster {cluster} for the day, as billed"
+            else:  # a bill line: a tax or credit names no resource (null)
+                resource = charge.provider_id
                 name, kind = (resource, "Cloud Resource") if resource else ("", "")
                 description = f"Bill line {charge.name} of cluster {cluster} ({charge.category})"
-                category, method = _BILL_CATEGORIES[charge.category], "discount-proportional"
+                category = _BILL_CATEGORIES[charge.category]
+                method = "discount-proportional" if charge.category == "discount" else method
             origin = ClusterOrigin(
                 cluster, charge.start, charge.end, resource, name, kind, description, category, method, shares
             )
-            origin.commitments = dict(charge.commitments)
-            if not shares:
-                origin.amount = charge.amount
-                if charge.kind == "unreconciled":
-                    origin.unsplit = (LineKind.UNRECONCILED, UNRECONCILED)
+            origin.pooled, origin.unsplit, origin.commitments = charge.pooled, charge.unsplit, dict(charge.commitments)
             origins.append(origin)
     return origins
 
 
-def _weights(lines: dict[LineId, list[Fraction]], column: int) -> dict[LineId, Fraction]:
-    pool = sum((amounts[column] for amounts in lines.values()), Fraction(0))
-    return {line: amounts[column] / pool for line, amounts in lines.items() if amounts[column]} if pool else {}
+def _receivers(lines: dict[LineId, list[Fraction]], policy: Policy) -> dict[int, dict[LineId, Fraction]]:
+    """Where a cluster's idle (1) and shared (2) cost go, as weights adding up to 1, by the
+    policy's rule as ``finops.chargeback.settle`` applies it: the lines with allocated cost, or the
+    idle and shared lines. Not the month's pools: those may be zero while a charge's part is not
+    (a negative idle day on the bill, or a part under the micro the report rounds rows to)."""
+    allocated = {
+        line: amounts[0]
+        for line, amounts in sorted(lines.items())
+        if line[0] in (LineKind.OWNER, LineKind.UNALLOCATED) and amounts[0] > 0
+    }
+    weight = sum(allocated.values(), Fraction(0))
+    proportional = {line: amount / weight for line, amount in allocated.items()}
+    idle_line: dict[LineId, Fraction] = {(LineKind.IDLE, policy.idle_owner): Fraction(1)}
+    if not allocated:
+        return {1: idle_line, 2: {(LineKind.SHARED, SHARED): Fraction(1)}}
+    even = {line: Fraction(1, len(allocated)) for line in allocated}
+    return {
+        1: proportional if policy.idle is IdlePolicy.DISTRIBUTE else idle_line,
+        2: even if policy.shared.split is SharedSplit.EVEN else proportional,
+    }
 
 
 def _shared_method(policy: Policy, line: LineId) -> str:
@@ -327,8 +329,7 @@ def _cluster_origins(
 
     origins = []
     for cluster, lines in settled.items():
-        weights = {1: _weights(lines, 1), 2: _weights(lines, 2)}
-        overhead = _Overhead(cluster, weights, policy, line_tags)
+        overhead = _Overhead(cluster, _receivers(lines, policy), policy, line_tags)
 
         for charge in of_cluster.pop(cluster, []):
             origin = _Origin(
@@ -343,11 +344,11 @@ def _cluster_origins(
                 tags={},
                 category=charge.category,
             )
-            if charge.unsplit is not None:
-                whole = [charge.amount, Fraction(0), Fraction(0)]
-                origin.drafts.append(Draft(line=charge.unsplit, exact=whole, **origin.fields))  # type: ignore[arg-type]
-            elif not charge.shares:
-                overhead(origin, charge.pool, charge.amount)
+            if charge.unsplit:
+                whole = [charge.unsplit, Fraction(0), Fraction(0)]
+                line = (LineKind.UNRECONCILED, UNRECONCILED)
+                origin.drafts.append(Draft(line=line, exact=whole, **origin.fields))  # type: ignore[arg-type]
+            overhead(origin, 2, charge.pooled)
             idle = shared = Fraction(0)
             for d in charge.shares:
                 if d.is_idle:
@@ -461,6 +462,13 @@ def _round(origins: list[_Origin], report: Report) -> bool:
     columns = [((line.kind, line.owner), k) for line in report.lines for k in range(3)]
     targets = [int(figure * 100) for line in report.lines for figure in (line.allocated, line.idle, line.shared)]
     index = {column: j for j, column in enumerate(columns)}
+    for origin in origins:  # a line the report leaves out (its parts net to zero over the month): zero
+        for draft in origin.drafts:
+            for k in range(3):
+                if (draft.line, k) not in index:
+                    index[(draft.line, k)] = len(columns)
+                    columns.append((draft.line, k))
+                    targets.append(0)
     table = []
     for origin in origins:
         exact = [Fraction(0)] * len(columns)

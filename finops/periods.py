@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 
 from finops.errors import InvalidInput
@@ -13,6 +13,12 @@ ONE_MICROSECOND = timedelta(microseconds=1)
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def day_span(day: date) -> tuple[datetime, datetime]:
+    """The UTC day as a half-open period."""
+    start = datetime.combine(day, time(), tzinfo=UTC)
+    return start, start + timedelta(days=1)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,9 @@ commitments, credits, support and tax. For the days an imported bill covers, a r
    total is the sum of its bill lines, to the micro.
 
 ``reconcile`` is pure: the report (``usecases.reports.reconciled``) reads the rows, assets and
-bill lines and hands the result to the chargeback.
+bill lines and hands the result to the chargeback. The result also keeps, exactly, what each row's
+cost came from (``Origin``: a node's billed day, a day of disks, a bill line, a day on estimate)
+and which commitment covered it, for the FOCUS 1.3 export's split rows (``finops.focus_split``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 
+from finops.periods import day_span
 from finops.reconcile_policy import Basis, DiscountRule, Reconciliation
 from finops.rounding import largest_remainder
 
@@ -155,12 +158,13 @@ class ResourceVariance:
 
 @dataclass
 class Origin:
-    """A charge a reconciled cluster's cost comes from, and its exact shares by row: a node's
-    billed day (``node``), the day's billed disks or load balancers (``disk``,
-    ``load_balancer``), a day on estimate (``estimate``), a discount line spread over the day's
-    cost (``discount``), a line joining the shared pool (``shared``) or matching no resource
-    (``unreconciled``); the last two have no shares, only ``amount``. ``commitments`` is the part
-    of ``amount`` each commitment's lines bill (a node covered by a Savings Plan)."""
+    """A charge a reconciled cluster's cost comes from, and where it went, exactly: its shares by
+    row, the part joining the cluster's shared pool (``pooled``) and the part on
+    ``__unreconciled__`` (``unsplit``). Kinds: a node's billed day (``node``), the day's billed
+    disks or load balancers (``disk``, ``load_balancer``), a day on estimate (``estimate``), and a
+    bill line of the cluster that bills none of its resources (``line``: a discount spread over
+    its period's cost, its rest pooled; a tax, support or purchase pooled; usage unsplit).
+    ``commitments`` is the part each commitment's lines bill (a node covered by a Savings Plan)."""
 
     kind: str
     start: datetime
@@ -169,12 +173,16 @@ class Origin:
     provider_id: str = ""
     category: str = "usage"  # the bill line's (finops.cloudcharges), 'usage' for resource days
     shares: dict[RowKey, Fraction] = field(default_factory=lambda: defaultdict(Fraction))
-    amount: Fraction = Fraction(0)
+    pooled: Fraction = Fraction(0)
+    unsplit: Fraction = Fraction(0)
     commitments: dict[str, Fraction] = field(default_factory=dict)
 
     def add(self, key: RowKey, amount: Fraction) -> None:
         self.shares[key] += amount
-        self.amount += amount
+
+    @property
+    def amount(self) -> Fraction:
+        return sum(self.shares.values(), Fraction(0)) + self.pooled + self.unsplit
 
 
 @dataclass
@@ -279,7 +287,7 @@ def reconcile(
         if row.day not in on_bill:
             exact[row.day][row.key] += row.total_micros
             if row.day not in estimated:
-                estimated[row.day] = Origin("estimate", *_span(row.day), "")
+                estimated[row.day] = Origin("estimate", *day_span(row.day), "")
             estimated[row.day].add(row.key, Fraction(row.total_micros))
     origins = [estimated[day] for day in sorted(estimated)]
     variances = _reconcile_billed(on_bill, rows, assets, billed, exact, origins, applied)
@@ -291,28 +299,23 @@ def reconcile(
         per_day = charge.per_day(charge.amount(basis), days)
         if not per_day:
             continue
-        start, end = max(charge.start, _span(days[0])[0]), min(charge.end, _span(days[-1])[1])
-        line = Origin("shared", start, max(start, end), charge.ref, charge.resource_id or "", charge.category)
+        start, end = max(charge.start, day_span(days[0])[0]), min(charge.end, day_span(days[-1])[1])
+        line = Origin("line", start, max(start, end), charge.ref, charge.resource_id or "", charge.category)
         whole = sum(per_day.values(), Fraction(0))
         if charge.category == "usage":
             unreconciled += whole
             refs.append(charge.ref)
-            line.kind, line.amount = "unreconciled", whole
+            line.unsplit = whole
         elif charge.category == "discount" and policy.discounts is DiscountRule.PROPORTIONAL:
-            line.kind = "discount"
-            left = _spread(per_day, exact, line)
-            shared += left
-            if left:  # what found no cost joins the shared pool: an origin of its own
-                pooled = Origin("shared", line.start, line.end, charge.ref, line.provider_id, charge.category)
-                pooled.amount = left
-                origins.append(pooled)
+            line.pooled = _spread(per_day, exact, line)  # what finds no cost joins the shared pool
+            shared += line.pooled
         else:
             shared += whole
-            line.amount = whole
+            line.pooled = whole
         if charge.commitment:
-            line.commitments[charge.commitment] = line.amount
+            line.commitments[charge.commitment] = whole
         origins.append(line)
-    keys = sorted({key for lines in exact.values() for key in lines}, key=_order)
+    keys = sorted({key for lines in exact.values() for key in lines}, key=row_order)
     amounts = [sum((exact[day].get(key, Fraction(0)) for day in exact), Fraction(0)) for key in keys]
     values = [*amounts, shared, unreconciled]
     rounded = largest_remainder(values, round(sum(values, Fraction(0))))
@@ -326,16 +329,11 @@ def reconcile(
         estimated_days=tuple(day for day in days if day not in on_bill),
         resources=tuple(variances),
         unreconciled_lines=tuple(refs),
-        origins=tuple(origin for origin in origins if origin.amount or origin.shares),
+        origins=tuple(origin for origin in origins if origin.amount or any(origin.shares.values())),
     )
 
 
-def _span(day: date) -> tuple[datetime, datetime]:
-    start = datetime.combine(day, time(), UTC)
-    return start, start + _DAY
-
-
-def _order(key: RowKey) -> tuple[str, str, str, str]:
+def row_order(key: RowKey) -> tuple[str, str, str, str]:
     return (key[0], key[1] or "", key[2] or "", key[3])
 
 
@@ -380,7 +378,7 @@ def _reconcile_billed(
             bill = billed.get(("node", node), {}).get(day, Fraction(0))
             if (day, node) not in node_estimate:  # '' stands for allocations without a node
                 estimate[("node", node)] += measured
-            origin = Origin("node", *_span(day), node, provider.get(("node", node), ""))
+            origin = Origin("node", *day_span(day), node, provider.get(("node", node), ""))
             origin.commitments = dict(applied.get(("node", node), {}).get(day, {}))
             origins.append(origin)
             if guess == 0:
@@ -395,7 +393,7 @@ def _reconcile_billed(
             exact[day][IDLE_KEY] += (guess - measured) * factor
         for kind, column in (("disk", "pv_micros"), ("load_balancer", "lb_micros")):
             bill = sum((per_day.get(day, Fraction(0)) for (k, _), per_day in billed.items() if k == kind), Fraction(0))
-            origin = Origin(kind, *_span(day), "")
+            origin = Origin(kind, *day_span(day), "")
             for (k, _), per_day in applied.items():
                 for commitment, amount in per_day.get(day, {}).items() if k == kind else ():
                     origin.commitments[commitment] = origin.commitments.get(commitment, Fraction(0)) + amount

@@ -478,7 +478,7 @@ def test_an_unlisted_commitment_is_refused_before_anything_is_written(world: Wor
     assert list(tmp_path.iterdir()) == []
     refused = run_finops(*args, "--focus-version", "1.2", "--to", f"{tmp_path}/", DATABASE_URL=world.dsn)
     assert refused.returncode == 2
-    assert refused.stderr.strip().endswith("a bill basis needs --focus-version 1.3")
+    assert refused.stderr.strip().endswith("(--basis estimate): a bill basis needs --focus-version 1.3")
 
 
 def read_focus(path: Path) -> tuple[list[str], list[dict[str, str]]]:

@@ -3,7 +3,7 @@ and written as FOCUS 1.3's Contract Commitment dataset."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -46,6 +46,8 @@ def test_a_spend_and_a_usage_commitment_are_read() -> None:
     ("change", "message"),
     [
         ({"category": "money"}, "c[0].category: 'money' is not one of spend, usage"),
+        ({"category": ["spend"]}, "c[0].category: ['spend'] is not one of spend, usage"),
+        ({"end": date(2029, 1, 1)}, "c[0].end: 2029-01-01 has no time (write 2029-01-01T00:00:00Z)"),
         ({"end": "2025-01-01T00:00:00Z"}, "c[0].end: must be after start"),
         ({"start": "2026-01-01"}, "c[0].start: 2026-01-01 has no UTC offset (write 2026-01-01T00:00:00Z)"),
         ({"start": "first of May"}, "c[0].start: 'first of May' is not an ISO 8601 timestamp"),

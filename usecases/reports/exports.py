@@ -11,10 +11,16 @@ Without ``--cluster`` the export covers every cluster and the month's cloud spen
 chargeback total with its direct costs; with ``--cluster`` it covers that cluster only, and no
 cloud spend, which belongs to no cluster.
 
+On a bill basis (``--basis billed|amortised``, FOCUS 1.3 only; default the policy's basis) the
+clusters are reconciled to the imported bill (``usecases.reports.reconciled``) and each row is split
+from one of its lines; when rows name commitments, the Contract Commitment dataset is written
+beside the file, same format: ``focus-all-2026-11.contract-commitment.csv``.
+
 The provider and invoice issuer the rows name is ``FOCUS_INVOICE_ISSUER`` (e.g. the platform
 team's name), read by the command; unset, ``Kubernetes``.
 
-Each file gets a sidecar, written just before it: the same name with ``.coverage.json`` for
+Each file gets a sidecar, written just before it (after the Contract Commitment dataset, so the
+data file never appears without either): the same name with ``.coverage.json`` for
 ``.csv`` or ``.parquet`` (``focus-all-2026-10.coverage.json``), holding ``{"file", "period",
 "currency", "total", "coverage"}`` (the report's ``"coverage"`` object). The file itself stays
 plain, one header and rows, as finance tools ingest it; a comment line would break most of them.
@@ -132,9 +138,11 @@ def focus_export(
     """The month's FOCUS rows from the daily rollups (and the month's cloud spend when the export
     covers every cluster); its report carries the month's coverage, after the same refusals as
     every report (``usecases.reports.service.period_coverage``). On a bill basis (``basis``,
-    default the policy's) the clusters are reconciled to the imported bill and split from its
-    lines (``usecases.reports.reconciled``)."""
-    basis = policy.reconciliation.basis if basis is None else parse_basis(basis)
+    default the policy's for 1.3, the estimate for 1.2) the clusters are reconciled to the
+    imported bill and split from its lines (``usecases.reports.reconciled``)."""
+    if basis is None:  # the policy's, as for every report; 1.2 has no bill basis to default to
+        basis = policy.reconciliation.basis if version is FocusVersion.V1_3 else Basis.ESTIMATE
+    basis = parse_basis(basis)
     period = month_period(month)
     query = ReportQuery(period, cluster, aggregation, require_complete, default_cluster)
     coverage = period_coverage(db, query, policy)

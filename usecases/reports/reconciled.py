@@ -139,7 +139,8 @@ def _runs(days: list[date]) -> list[tuple[date, date]]:
 
 def document(reconciled: Reconciled, report: Report, estimate: Report | None) -> dict[str, Any]:
     """The report's ``reconciliation`` section: per cluster what the bill covered and the variance
-    per resource; per line the difference from the estimate."""
+    per resource; per line the difference from ``estimate`` (the same report on the estimate
+    basis), when given."""
     clusters = []
     for done in reconciled.clusters:
         clusters.append(
@@ -167,7 +168,9 @@ def document(reconciled: Reconciled, report: Report, estimate: Report | None) ->
                 ],
             }
         )
-    before = {(line.kind, line.owner): line.total for line in estimate.lines} if estimate else {}
+    if estimate is None:  # no estimate to compare with (an export): no per-line variance
+        return {"basis": reconciled.basis.value, "clusters": clusters}
+    before = {(line.kind, line.owner): line.total for line in estimate.lines}
     lines = []
     for line in report.lines:
         measured = before.get((line.kind, line.owner), Decimal("0.00"))
