@@ -45,6 +45,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     # The policy first: a bad one is reported as such, even without a database to connect to.
     policy = out.load_policy(args.policy) if args.report in ("chargeback", "team", "budgets") else None
+    if getattr(args, "fleet", None):
+        assert policy is not None  # chargeback requires --policy
+        return _fleet_chargeback(args, policy)
     db = _report_db(args.cluster, policy)
     options: Any = {"require_complete": args.require_complete, "default_cluster": _default_cluster()}
     try:
@@ -72,19 +75,45 @@ def cmd_report(args: argparse.Namespace) -> int:
             document = service.team_report(db, policy, query, args.team, basis=args.basis)
             _print(args.format, document, *out.team_rows(document.body))
             return exits.OK
-        report = service.chargeback(db, policy, query, args.by, args.basis)
-        if args.format != "table" and (warned := out.warning([report.coverage])):
-            print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
-        print(
-            {
-                "json": lambda: out.as_json(report.to_document()),
-                "csv": lambda: out.chargeback_csv(report),
-                "table": lambda: out.chargeback_table(report),
-            }[args.format]().rstrip("\n")
-        )
+        _print_chargeback(args.format, service.chargeback(db, policy, query, args.by, args.basis))
         return exits.OK
     finally:
         db.close()
+
+
+def _fleet_chargeback(args: argparse.Namespace, policy: Any) -> int:
+    """``finops report chargeback --fleet URL``: every cluster's final hours from the fleet bucket,
+    through DuckDB (``usecases.reports.fleet``); no database."""
+    from finops.errors import InvalidInput
+    from usecases.reports.fleet import fleet_chargeback
+    from usecases.reports.service import month_period
+
+    if args.cluster or args.basis not in (None, "estimate"):
+        raise InvalidInput("--fleet: the fleet report covers every cluster on the estimate (no --cluster, --basis)")
+    report = fleet_chargeback(
+        args.fleet,
+        policy,
+        month_period(args.month),
+        endpoint_url=args.s3_endpoint,
+        by=args.by,
+        require_complete_period=args.require_complete,
+    )
+    _print_chargeback(args.format, report)
+    return exits.OK
+
+
+def _print_chargeback(form: str, report: Any) -> None:
+    from usecases.reports import formats as out
+
+    if form != "table" and (warned := out.warning([report.coverage])):
+        print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
+    print(
+        {
+            "json": lambda: out.as_json(report.to_document()),
+            "csv": lambda: out.chargeback_csv(report),
+            "table": lambda: out.chargeback_table(report),
+        }[form]().rstrip("\n")
+    )
 
 
 def _print(form: str, document: Any, title: str, headers: list[str], rows: list[tuple[object, ...]]) -> None:
@@ -125,6 +154,10 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 
 S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
+FLEET_HELP = (
+    "read every cluster's final hours from this fleet bucket (FLEET_BUCKET of collect_allocations) through "
+    "DuckDB, instead of DATABASE_URL"
+)
 CLUSTER_HELP = "one cluster (default: all, each settled on its own first)"
 MONTH_HELP = "YYYY-MM (2026-10), last (the last full UTC month) or current"
 LAST_MONTH_HELP = f"{MONTH_HELP} (default: last)"
@@ -233,6 +266,8 @@ def add_commands(sub: Any) -> None:
             kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "chargeback":
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
+            kind.add_argument("--fleet", type=arguments.text, metavar="s3://bucket/prefix/", help=FLEET_HELP)
+            kind.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
         if name == "team":
             kind.add_argument(
                 "--team",

@@ -15,25 +15,39 @@ moto's S3 server:
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import boto3
 import pyarrow.parquet as pq
 import pytest
 
-from infra.postgres import Database
+from finops.periods import Period
+from finops.policy import parse_policy
+from infra.fleet import COLUMNS
+from infra.kube import KubeClient
+from infra.opencost import OpenCostClient
+from infra.postgres import Database, apply_migrations, connect
 from infra.settings import CollectAllocationsSettings
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
-from usecases.collect_allocations.fleet import COLUMNS
+from sandbox.postgres import scratch_database
+from tests.e2e.cli_runner import run_finops
+from usecases.collect_allocations.service import CollectOptions, FleetBucket, collect_range
+from usecases.reports.fleet import fleet_chargeback
+from usecases.reports.service import ReportQuery, chargeback, month_period
 
 ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "fleet-files"
+AGGREGATION = "namespace,controllerKind,controller,pod,container"
 EARLIER = "2026-11-20T20:00:00Z"
 SCHEDULED = "2026-11-21T03:00:00Z"
 NEXT = "2026-11-21T04:00:00Z"
@@ -174,3 +188,89 @@ def test_a_bad_bucket_is_refused_naming_the_variable(value: str) -> None:
     base = {"DATABASE_URL": "postgresql://x@localhost/x", "CLUSTER_ID": "c", "OPENCOST_URL": "http://opencost:9003"}
     with pytest.raises(ValueError, match="FLEET_BUCKET"):
         CollectAllocationsSettings.model_validate({**base, "FLEET_BUCKET": value})
+
+
+FIRST = datetime(2026, 11, 19, tzinfo=UTC)
+TWO_DAYS = Period(FIRST, FIRST + timedelta(days=2))
+POLICIES = {
+    "separate": {"currency": "USD", "idle": "separate"},
+    "distribute-even": {
+        "currency": "USD",
+        "idle": "distribute",
+        "shared": {
+            "namespaces": ["kube-system", "monitoring"],
+            "split": "even",
+            "fixed": [{"name": "control-plane", "amount": "73.00"}],
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Fleet:
+    prefix: str  # the fleet bucket
+    dsn: str  # the database the same hours were collected into
+
+
+@pytest.fixture(scope="module")
+def fleet(pg_server: str, opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer,
+          s3: Any, moto_s3: str) -> Iterator[Fleet]:  # fmt: skip
+    """Two clusters' two whole days loaded as history (every hour final) into a database of their
+    own, and into the fleet bucket."""
+    prefix = f"s3://{BUCKET}/fleet/"
+    with scratch_database(pg_server, prefix="finops_fleet") as dsn:
+        db = connect(dsn)
+        try:
+            apply_migrations(db)
+            for cluster in ("prod", "dev"):
+                options = CollectOptions(
+                    cluster, AGGREGATION, 0, "team", "cost-center", fleet=FleetBucket(prefix, moto_s3)
+                )
+                source, kubernetes = OpenCostClient(opencost.url), KubeClient.from_url(kube.url)
+                now, run = datetime.now(UTC), str(uuid4())
+                done = collect_range(
+                    db, source, kubernetes, options, start=FIRST, end=TWO_DAYS.end, now=now, run_id=run
+                )
+                assert done.fleet is not None and len(done.fleet.uploaded) == 48 and not done.warnings, done.warnings
+        finally:
+            db.close()
+        yield Fleet(prefix, dsn)
+
+
+@pytest.mark.parametrize("by", ["team", "cost-center", "namespace"])
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_the_fleet_report_is_postgresqls_to_the_cent(fleet: Fleet, moto_s3: str, name: str, by: str) -> None:
+    policy = parse_policy(POLICIES[name])
+    db = connect(fleet.dsn)
+    try:
+        expected = chargeback(db, policy, ReportQuery(TWO_DAYS, None), by)
+    finally:
+        db.close()
+    found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3, by=by)
+    assert expected.lines and found.lines == expected.lines and found.total == expected.total
+    assert found.clusters == expected.clusters == ("dev", "prod")
+    assert found.coverage is not None and found.coverage.complete
+    assert [(c.cluster, c.final) for c in found.coverage.clusters] == [("dev", 48), ("prod", 48)]
+
+
+def test_the_command_and_its_refusals(fleet: Fleet, moto_s3: str, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("currency: USD\nidle: separate\n")
+    args = ["report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--fleet", fleet.prefix,
+            "--s3-endpoint", moto_s3, "--format", "json"]  # fmt: skip
+    done = run_finops(*args)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    month = fleet_chargeback(
+        fleet.prefix, parse_policy({"currency": "USD"}), month_period("2026-11"), endpoint_url=moto_s3
+    )
+    assert document["total"] == str(month.total) and document["coverage"]["complete"] is False
+    assert "WARNING" in done.stderr  # a month of which two days are in the bucket
+    refused = run_finops(*args, "--require-complete")
+    assert refused.returncode == 4 and "missing" in refused.stderr
+    policy.write_text("currency: EUR\n")
+    other = run_finops(*args)
+    assert other.returncode == 2
+    assert other.stderr.strip().splitlines()[-1].startswith("finops: policy.currency is EUR but cluster dev's")
+    missing = run_finops(*args[:7], f"s3://{BUCKET}/nowhere/", *args[8:])
+    assert missing.returncode != 0 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr

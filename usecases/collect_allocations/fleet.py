@@ -18,7 +18,7 @@ uploads them. An upload is one PUT of the whole file (``infra.objectstore``), so
 or absent; a run killed after the PUT and before the ledger's update uploads the same file again,
 with the same bytes (the rows in key order, no write time in the file).
 
-Columns: the stored row's, with their types: money in integer micros (``int64``), times as
+Columns (``infra.fleet``): the stored row's, with their types: money in integer micros (``int64``), times as
 ``timestamp[us, UTC]``, quantities (PostgreSQL ``numeric``, kept exactly as OpenCost sent them)
 as strings, the pricing source and currency, owner (``team``) and cost centre, the entry kind.
 """
@@ -29,40 +29,16 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any
 
 from finops.errors import FinOpsError
+from infra.fleet import write_hour
 from infra.objectstore import ObjectStore
 from infra.postgres import Database
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.apache.parquet"
-_TEXT = ("cluster", "namespace", "name", "aggregation", "entry_kind", "controller_kind", "controller", "pod",
-         "container", "node")  # fmt: skip
-_TIMES = ("hour", "data_start", "data_end")
-_QUANTITIES = ("minutes", "cpu_cores", "cpu_core_request_avg", "cpu_core_usage_avg", "cpu_core_hours", "ram_bytes",
-               "ram_byte_request_avg", "ram_byte_usage_avg", "ram_byte_hours", "gpu_count", "gpu_hours", "pv_bytes",
-               "pv_byte_hours", "network_transfer_bytes", "network_receive_bytes")  # fmt: skip
-_MICROS = ("cpu_cost_micros", "gpu_cost_micros", "ram_cost_micros", "pv_cost_micros", "network_cost_micros",
-           "lb_cost_micros", "shared_cost_micros", "external_cost_micros", "total_cost_micros")  # fmt: skip
-_OWNERS = ("team", "cost_center")
-_PRICING = ("pricebook_id", "currency", "source")
-COLUMNS = (*_TEXT, *_TIMES, *_QUANTITIES, *_MICROS, *_OWNERS, *_PRICING)
-
-
-def schema() -> pa.Schema:
-    import pyarrow as pa
-
-    def kind(name: str) -> pa.DataType:
-        if name in _TIMES:
-            return pa.timestamp("us", tz="UTC")
-        return pa.int64() if name in (*_MICROS, "pricebook_id") else pa.string()
-
-    return pa.schema([pa.field(name, kind(name)) for name in COLUMNS])
 
 
 def hour_key(prefix: str, cluster: str, hour: datetime) -> str:
@@ -101,12 +77,3 @@ def upload_final_hours(
         result.uploaded.append(hour)
         log.info("hour uploaded to the fleet bucket", extra={"fields": {"hour": hour.isoformat(), "rows": len(rows)}})
     return result
-
-
-def write_hour(rows: list[dict[str, Any]], out: BinaryIO) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    shape = schema()
-    table = pa.table({name: pa.array([row[name] for row in rows], shape.field(name).type) for name in COLUMNS})
-    pq.write_table(table, out)

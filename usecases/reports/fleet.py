@@ -1,0 +1,86 @@
+"""Reports across a fleet of clusters, read from the fleet bucket's hourly Parquet files
+(``usecases.collect_allocations.fleet``) by DuckDB embedded in the process (``infra.fleet``), not
+from PostgreSQL.
+
+Only the period's files are read (a file's path says its hour). The same rollup as PostgreSQL's:
+the rows per day, cluster, namespace, owner, cost centre and entry kind, summed over the period;
+and the same policy code as every report (``finops.chargeback.allocate``). For the same final
+hours the report is PostgreSQL's to the cent.
+
+Coverage: every file is a final hour, so an hour without a file is *missing* here, whatever the
+cluster's own ledger says (open, lost or not yet uploaded); the report's coverage says which, and
+``--require-complete`` refuses a month with any. Currencies are refused as for every report.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from finops.chargeback import CostRow, IdleRow, Report, allocate
+from finops.coverage import (
+    LedgerRun,
+    build_coverage,
+    covered_clusters,
+    require_complete,
+    require_currency,
+    require_priced,
+)
+from finops.hours import HOUR
+from finops.lines import LineKey
+from finops.periods import Period
+from finops.policy import Policy
+from infra.fleet import FleetReader
+
+
+def fleet_chargeback(
+    url: str,
+    policy: Policy,
+    period: Period,
+    *,
+    endpoint_url: str | None = None,
+    by: LineKey | str = LineKey.TEAM,
+    require_complete_period: bool = False,
+    now: datetime | None = None,
+) -> Report:
+    """The period's chargeback of every cluster in the fleet bucket (module docstring)."""
+    found, hours = FleetReader(url, endpoint_url).rollup_and_hours(period)
+    runs = _runs(hours)
+    clusters = covered_clusters(None, [r.cluster for r in runs], [f.cluster for f in policy.shared.fixed], "fleet")
+    coverage = build_coverage(period, clusters, runs, now=now or datetime.now(UTC))
+    require_currency(policy.currency, coverage)
+    require_priced(coverage, policy.currency, {})
+    if require_complete_period or policy.require_complete:
+        require_complete(coverage)
+    rows: list[CostRow] = []
+    idle: list[IdleRow] = []
+    for cluster, namespace, entry_kind, owner, cost_center, micros in found:
+        if entry_kind == "idle":
+            idle.append(IdleRow(cluster, micros))
+        else:
+            rows.append(CostRow(cluster, namespace, owner, cost_center, micros))
+    report = allocate(rows, idle, policy, period=period, by=by, clusters=coverage.cluster_names)
+    return replace(report, coverage=coverage)
+
+
+def _runs(hours: list[tuple[Any, ...]]) -> list[LedgerRun]:
+    """The files' hours as the ledger's runs: consecutive final hours of one cluster and currency
+    (an hour mixing currencies is split in two runs, which the currency check refuses)."""
+    runs: list[LedgerRun] = []
+    by_cluster: dict[str, list[tuple[datetime, str | None, int]]] = defaultdict(list)
+    for cluster, hour, currency, other, count in hours:
+        by_cluster[cluster].append((hour, currency, count))
+        if other != currency:
+            by_cluster[cluster].append((hour, other, 0))
+    for cluster, entries in sorted(by_cluster.items()):
+        for hour, currency, count in entries:
+            last = runs[-1] if runs else None
+            if last and last.cluster == cluster and last.currency == currency and last.last + HOUR == hour:
+                runs[-1] = replace(last, last=hour, rows=last.rows + count)
+            else:
+                runs.append(
+                    LedgerRun(cluster, "final", hour, hour, currency is None, currency, None, count)
+                )  # fmt: skip
+    return runs
