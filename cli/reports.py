@@ -95,6 +95,7 @@ def _fleet_chargeback(args: argparse.Namespace, policy: Any) -> int:
         policy,
         month_period(args.month),
         endpoint_url=args.s3_endpoint,
+        engine=args.engine,
         by=args.by,
         require_complete_period=args.require_complete,
     )
@@ -268,6 +269,12 @@ def add_commands(sub: Any) -> None:
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
             kind.add_argument("--fleet", type=arguments.text, metavar="s3://bucket/prefix/", help=FLEET_HELP)
             kind.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
+            kind.add_argument(
+                "--engine",
+                choices=("duckdb", "chdb"),
+                default="duckdb",
+                help="with --fleet: DuckDB (default) or ClickHouse's engine in process (chDB, an extra package)",
+            )
         if name == "team":
             kind.add_argument(
                 "--team",

@@ -1,6 +1,7 @@
 """The fleet bucket's hourly Parquet files: their columns and types (written by
 ``usecases.collect_allocations.fleet``), and reading them back through DuckDB embedded in the
-process (``FleetReader``, for ``usecases.reports.fleet``).
+process (``FleetReader``) or ClickHouse's, also in process (``ClickHouseReader``, chDB), for
+``usecases.reports.fleet``.
 
 Reading: the files are listed first and only the period's are read (a file's path says its cluster
 and hour: ``cluster=<id>/date=<YYYY-MM-DD>/hour=<HH>.parquet``). pyarrow reads them, with its own
@@ -15,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from finops.errors import InvalidInput, NotFound
+from finops.hours import hours_between
 from finops.periods import Period
 
 if TYPE_CHECKING:
@@ -144,3 +146,78 @@ class FleetReader:
 
 def _epoch_us(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+# The same rollup in ClickHouse's dialect, over ``{source}`` (its s3() or file() table function).
+# ClickHouse resolves a SELECT alias anywhere in the query: no alias may repeat a column's name.
+CLICKHOUSE_ROLLUP = """
+WITH daily AS (
+    SELECT intDiv(toUnixTimestamp64Micro(hour), 86400000000) AS day, cluster, namespace, entry_kind,
+           coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key, sum(total_cost_micros) AS micros
+    FROM {source}
+    WHERE toUnixTimestamp64Micro(hour) >= {start} AND toUnixTimestamp64Micro(hour) < {end}
+    GROUP BY day, cluster, namespace, entry_kind, owner_key, center_key
+)
+SELECT cluster, namespace, entry_kind, nullIf(owner_key, '') AS owner, nullIf(center_key, '') AS cost_center,
+       toInt64(sum(micros)) AS total_micros
+FROM daily
+GROUP BY cluster, namespace, entry_kind, owner_key, center_key
+ORDER BY cluster, namespace, entry_kind, owner_key, center_key
+SETTINGS use_hive_partitioning = 0
+"""
+CLICKHOUSE_HOURS = """
+SELECT cluster, toUnixTimestamp64Micro(hour) AS hour_us, min(currency) AS low, max(currency) AS high,
+       toInt64(count()) AS row_count
+FROM {source}
+WHERE toUnixTimestamp64Micro(hour) >= {start} AND toUnixTimestamp64Micro(hour) < {end}
+GROUP BY cluster, hour_us
+ORDER BY cluster, hour_us
+SETTINGS use_hive_partitioning = 0
+"""
+
+
+class ClickHouseReader(FleetReader):
+    """The same queries on ClickHouse's engine, in process (chDB), reading the files with its own
+    ``s3()`` (credentials from the environment, as ClickHouse's ``use_environment_credentials``)
+    or ``file()`` table function: the query a ClickHouse cluster runs with ``s3Cluster``."""
+
+    def __init__(self, url: str, endpoint_url: str | None = None) -> None:
+        super().__init__(url, endpoint_url)
+        self.endpoint_url = endpoint_url
+
+    def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        try:
+            import chdb
+        except ImportError:
+            raise InvalidInput(
+                "--engine chdb needs the chdb package (pip install 'finops-functions[clickhouse]')"
+            ) from None
+
+        if not self.files(period):  # listed as for DuckDB: an empty period reads nothing
+            return [], []
+        window = {"start": _epoch_us(period.start), "end": _epoch_us(period.end), "source": self._source(period)}
+        try:
+            rollup = chdb.query(CLICKHOUSE_ROLLUP.format(**window), "ArrowTable")  # type: ignore[no-untyped-call]
+            hours = chdb.query(CLICKHOUSE_HOURS.format(**window), "ArrowTable")  # type: ignore[no-untyped-call]
+        except Exception as exc:  # chDB's errors: the message names the URL, and no secret is in the query
+            raise InvalidInput(f"--fleet: {self.url} cannot be read by chDB: {str(exc).splitlines()[0]}") from None
+        return (
+            [tuple(row.values()) for row in rollup.to_pylist()],
+            [(r["cluster"], _EPOCH + timedelta(microseconds=r["hour_us"]), r["low"], r["high"], r["row_count"])
+             for r in hours.to_pylist()],
+        )  # fmt: skip
+
+    def _source(self, period: Period) -> str:
+        """The table function over the period's days (a glob of their ``date=`` folders)."""
+        days = sorted({f"{hour.start:%Y-%m-%d}" for hour in hours_between(period.start, period.end)})
+        glob = f"cluster=*/date={{{','.join(days)}}}/hour=*.parquet"
+        if not self.url.startswith("s3://"):
+            return f"file({_quote(self.url + glob)}, 'Parquet')"
+        bucket, _, prefix = self.url.removeprefix("s3://").partition("/")
+        base = f"{self.endpoint_url}/{bucket}/" if self.endpoint_url else f"https://{bucket}.s3.amazonaws.com/"
+        return f"s3({_quote(base + prefix + glob)}, 'Parquet')"
+
+
+def _quote(text: str) -> str:
+    """A ClickHouse string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -237,16 +237,19 @@ def fleet(pg_server: str, opencost: sandbox_opencost.OpenCostServer, kube: sandb
         yield Fleet(prefix, dsn)
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "chdb"])
 @pytest.mark.parametrize("by", ["team", "cost-center", "namespace"])
 @pytest.mark.parametrize("name", sorted(POLICIES))
-def test_the_fleet_report_is_postgresqls_to_the_cent(fleet: Fleet, moto_s3: str, name: str, by: str) -> None:
+def test_the_fleet_report_is_postgresqls_to_the_cent(
+    fleet: Fleet, moto_s3: str, name: str, by: str, engine: str
+) -> None:
     policy = parse_policy(POLICIES[name])
     db = connect(fleet.dsn)
     try:
         expected = chargeback(db, policy, ReportQuery(TWO_DAYS, None), by)
     finally:
         db.close()
-    found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3, by=by)
+    found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3, by=by, engine=engine)
     assert expected.lines and found.lines == expected.lines and found.total == expected.total
     assert found.clusters == expected.clusters == ("dev", "prod")
     assert found.coverage is not None and found.coverage.complete

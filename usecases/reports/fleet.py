@@ -32,7 +32,7 @@ from finops.hours import HOUR
 from finops.lines import LineKey
 from finops.periods import Period
 from finops.policy import Policy
-from infra.fleet import FleetReader
+from infra.fleet import ClickHouseReader, FleetReader
 
 
 def fleet_chargeback(
@@ -41,12 +41,15 @@ def fleet_chargeback(
     period: Period,
     *,
     endpoint_url: str | None = None,
+    engine: str = "duckdb",
     by: LineKey | str = LineKey.TEAM,
     require_complete_period: bool = False,
     now: datetime | None = None,
 ) -> Report:
-    """The period's chargeback of every cluster in the fleet bucket (module docstring)."""
-    found, hours = FleetReader(url, endpoint_url).rollup_and_hours(period)
+    """The period's chargeback of every cluster in the fleet bucket (module docstring), computed by
+    ``engine``: ``duckdb`` or ``chdb`` (ClickHouse's engine), the same answer."""
+    reader = {"duckdb": FleetReader, "chdb": ClickHouseReader}[engine](url, endpoint_url)
+    found, hours = reader.rollup_and_hours(period)
     runs = _runs(hours)
     clusters = covered_clusters(None, [r.cluster for r in runs], [f.cluster for f in policy.shared.fixed], "fleet")
     coverage = build_coverage(period, clusters, runs, now=now or datetime.now(UTC))
