@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import chargeback, charges, focus_export, ingest, reconcile, rollups, webhook
+from bench import chargeback, charges, fleet, focus_export, ingest, reconcile, rollups, webhook
 
 
 def main() -> int:
@@ -15,6 +15,7 @@ def main() -> int:
     reconcile.main()
     charges.main()
     focus_export.main()
+    fleet.main()
     return 0
 
 

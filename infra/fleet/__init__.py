@@ -12,6 +12,7 @@ Times in the queries are microseconds since the epoch: UTC whatever the engine's
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -59,29 +60,24 @@ def write_hour(rows: list[dict[str, Any]], out: BinaryIO) -> None:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FILE = re.compile(r"cluster=(?P<cluster>[^/]+)/date=(?P<date>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})\.parquet$")
 
-# The per-day rollup the reports consume (allocation_daily), then summed over the period.
-ROLLUP = """
-WITH daily AS (
-    SELECT epoch_us(hour) // 86400000000 AS day, cluster, namespace, entry_kind, coalesce(team, '') AS team,
-           coalesce(cost_center, '') AS cost_center, sum(total_cost_micros) AS micros
-    FROM hours
-    WHERE epoch_us(hour) >= ? AND epoch_us(hour) < ?
-    GROUP BY ALL
-)
-SELECT cluster, namespace, entry_kind, nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
-       CAST(sum(micros) AS BIGINT) AS micros
-FROM daily
-GROUP BY cluster, namespace, entry_kind, team, cost_center
-ORDER BY ALL
+# One pass over the files, two groupings: the per-day rollup the reports consume
+# (allocation_daily), and each cluster's hours with their currencies and row counts (two
+# differing currencies: the hour mixes them). ``by_day`` says which grouping a row is of.
+SCAN = """
+SELECT cluster, epoch_us(hour) AS hour_us, epoch_us(hour) // 86400000000 AS day, namespace, entry_kind,
+       coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
+       CAST(sum(total_cost_micros) AS BIGINT) AS micros, min(currency) AS low, max(currency) AS high,
+       count(*) AS row_count, GROUPING(hour_us) AS by_day
+FROM {source}
+GROUP BY GROUPING SETS ((cluster, day, namespace, entry_kind, owner_key, center_key), (cluster, hour_us))
 """
-# Each cluster's hours in the files, with their currencies (two differing: the hour mixes them).
-HOURS = """
-SELECT cluster, epoch_us(hour) AS hour, min(currency) AS currency, max(currency) AS other, count(*) AS rows
-FROM hours
-WHERE epoch_us(hour) >= ? AND epoch_us(hour) < ?
-GROUP BY cluster, epoch_us(hour)
-ORDER BY cluster, hour
-"""
+
+
+# Memory bounded by design: past the limit DuckDB's aggregation spills to a temporary folder.
+DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "memory_limit": "512MB",
+    "preserve_insertion_order": False,
+}
 
 
 class FleetReader:
@@ -122,26 +118,39 @@ class FleetReader:
                     found.append(info.path)
         return sorted(found)
 
-    def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[datetime, ...]]]:
-        """The period's cost per cluster, namespace, entry kind, owner and cost centre (``ROLLUP``),
-        and each cluster's hours with their currencies and row counts (``HOURS``, hours as UTC
-        datetimes)."""
+    def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The period's cost per cluster, namespace, entry kind, owner and cost centre (micros),
+        and each cluster's hours (UTC) with their lowest and highest currency and row count, in
+        one pass (``SCAN``): local files through DuckDB's own Parquet reader, S3 through
+        pyarrow's, streamed (DuckDB's S3 reader is an extension it would download)."""
         import duckdb
         import pyarrow.dataset as ds
 
         files = self.files(period)
-        con = duckdb.connect()
+        if not files:
+            return [], []
+        con = duckdb.connect(config=DUCKDB_CONFIG)
         try:
-            table = ds.dataset(files, filesystem=self.filesystem, format="parquet", schema=schema()) if files else None
-            con.register("hours", table if table is not None else schema().empty_table())
-            window = [_epoch_us(period.start), _epoch_us(period.end)]
-            rollup = con.execute(ROLLUP, window).fetchall()
-            hours = [
-                (c, _EPOCH + timedelta(microseconds=h), *rest) for c, h, *rest in con.execute(HOURS, window).fetchall()
-            ]
+            if not self.url.startswith("s3://"):
+                found = con.execute(SCAN.format(source="read_parquet($files)"), {"files": files}).fetchall()
+            else:
+                dataset = ds.dataset(files, filesystem=self.filesystem, format="parquet", schema=schema())
+                columns = ["cluster", "hour", "namespace", "entry_kind", "team", "cost_center", "currency",
+                           "total_cost_micros"]  # fmt: skip
+                reader = dataset.scanner(columns=columns, batch_readahead=2, fragment_readahead=2).to_reader()
+                con.register("hours", reader)
+                found = con.execute(SCAN.format(source="hours")).fetchall()
         finally:
             con.close()
-        return rollup, hours
+        costs: dict[tuple[Any, ...], int] = defaultdict(int)
+        hours = []
+        for cluster, hour_us, _day, namespace, kind, owner, center, micros, low, high, count, by_day in found:
+            if by_day:  # the hour is not in this grouping: the per-day rollup's row
+                costs[(cluster, namespace, kind, owner or None, center or None)] += micros
+            else:
+                hours.append((cluster, _EPOCH + timedelta(microseconds=hour_us), low, high, count))
+        rollup = [(*key, micros) for key, micros in sorted(costs.items(), key=lambda item: str(item[0]))]
+        return rollup, sorted(hours, key=lambda hour: (hour[0], hour[1]))
 
 
 def _epoch_us(moment: datetime) -> int:

@@ -277,3 +277,16 @@ def test_the_command_and_its_refusals(fleet: Fleet, moto_s3: str, tmp_path: Path
     assert other.stderr.strip().splitlines()[-1].startswith("finops: policy.currency is EUR but cluster dev's")
     missing = run_finops(*args[:7], f"s3://{BUCKET}/nowhere/", *args[8:])
     assert missing.returncode != 0 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_local_copy_of_the_bucket_gives_the_same_report(fleet: Fleet, s3: Any, moto_s3: str, tmp_path: Path) -> None:
+    # A local folder is read by DuckDB's own Parquet reader, the bucket through pyarrow's S3.
+    for key, body in files(s3, "fleet/").items():
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_bytes(body)
+    policy = parse_policy(POLICIES["distribute-even"])
+    local = fleet_chargeback(f"{tmp_path}/", policy, TWO_DAYS)
+    remote = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3)
+    assert local.lines == remote.lines and local.total == remote.total and local.lines
+    assert local.coverage is not None and remote.coverage is not None
+    assert local.coverage.clusters == remote.coverage.clusters
