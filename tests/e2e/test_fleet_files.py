@@ -41,6 +41,7 @@ from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.postgres import scratch_database
 from tests.e2e.cli_runner import run_finops
+from tests.net import FaultProxy, refused_port
 from usecases.collect_allocations.service import CollectOptions, FleetBucket, collect_range
 from usecases.reports.fleet import fleet_chargeback
 from usecases.reports.service import ReportQuery, chargeback, month_period
@@ -122,7 +123,8 @@ def test_each_final_hour_is_one_file_of_its_stored_rows(
 
 def test_a_failed_upload_is_retried_by_the_next_run(db: Database, env: dict[str, str], s3: Any, moto_s3: str) -> None:
     prefix = f"s3://{BUCKET}/retried/"
-    down = run(env, "prod", EARLIER, prefix, "http://127.0.0.1:9")  # nothing listens: connection refused
+    with refused_port() as port:  # nothing listens: connection refused
+        down = run(env, "prod", EARLIER, prefix, f"http://127.0.0.1:{port}")
     assert down.returncode == 0, down.stderr[-2000:]
     missing = run(env, "prod", SCHEDULED, "s3://no-such-bucket/x/", moto_s3)
     assert missing.returncode == 0, missing.stderr[-2000:]
@@ -147,8 +149,9 @@ def test_the_warning_names_the_hours_left(db: Database, moto_s3: str) -> None:
             " VALUES ('c', 'a', '2026-11-01T00:00Z', 'final', 0, gen_random_uuid()),"
             " ('c', 'a', '2026-11-01T01:00Z', 'final', 0, gen_random_uuid())"
         )
-    store = ObjectStore(endpoint_url="http://127.0.0.1:9")
-    result = upload_final_hours(db, store, f"s3://{BUCKET}/w/", "c", "a", deadline=float("inf"))
+    with refused_port() as port:
+        store = ObjectStore(endpoint_url=f"http://127.0.0.1:{port}")
+        result = upload_final_hours(db, store, f"s3://{BUCKET}/w/", "c", "a", deadline=float("inf"))
     assert (result.uploaded, result.pending) == ([], 2)
     assert result.error is not None and "s3://fleet-files/w/cluster=c/date=2026-11-01/hour=00.parquet" in result.error
     done = upload_final_hours(db, ObjectStore(endpoint_url=moto_s3), f"s3://{BUCKET}/w/", "c", "a", deadline=0)
@@ -290,3 +293,28 @@ def test_a_local_copy_of_the_bucket_gives_the_same_report(fleet: Fleet, s3: Any,
     assert local.lines == remote.lines and local.total == remote.total and local.lines
     assert local.coverage is not None and remote.coverage is not None
     assert local.coverage.clusters == remote.coverage.clusters
+
+
+@pytest.mark.parametrize("fault", ["503", "drop"])
+def test_uploads_that_fail_midway_are_retried_and_end_as_an_uninterrupted_runs(
+    db: Database, env: dict[str, str], s3: Any, moto_s3: str, fault: str
+) -> None:
+    from infra.objectstore import ObjectStore
+    from usecases.collect_allocations.fleet import upload_final_hours
+
+    proxy = FaultProxy(moto_s3)
+    prefix = f"s3://{BUCKET}/faults-{fault}/"
+    try:
+        proxy.mode = fault
+        failed = run(env, "prod", SCHEDULED, prefix, proxy.url)
+        assert failed.returncode == 0, failed.stderr[-2000:]
+        assert files(s3, f"faults-{fault}/") == {}  # nothing half-written
+        proxy.mode = "pass"
+        assert run(env, "prod", NEXT, prefix, proxy.url).returncode == 0
+    finally:
+        proxy.close()
+    with db.connection() as conn:  # the reference: every final hour uploaded by one clean pass
+        conn.execute("UPDATE allocation_hours SET fleet_uploaded_at = NULL")
+    clean = upload_final_hours(db, ObjectStore(endpoint_url=moto_s3), f"s3://{BUCKET}/ref-{fault}/", "prod",
+                               AGGREGATION, deadline=float("inf"))  # fmt: skip
+    assert clean.uploaded and files(s3, f"faults-{fault}/") == files(s3, f"ref-{fault}/")
