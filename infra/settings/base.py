@@ -171,6 +171,35 @@ class PricingSettings(Settings):
         return self
 
 
+class FleetSettings(Settings):
+    """The fleet bucket (docs/how-to/fleet.md)."""
+
+    FLEET_BUCKET: str | None = None
+    """The fleet bucket, ``s3://bucket/prefix/`` (or an absolute local folder), ending in ``/``:
+    ``collect_allocations`` writes each final hour there as a Parquet file
+    (``cluster=<CLUSTER_ID>/date=<YYYY-MM-DD>/hour=<HH>.parquet``); a central ``cost_api`` serves
+    the chargeback and namespaces of every cluster in it. Unset: neither."""
+
+    FLEET_S3_ENDPOINT_URL: str | None = None
+    """The S3 API's URL for an S3-compatible store (MinIO, Ceph); unset: AWS. Credentials come from
+    the usual AWS chain (environment, pod role)."""
+
+    @field_validator("FLEET_BUCKET")
+    @classmethod
+    def _fleet_bucket(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        bucket = value.removeprefix("s3://").partition("/")[0]
+        if not value.endswith("/") or not (value.startswith("/") or (value.startswith("s3://") and bucket)):
+            raise ValueError(f"{redact(value)!r} is not s3://bucket/prefix/ or an absolute folder, ending in /")
+        return value
+
+    @field_validator("FLEET_S3_ENDPOINT_URL")
+    @classmethod
+    def _fleet_endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value, "http://minio.storage:9000")
+
+
 class EventSettings(Settings):
     """The credential of CloudEvent deliveries (``on_sync``'s measurements, ``reconcile``'s changes)."""
 

@@ -6,12 +6,13 @@ from pydantic import Field, SecretStr, field_validator
 
 from infra.settings.base import (
     CommonSettings,
+    FleetSettings,
     KubeSettings,
     OpenCostSettings,
 )
 
 
-class CostApiSettings(CommonSettings, KubeSettings):
+class CostApiSettings(CommonSettings, KubeSettings, FleetSettings):
     """``cost_api``: reads behind Argo CD's proxy extension (the Kubernetes API for the rightsizing
     and orphaned-pod routes only)."""
 

@@ -8,10 +8,10 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
 from finops.labels import validate_label_key
-from infra.logs import redact
 from infra.settings.base import (
     CommonSettings,
     EventReceiverSettings,
+    FleetSettings,
     KubeSettings,
     OpenCostSettings,
     PingSettings,
@@ -22,7 +22,9 @@ from infra.settings.base import (
 )
 
 
-class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, RedriveSettings, PricingSettings):
+class CollectAllocationsSettings(
+    PingSettings, OpenCostSettings, KubeSettings, RedriveSettings, PricingSettings, FleetSettings
+):
     """``collect_allocations``: copies OpenCost allocations hour by hour (or computes the same rows
     from Prometheus, ``ALLOCATION_SOURCE=prometheus``)."""
 
@@ -125,30 +127,6 @@ class CollectAllocationsSettings(PingSettings, OpenCostSettings, KubeSettings, R
     DAILY_HISTORY_DAYS: int = Field(default=400, ge=1, le=3650)
     """Days of daily cost history kept per application (``app_daily_costs``): a new application is
     backfilled at most this far back, and older days are deleted."""
-
-    FLEET_BUCKET: str | None = None
-    """Where each final hour is also written as a Parquet file, for fleet reports across clusters:
-    ``s3://bucket/prefix/`` (or an absolute local folder), ending in ``/``; unset: no files. The
-    layout is ``cluster=<CLUSTER_ID>/date=<YYYY-MM-DD>/hour=<HH>.parquet``."""
-
-    FLEET_S3_ENDPOINT_URL: str | None = None
-    """The S3 API's URL for an S3-compatible store (MinIO, Ceph); unset: AWS. Credentials come from
-    the usual AWS chain (environment, pod role)."""
-
-    @field_validator("FLEET_BUCKET")
-    @classmethod
-    def _fleet_bucket(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        bucket = value.removeprefix("s3://").partition("/")[0]
-        if not value.endswith("/") or not (value.startswith("/") or (value.startswith("s3://") and bucket)):
-            raise ValueError(f"{redact(value)!r} is not s3://bucket/prefix/ or an absolute folder, ending in /")
-        return value
-
-    @field_validator("FLEET_S3_ENDPOINT_URL")
-    @classmethod
-    def _fleet_endpoint(cls, value: str | None) -> str | None:
-        return None if value is None else http_url(value, "http://minio.storage:9000")
 
     @model_validator(mode="after")
     def _lookback_within_history(self) -> CollectAllocationsSettings:

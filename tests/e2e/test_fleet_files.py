@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import boto3
 import pyarrow.parquet as pq
 import pytest
 
+from finops.money import format_amount
 from finops.periods import Period
 from finops.policy import parse_policy
 from infra.fleet import COLUMNS
@@ -318,3 +319,51 @@ def test_uploads_that_fail_midway_are_retried_and_end_as_an_uninterrupted_runs(
     clean = upload_final_hours(db, ObjectStore(endpoint_url=moto_s3), f"s3://{BUCKET}/ref-{fault}/", "prod",
                                AGGREGATION, deadline=float("inf"))  # fmt: skip
     assert clean.uploaded and files(s3, f"faults-{fault}/") == files(s3, f"ref-{fault}/")
+
+
+def test_a_central_cost_api_serves_the_fleets_chargeback_and_namespaces(
+    fleet: Fleet, stack: Any, moto_s3: str, tmp_path: Path
+) -> None:
+    import httpx
+
+    from sandbox.localstack import serve_function
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("currency: USD\nidle: separate\n")
+    central = replace(stack, database_url=fleet.dsn)  # its own database: the namespaces come from the bucket
+    env = {"PROXY_TOKEN": "fleet", "POLICY_PATH": str(policy), "FLEET_BUCKET": fleet.prefix,
+           "FLEET_S3_ENDPOINT_URL": moto_s3}  # fmt: skip
+    headers = {"Argocd-Application-Name": "argocd:cost-gate", "X-Finops-Proxy-Token": "fleet"}
+    with serve_function(central, "cost_api", **env) as url:
+        chargeback_ = httpx.get(f"{url}/api/v1/chargeback?month=2026-11", headers=headers, timeout=60)
+        namespaces = httpx.get(f"{url}/api/v1/namespaces?days=30", headers=headers, timeout=60)
+        billed = httpx.get(f"{url}/api/v1/chargeback?month=2026-11&basis=billed", headers=headers, timeout=60)
+    assert chargeback_.status_code == 200, chargeback_.text
+    expected = fleet_chargeback(
+        fleet.prefix, parse_policy({"currency": "USD"}), month_period("2026-11"), endpoint_url=moto_s3
+    )
+    assert chargeback_.json()["total"] == str(expected.total)
+    assert sorted(chargeback_.json()["coverage"]["clusters"]) == ["dev", "prod"]
+    assert billed.status_code == 400 and "basis" in billed.json()["error"]
+    # The namespaces of both clusters, each as the cluster's own database gives them.
+    db = connect(fleet.dsn)
+    try:
+        today = datetime.now(UTC).date()
+        window = {"start": today - timedelta(days=29), "end": today + timedelta(days=1), "aggregation": AGGREGATION}
+        rows = [
+            r for c in ("dev", "prod") for r in db.fetch_all("namespace_costs", cluster=c, namespace=None, **window)
+        ]
+    finally:
+        db.close()
+    found = {
+        (n["cluster"], n["namespace"]): (n["owner"], n["costCenter"], n["cost"])
+        for n in namespaces.json()["namespaces"]
+    }
+    assert (
+        found
+        == {
+            (r["cluster"], r["namespace"]): (r["owner"], r["cost_center"], format_amount(int(r["micros"])))
+            for r in rows
+        }
+        and found
+    )

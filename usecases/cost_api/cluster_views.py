@@ -1,4 +1,8 @@
-"""The cluster-wide views: namespaces, a namespace with its applications, chargeback, idle ranking."""
+"""The cluster-wide views: namespaces, a namespace with its applications, chargeback, idle ranking.
+
+With ``FLEET_BUCKET`` set (a central ``cost_api``), the namespaces and the chargeback are every
+cluster's, read from the fleet bucket (``usecases.reports.fleet``); the other views stay this
+cluster's."""
 
 from __future__ import annotations
 
@@ -7,12 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
-from finops.errors import NotFound
+from finops.errors import InvalidInput, NotFound
 from finops.money import format_amount
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.cost_api.views import actual
-from usecases.reports import service
+from usecases.reports import fleet, service
 from usecases.reports.formats import load_policy
 
 
@@ -22,6 +26,10 @@ def _window(args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def namespaces(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any:
+    if s.FLEET_BUCKET:  # a central cost_api: every cluster of the fleet bucket
+        period = service.last_days(args["days"], datetime.now(UTC).date())
+        found = fleet.fleet_namespaces(s.FLEET_BUCKET, period, endpoint_url=s.FLEET_S3_ENDPOINT_URL)
+        return {"cluster": None, "fleet": True, "days": args["days"], "namespaces": found}
     rows = db.fetch_all("namespace_costs", cluster=s.CLUSTER_ID, namespace=None, **_window(args))
     return {
         "cluster": s.CLUSTER_ID,
@@ -64,8 +72,20 @@ def chargeback(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any
     if not s.POLICY_PATH:
         raise NotFound("chargeback is not configured: set POLICY_PATH to the policy file")
     month = args["month"] or datetime.now(UTC).strftime("%Y-%m")
-    query = service.ReportQuery(service.month_period(month), s.CLUSTER_ID, require_complete=args["require_complete"])
     policy = load_policy(s.POLICY_PATH)
+    if s.FLEET_BUCKET:  # a central cost_api: every cluster of the fleet bucket, on the estimate
+        if args["basis"] not in (None, "estimate"):
+            raise InvalidInput("basis: the fleet's chargeback stands on the estimate (FLEET_BUCKET is set)")
+        report = fleet.fleet_chargeback(
+            s.FLEET_BUCKET,
+            policy,
+            service.month_period(month),
+            endpoint_url=s.FLEET_S3_ENDPOINT_URL,
+            by=args["by"],
+            require_complete_period=args["require_complete"],
+        )
+        return report.to_document()
+    query = service.ReportQuery(service.month_period(month), s.CLUSTER_ID, require_complete=args["require_complete"])
     return service.chargeback(db, policy, query, args["by"], args["basis"]).to_document()
 
 

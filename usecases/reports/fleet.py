@@ -30,6 +30,7 @@ from finops.coverage import (
 )
 from finops.hours import HOUR
 from finops.lines import LineKey
+from finops.money import format_amount
 from finops.periods import Period
 from finops.policy import Policy
 from infra.fleet import ClickHouseReader, FleetReader
@@ -87,3 +88,28 @@ def _runs(hours: list[tuple[Any, ...]]) -> list[LedgerRun]:
                     LedgerRun(cluster, "final", hour, hour, currency is None, currency, None, count)
                 )  # fmt: skip
     return runs
+
+
+def fleet_namespaces(url: str, period: Period, *, endpoint_url: str | None = None) -> list[dict[str, Any]]:
+    """Every cluster's namespaces with their owner, cost centre and cost over ``period``, most
+    expensive first (as a cluster's ``namespace_costs``, idle and unmounted cost left out)."""
+    found, _ = FleetReader(url, endpoint_url).rollup_and_hours(period)
+    namespaces: dict[tuple[str, str], dict[str, Any]] = {}
+    for cluster, namespace, entry_kind, owner, cost_center, micros in found:
+        if entry_kind == "idle" or not namespace:
+            continue
+        entry = namespaces.setdefault((cluster, namespace), {"owner": None, "cost_center": None, "micros": 0})
+        entry["owner"] = max(filter(None, (entry["owner"], owner)), default=None)
+        entry["cost_center"] = max(filter(None, (entry["cost_center"], cost_center)), default=None)
+        entry["micros"] += micros
+    ranked = sorted(namespaces.items(), key=lambda item: (-item[1]["micros"], item[0]))
+    return [
+        {
+            "cluster": cluster,
+            "namespace": namespace,
+            "owner": entry["owner"],
+            "costCenter": entry["cost_center"],
+            "cost": format_amount(entry["micros"]),
+        }
+        for (cluster, namespace), entry in ranked
+    ]
