@@ -14,7 +14,8 @@ hour is ingested from the sandbox itself once in one request and once in namespa
 clusters' rows are compared column for column.
 
 The ratio printed is ours over the floor, wall and CPU, at each size, with ours' peak RSS (bounded
-by a window of the answer, whatever the hour's size).
+by a window of the answer, whatever the hour's size). At 100,000 containers the same ingest is
+followed by the hour's fleet file (``FLEET_BUCKET``, to a local folder), timed against it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ SIZES = (20_000, 100_000, 200_000)
 REPEATS = {20_000: 3, 100_000: 2, 200_000: 1}
 SHARD_SIZE = 200_000
 SHARD_NAMESPACES = 10  # the synthetic cluster has 50 namespaces: 5 batches
+FLEET_SIZE = 100_000  # the hour whose fleet file is timed (FLEET_BUCKET's cost on the ingest)
 
 
 @contextlib.contextmanager
@@ -77,10 +79,11 @@ def file_server(answers: dict[str, Path]) -> Iterator[str]:
 
 
 def point(
-    mode: str, url: str, dsn: str, cluster: str, hour: int, shards: int = 0, cold: bool = False
+    mode: str, url: str, dsn: str, cluster: str, hour: int, shards: int = 0, cold: bool = False, fleet: str = ""
 ) -> dict[str, Any]:
     argv = [sys.executable, "-m", "bench.ingest_point", mode, "--url", url, "--dsn", dsn, "--cluster", cluster]
     argv += ["--hour", str(hour), "--shard-namespaces", str(shards)] + (["--cold"] if cold else [])
+    argv += ["--fleet", fleet] if fleet else []
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ)
     if done.returncode:
         raise RuntimeError(f"bench.ingest_point {mode} failed: {done.stderr[-2000:]}")
@@ -154,7 +157,7 @@ def main() -> None:
             f"  {'containers':>10}  {'answer':>9}  {'ours':>8}  {'floor':>8}  {'ratio':>5}"
             f"  {'ours CPU':>8}  {'floor CPU':>9}  {'ratio':>5}  {'ours peak RSS':>13}"
         )
-        hour = 0
+        hour, fleet_line = 0, ""
         for size in SIZES:
             with sandbox_opencost(size) as url:
                 answers = record(url, Path(scratch), size)
@@ -165,6 +168,13 @@ def main() -> None:
                     hour += 1
                     ours.append(point("ours", url, dsn, f"ours-{size}", hour))
                     floors.append(point("floor", url, dsn, f"floor-{size}", hour))
+                if size == FLEET_SIZE:  # the same ingest, then the hour's fleet file
+                    hour += 1
+                    fleet = point("ours", url, dsn, "fleet", hour, fleet=f"{scratch}/fleet/")
+                    fleet_line = (
+                        f"  fleet file of the {size:,}-container hour: {fleet['fleet_seconds']:.2f} s after an ingest "
+                        f"of {fleet['seconds']:.2f} s: +{fleet['fleet_seconds'] / fleet['seconds']:.0%} (target <= 10%)"
+                    )
             for path in answers.values():
                 path.unlink()
             ours_s, floor_s = median([o["seconds"] for o in ours]), median([f["seconds"] for f in floors])
@@ -175,6 +185,7 @@ def main() -> None:
                 f"  {ours_cpu:>6.2f} s  {floor_cpu:>7.2f} s  {ours_cpu / floor_cpu:>5.2f}"
                 f"  {rss:>9.0f} MiB   (median of {REPEATS[size]}; target <= 1.0 and < 256 MiB)"
             )
+        print(fleet_line)
         with sandbox_opencost(SHARD_SIZE) as url:
             single = point("ours", url, dsn, "single", 500, cold=True)
             sharded = point("ours", url, dsn, "sharded", 500, shards=SHARD_NAMESPACES, cold=True)

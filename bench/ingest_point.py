@@ -8,6 +8,8 @@ process's own, PostgreSQL's excluded, a steadier figure than wall time on a busy
 
 - ``ours``: ``collect_allocations``' per-hour path (``_write_hour``: fetch to a spool file, stream
   it through validation and conversion into ``COPY``, record the hour) for a fresh hour;
+  with ``--fleet DIR``, then the collector's next step, the final hour written to that fleet
+  folder as Parquet (``fleet_seconds``);
 - ``floor``: ``json.loads`` of the same answer's bytes, with the garbage collector off (as the
   fastest the standard library parses), plus a plain ``COPY`` of the same rows, built beforehand
   and not timed. The bytes are fetched before the clock starts.
@@ -28,10 +30,12 @@ import httpx
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.hours import Hour
+from infra.objectstore import ObjectStore
 from infra.opencost import OpenCostClient
 from infra.opencost.models import RESPONSE
-from infra.postgres import connect
+from infra.postgres import Database, connect
 from usecases.collect_allocations.answers import ShardOptions
+from usecases.collect_allocations.fleet import upload_final_hours
 from usecases.collect_allocations.pricing import ActivePricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.service import CollectOptions, HourContext, _write_hour
@@ -48,6 +52,7 @@ def main() -> int:
     parser.add_argument("--hour", type=int, default=0)
     parser.add_argument("--shard-namespaces", type=int, default=0)
     parser.add_argument("--cold", action="store_true", help="no warm-up (a whole-run comparison)")
+    parser.add_argument("--fleet", default=None, help="ours: then write the final hour to this fleet folder, timed")
     args = parser.parse_args()
     hour = Hour(BASE + timedelta(hours=args.hour))
     db = connect(args.dsn, max_size=2)
@@ -68,9 +73,15 @@ def main() -> int:
         # same bound as the timed run's (streamed), so the figure's peak RSS stays its own.
         if not args.cold:
             ingest(Hour(hour.start + timedelta(days=7)))
+        if args.fleet:  # untimed: the warm-up hour's file, so the timed upload is this hour's alone
+            upload(db, args.fleet, args.cluster)
         start, cpu = time.perf_counter(), time.process_time()
         rows = ingest(hour)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        if args.fleet:
+            start = time.perf_counter()
+            upload(db, args.fleet, args.cluster)
+            fleet_seconds = time.perf_counter() - start
     else:
         window = f"{hour.start:%Y-%m-%dT%H:%M:%SZ},{hour.end:%Y-%m-%dT%H:%M:%SZ}"
         params = {"aggregate": DEFAULT_AGGREGATION, "accumulate": "true", "includeIdle": "true", "window": window}
@@ -100,8 +111,16 @@ def main() -> int:
         gc.enable()
     db.close()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rows": rows, "rss_mib": rss}))
+    figures = {"seconds": seconds, "cpu_seconds": cpu, "rows": rows, "rss_mib": rss}
+    print(json.dumps(figures | ({"fleet_seconds": fleet_seconds} if args.fleet else {})))
     return 0
+
+
+def upload(db: Database, folder: str, cluster: str) -> None:
+    """The collector's next step with ``FLEET_BUCKET``: the final hours' files."""
+    done = upload_final_hours(db, ObjectStore(), folder, cluster, DEFAULT_AGGREGATION, deadline=float("inf"))
+    if done.error or not done.uploaded:
+        raise RuntimeError(f"fleet upload: {done.error or 'nothing to upload'}")
 
 
 if __name__ == "__main__":

@@ -157,7 +157,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
 FLEET_HELP = (
     "read every cluster's final hours from this fleet bucket (FLEET_BUCKET of collect_allocations) through "
-    "DuckDB, instead of DATABASE_URL"
+    "DuckDB or chDB (--engine), instead of DATABASE_URL"
 )
 CLUSTER_HELP = "one cluster (default: all, each settled on its own first)"
 MONTH_HELP = "YYYY-MM (2026-10), last (the last full UTC month) or current"

@@ -3,22 +3,28 @@
 process (``FleetReader``) or ClickHouse's, also in process (``ClickHouseReader``, chDB), for
 ``usecases.reports.fleet``.
 
-Reading: the files are listed first and only the period's are read (a file's path says its cluster
-and hour: ``cluster=<id>/date=<YYYY-MM-DD>/hour=<HH>.parquet``). pyarrow reads them, with its own
-S3 filesystem (no engine extension is downloaded at run time), and DuckDB scans pyarrow's dataset.
-Times in the queries are microseconds since the epoch: UTC whatever the engine's time zone.
+Reading: the files right under the bucket's prefix are listed first and only the period's are read
+(a file's path says its cluster and hour: ``cluster=<id>/date=<YYYY-MM-DD>/hour=<HH>.parquet``).
+DuckDB reads local files with its own Parquet reader and S3 through pyarrow's S3 filesystem,
+streamed (DuckDB's own S3 reader is an extension it would download at run time); chDB reads them
+with ClickHouse's ``s3()``/``file()``. The cost is summed per cluster, namespace, entry kind, owner
+and cost centre straight over the period: integer micros add up the same in any grouping, so the
+daily rollup PostgreSQL keeps is not needed here. Times in the queries are microseconds since the
+epoch: UTC whatever the engine's time zone. A missing cost (OpenCost without ``totalCost``) is 0,
+as in PostgreSQL's rollups.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+import tempfile
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from finops.errors import InvalidInput, NotFound
 from finops.hours import hours_between
 from finops.periods import Period
+from infra.logs import redact
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,37 +64,36 @@ def write_hour(rows: list[dict[str, Any]], out: BinaryIO) -> None:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_FILE = re.compile(r"cluster=(?P<cluster>[^/]+)/date=(?P<date>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})\.parquet$")
+_FILE = re.compile(r"cluster=(?P<cluster>[^/]+)/date=(?P<date>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})\.parquet")
 
-# One pass over the files, two groupings: the per-day rollup the reports consume
-# (allocation_daily), and each cluster's hours with their currencies and row counts (two
-# differing currencies: the hour mixes them). ``by_day`` says which grouping a row is of.
+# One pass over the files, two groupings: the period's cost per cluster, namespace, entry kind,
+# owner and cost centre, and each cluster's hours with their currencies and row counts (two
+# differing currencies: the hour mixes them). ``by_cost`` says which grouping a row is of.
 SCAN = """
-SELECT cluster, epoch_us(hour) AS hour_us, epoch_us(hour) // 86400000000 AS day, namespace, entry_kind,
+SELECT cluster, epoch_us(hour) AS hour_us, namespace, entry_kind,
        coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
-       CAST(sum(total_cost_micros) AS BIGINT) AS micros, min(currency) AS low, max(currency) AS high,
-       count(*) AS row_count, GROUPING(hour_us) AS by_day
+       CAST(coalesce(sum(total_cost_micros), 0) AS BIGINT) AS micros, min(currency) AS low, max(currency) AS high,
+       count(*) AS row_count, GROUPING(hour_us) AS by_cost
 FROM {source}
-GROUP BY GROUPING SETS ((cluster, day, namespace, entry_kind, owner_key, center_key), (cluster, hour_us))
+GROUP BY GROUPING SETS ((cluster, namespace, entry_kind, owner_key, center_key), (cluster, hour_us))
 """
 
 
-# Memory bounded by design: past the limit DuckDB's aggregation spills to a temporary folder.
+# Memory bounded by design: past the limit DuckDB's aggregation spills to the temporary folder.
 DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "memory_limit": "512MB",
     "preserve_insertion_order": False,
+    "temp_directory": tempfile.gettempdir(),  # not the working directory (read-only in a pod)
 }
 
 
 class FleetReader:
     """The fleet bucket at ``url`` (``s3://bucket/prefix/`` or a local folder, ending in ``/``)."""
 
-    def __init__(self, url: str, endpoint_url: str | None = None) -> None:
+    def __init__(self, url: str, endpoint_url: str | None = None, field: str = "--fleet") -> None:
         from pyarrow import fs
 
-        if not url.endswith("/"):
-            raise InvalidInput(f"--fleet: {url} is not a folder (s3://bucket/prefix/ or a path ending in /)")
-        self.url = url
+        self.url, self.field = check_bucket(url, field), field
         self.filesystem: fs.FileSystem
         if url.startswith("s3://"):
             options: dict[str, Any] = {}
@@ -106,12 +111,13 @@ class FleetReader:
         try:
             listed = self.filesystem.get_file_info(fs.FileSelector(self.root, recursive=True))
         except FileNotFoundError:
-            raise NotFound(f"--fleet: {self.url} does not exist") from None
+            raise NotFound(f"{self.field}: {self.url} does not exist") from None
         except OSError as exc:  # pyarrow's S3 errors: the message names the bucket, never a secret
-            raise InvalidInput(f"--fleet: {self.url} cannot be listed: {str(exc).splitlines()[0]}") from None
+            raise InvalidInput(f"{self.field}: {self.url} cannot be listed: {str(exc).splitlines()[0]}") from None
+        root = self.root.rstrip("/") + "/"
         found = []
-        for info in listed:
-            match = _FILE.search(info.path)
+        for info in listed:  # only this prefix's own layout, not another prefix nested under it
+            match = _FILE.fullmatch(info.path.removeprefix(root))
             if match is not None:
                 hour = datetime.fromisoformat(f"{match['date']}T{match['hour']}:00:00+00:00")
                 if period.start <= hour < period.end:
@@ -140,17 +146,26 @@ class FleetReader:
                 reader = dataset.scanner(columns=columns, batch_readahead=2, fragment_readahead=2).to_reader()
                 con.register("hours", reader)
                 found = con.execute(SCAN.format(source="hours")).fetchall()
+        except (duckdb.Error, OSError) as exc:  # a damaged file, a read cut short: named, one line
+            raise InvalidInput(f"{self.field}: {self.url} cannot be read: {str(exc).splitlines()[0]}") from None
         finally:
             con.close()
-        costs: dict[tuple[Any, ...], int] = defaultdict(int)
-        hours = []
-        for cluster, hour_us, _day, namespace, kind, owner, center, micros, low, high, count, by_day in found:
-            if by_day:  # the hour is not in this grouping: the per-day rollup's row
-                costs[(cluster, namespace, kind, owner or None, center or None)] += micros
+        rollup, hours = [], []
+        for cluster, hour_us, namespace, kind, owner, center, micros, low, high, count, by_cost in found:
+            if by_cost:  # the hour is not in this grouping: a cost row
+                rollup.append((cluster, namespace, kind, owner or None, center or None, micros))
             else:
                 hours.append((cluster, _EPOCH + timedelta(microseconds=hour_us), low, high, count))
-        rollup = [(*key, micros) for key, micros in sorted(costs.items(), key=lambda item: str(item[0]))]
-        return rollup, sorted(hours, key=lambda hour: (hour[0], hour[1]))
+        return sorted(rollup, key=str), sorted(hours, key=lambda hour: (hour[0], hour[1]))
+
+
+def check_bucket(url: str, field: str) -> str:
+    """``url`` if it names a fleet bucket (``s3://bucket/prefix/`` or an absolute folder, ending in
+    ``/``), else ``InvalidInput`` naming ``field``."""
+    bucket = url.removeprefix("s3://").partition("/")[0]
+    if not url.endswith("/") or not (url.startswith("/") or (url.startswith("s3://") and bucket)):
+        raise InvalidInput(f"{field}: {redact(url)!r} is not s3://bucket/prefix/ or an absolute folder, ending in /")
+    return url
 
 
 def _epoch_us(moment: datetime) -> int:
@@ -160,16 +175,14 @@ def _epoch_us(moment: datetime) -> int:
 # The same rollup in ClickHouse's dialect, over ``{source}`` (its s3() or file() table function).
 # ClickHouse resolves a SELECT alias anywhere in the query: no alias may repeat a column's name.
 CLICKHOUSE_ROLLUP = """
-WITH daily AS (
-    SELECT intDiv(toUnixTimestamp64Micro(hour), 86400000000) AS day, cluster, namespace, entry_kind,
-           coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key, sum(total_cost_micros) AS micros
+SELECT cluster, namespace, entry_kind, nullIf(owner_key, '') AS owner, nullIf(center_key, '') AS center,
+       toInt64(ifNull(sum(cost), 0)) AS total_micros
+FROM (
+    SELECT cluster, namespace, entry_kind, coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
+           total_cost_micros AS cost
     FROM {source}
     WHERE toUnixTimestamp64Micro(hour) >= {start} AND toUnixTimestamp64Micro(hour) < {end}
-    GROUP BY day, cluster, namespace, entry_kind, owner_key, center_key
 )
-SELECT cluster, namespace, entry_kind, nullIf(owner_key, '') AS owner, nullIf(center_key, '') AS cost_center,
-       toInt64(sum(micros)) AS total_micros
-FROM daily
 GROUP BY cluster, namespace, entry_kind, owner_key, center_key
 ORDER BY cluster, namespace, entry_kind, owner_key, center_key
 SETTINGS use_hive_partitioning = 0
@@ -190,8 +203,8 @@ class ClickHouseReader(FleetReader):
     ``s3()`` (credentials from the environment, as ClickHouse's ``use_environment_credentials``)
     or ``file()`` table function: the query a ClickHouse cluster runs with ``s3Cluster``."""
 
-    def __init__(self, url: str, endpoint_url: str | None = None) -> None:
-        super().__init__(url, endpoint_url)
+    def __init__(self, url: str, endpoint_url: str | None = None, field: str = "--fleet") -> None:
+        super().__init__(url, endpoint_url, field)
         self.endpoint_url = endpoint_url
 
     def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -209,7 +222,7 @@ class ClickHouseReader(FleetReader):
             rollup = chdb.query(CLICKHOUSE_ROLLUP.format(**window), "ArrowTable")  # type: ignore[no-untyped-call]
             hours = chdb.query(CLICKHOUSE_HOURS.format(**window), "ArrowTable")  # type: ignore[no-untyped-call]
         except Exception as exc:  # chDB's errors: the message names the URL, and no secret is in the query
-            raise InvalidInput(f"--fleet: {self.url} cannot be read by chDB: {str(exc).splitlines()[0]}") from None
+            raise InvalidInput(f"{self.field}: {self.url} cannot be read by chDB: {str(exc).splitlines()[0]}") from None
         return (
             [tuple(row.values()) for row in rollup.to_pylist()],
             [(r["cluster"], _EPOCH + timedelta(microseconds=r["hour_us"]), r["low"], r["high"], r["row_count"])

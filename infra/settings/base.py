@@ -19,6 +19,7 @@ from finops.errors import InvalidInput, PermanentError
 from finops.hours import parse_timestamp
 from finops.labels import validate_namespace
 from finops.pricing import check_currency
+from infra.fleet import check_bucket
 from infra.logs import redact
 
 
@@ -187,12 +188,7 @@ class FleetSettings(Settings):
     @field_validator("FLEET_BUCKET")
     @classmethod
     def _fleet_bucket(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        bucket = value.removeprefix("s3://").partition("/")[0]
-        if not value.endswith("/") or not (value.startswith("/") or (value.startswith("s3://") and bucket)):
-            raise ValueError(f"{redact(value)!r} is not s3://bucket/prefix/ or an absolute folder, ending in /")
-        return value
+        return None if value is None else as_config(check_bucket, value, "FLEET_BUCKET")
 
     @field_validator("FLEET_S3_ENDPOINT_URL")
     @classmethod

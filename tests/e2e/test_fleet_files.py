@@ -139,16 +139,28 @@ def test_a_failed_upload_is_retried_by_the_next_run(db: Database, env: dict[str,
     assert len(files(s3, "retried/")) == len(final_hours(db, "prod"))
 
 
-def test_the_warning_names_the_hours_left(db: Database, moto_s3: str) -> None:
+def test_the_warning_names_the_hours_left(db: Database, s3: Any, moto_s3: str) -> None:
     # In process, to read the run's result: the store refuses, the hours stay marked.
     from infra.objectstore import ObjectStore
     from usecases.collect_allocations.fleet import upload_final_hours
 
+    db.execute("ensure_allocation_partition", hour=datetime(2026, 11, 1, tzinfo=UTC))
     with db.connection() as conn:
+        for hour in ("2026-11-01T00:00Z", "2026-11-01T01:00Z"):
+            conn.execute(
+                "INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, run_id)"
+                " VALUES ('c', 'a', %s, 'final', 1, gen_random_uuid())",
+                (hour,),
+            )
+            conn.execute(
+                "INSERT INTO provider_allocations (cluster, namespace, name, aggregation, hour, entry_kind,"
+                " is_finalized, total_cost_micros) VALUES ('c', 'shop', 'shop', 'a', %s, 'workload', true, 1)",
+                (hour,),
+            )
+        # An hour whose rows retention dropped has nothing to write: never a file, never pending.
         conn.execute(
             "INSERT INTO allocation_hours (cluster, aggregation, hour, state, row_count, run_id)"
-            " VALUES ('c', 'a', '2026-11-01T00:00Z', 'final', 0, gen_random_uuid()),"
-            " ('c', 'a', '2026-11-01T01:00Z', 'final', 0, gen_random_uuid())"
+            " VALUES ('c', 'a', '2026-10-01T00:00Z', 'final', 1, gen_random_uuid())"
         )
     with refused_port() as port:
         store = ObjectStore(endpoint_url=f"http://127.0.0.1:{port}")
@@ -336,7 +348,8 @@ def test_a_central_cost_api_serves_the_fleets_chargeback_and_namespaces(
     headers = {"Argocd-Application-Name": "argocd:cost-gate", "X-Finops-Proxy-Token": "fleet"}
     with serve_function(central, "cost_api", **env) as url:
         chargeback_ = httpx.get(f"{url}/api/v1/chargeback?month=2026-11", headers=headers, timeout=60)
-        namespaces = httpx.get(f"{url}/api/v1/namespaces?days=30", headers=headers, timeout=60)
+        days = (datetime.now(UTC).date() - FIRST.date()).days + 1  # back to the first loaded day, whenever run
+        namespaces = httpx.get(f"{url}/api/v1/namespaces?days={days}", headers=headers, timeout=60)
         billed = httpx.get(f"{url}/api/v1/chargeback?month=2026-11&basis=billed", headers=headers, timeout=60)
     assert chargeback_.status_code == 200, chargeback_.text
     expected = fleet_chargeback(
@@ -349,7 +362,7 @@ def test_a_central_cost_api_serves_the_fleets_chargeback_and_namespaces(
     db = connect(fleet.dsn)
     try:
         today = datetime.now(UTC).date()
-        window = {"start": today - timedelta(days=29), "end": today + timedelta(days=1), "aggregation": AGGREGATION}
+        window = {"start": FIRST.date(), "end": today + timedelta(days=1), "aggregation": AGGREGATION}
         rows = [
             r for c in ("dev", "prod") for r in db.fetch_all("namespace_costs", cluster=c, namespace=None, **window)
         ]
@@ -366,4 +379,29 @@ def test_a_central_cost_api_serves_the_fleets_chargeback_and_namespaces(
             for r in rows
         }
         and found
+    )
+
+
+def test_only_the_prefixs_own_files_are_read(fleet: Fleet, s3: Any, moto_s3: str) -> None:
+    # A second fleet nested under the first one's prefix is not the first fleet's.
+    for key, body in files(s3, "fleet/").items():
+        s3.put_object(Bucket=BUCKET, Key=f"fleet/staging/{key.replace('cluster=', 'cluster=stg-')}", Body=body)
+    try:
+        policy = parse_policy({"currency": "USD"})
+        for engine in ("duckdb", "chdb"):
+            found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3, engine=engine)
+            assert found.coverage is not None and found.coverage.cluster_names == ("dev", "prod"), engine
+    finally:
+        for key in files(s3, "fleet/staging/"):
+            s3.delete_object(Bucket=BUCKET, Key=f"fleet/staging/{key}")
+
+
+@pytest.mark.parametrize("url", ["gs://bucket/prefix/", "s3:///", "s3://bucket/prefix", "relative/"])
+def test_a_bad_fleet_url_is_one_line(url: str, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("currency: USD\n")
+    done = run_finops("report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--fleet", url)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip().splitlines()[-1].endswith("is not s3://bucket/prefix/ or an absolute folder, ending in /")
     )

@@ -253,13 +253,14 @@ def _collect_hours(
                 progress(done + 1, len(todo), hour)
     finally:
         # Rebuilt whatever happened above: a day whose hours were written never waits for a
-        # successful run to reach the reports.
+        # successful run to reach the reports. The fleet bucket likewise gets the final hours
+        # committed before a failure (after their transactions: only committed hours).
         result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
-    if options.fleet is not None:  # after the hours' transactions: only committed final hours
-        store = ObjectStore(endpoint_url=options.fleet.endpoint_url)
-        result.fleet = upload_final_hours(
-            db, store, options.fleet.prefix, options.cluster, options.aggregation, deadline=deadline
-        )
+        if options.fleet is not None:
+            store = ObjectStore(endpoint_url=options.fleet.endpoint_url)
+            result.fleet = upload_final_hours(
+                db, store, options.fleet.prefix, options.cluster, options.aggregation, deadline=deadline
+            )
     result.finish()
 
 

@@ -28,7 +28,9 @@ def _window(args: Mapping[str, Any]) -> dict[str, Any]:
 def namespaces(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any:
     if s.FLEET_BUCKET:  # a central cost_api: every cluster of the fleet bucket
         period = service.last_days(args["days"], datetime.now(UTC).date())
-        found = fleet.fleet_namespaces(s.FLEET_BUCKET, period, endpoint_url=s.FLEET_S3_ENDPOINT_URL)
+        found = fleet.fleet_namespaces(
+            s.FLEET_BUCKET, period, endpoint_url=s.FLEET_S3_ENDPOINT_URL, field="FLEET_BUCKET"
+        )
         return {"cluster": None, "fleet": True, "days": args["days"], "namespaces": found}
     rows = db.fetch_all("namespace_costs", cluster=s.CLUSTER_ID, namespace=None, **_window(args))
     return {
@@ -81,6 +83,7 @@ def chargeback(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> Any
             policy,
             service.month_period(month),
             endpoint_url=s.FLEET_S3_ENDPOINT_URL,
+            field="FLEET_BUCKET",
             by=args["by"],
             require_complete_period=args["require_complete"],
         )

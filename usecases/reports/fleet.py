@@ -1,10 +1,10 @@
 """Reports across a fleet of clusters, read from the fleet bucket's hourly Parquet files
-(``usecases.collect_allocations.fleet``) by DuckDB embedded in the process (``infra.fleet``), not
-from PostgreSQL.
+(``usecases.collect_allocations.fleet``) by DuckDB or ClickHouse's engine (chDB), both embedded
+in the process (``infra.fleet``), not from PostgreSQL.
 
-Only the period's files are read (a file's path says its hour). The same rollup as PostgreSQL's:
-the rows per day, cluster, namespace, owner, cost centre and entry kind, summed over the period;
-and the same policy code as every report (``finops.chargeback.allocate``). For the same final
+Only the period's files are read (a file's path says its hour). The cost per cluster, namespace,
+owner, cost centre and entry kind over the period, as PostgreSQL's rollups give it, then the same
+policy code as every report (``finops.chargeback.allocate``). For the same final
 hours the report is PostgreSQL's to the cent.
 
 Coverage: every file is a final hour, so an hour without a file is *missing* here, whatever the
@@ -43,13 +43,14 @@ def fleet_chargeback(
     *,
     endpoint_url: str | None = None,
     engine: str = "duckdb",
+    field: str = "--fleet",
     by: LineKey | str = LineKey.TEAM,
     require_complete_period: bool = False,
     now: datetime | None = None,
 ) -> Report:
     """The period's chargeback of every cluster in the fleet bucket (module docstring), computed by
     ``engine``: ``duckdb`` or ``chdb`` (ClickHouse's engine), the same answer."""
-    reader = {"duckdb": FleetReader, "chdb": ClickHouseReader}[engine](url, endpoint_url)
+    reader = {"duckdb": FleetReader, "chdb": ClickHouseReader}[engine](url, endpoint_url, field)
     found, hours = reader.rollup_and_hours(period)
     runs = _runs(hours)
     clusters = covered_clusters(None, [r.cluster for r in runs], [f.cluster for f in policy.shared.fixed], "fleet")
@@ -90,10 +91,12 @@ def _runs(hours: list[tuple[Any, ...]]) -> list[LedgerRun]:
     return runs
 
 
-def fleet_namespaces(url: str, period: Period, *, endpoint_url: str | None = None) -> list[dict[str, Any]]:
+def fleet_namespaces(
+    url: str, period: Period, *, endpoint_url: str | None = None, field: str = "--fleet"
+) -> list[dict[str, Any]]:
     """Every cluster's namespaces with their owner, cost centre and cost over ``period``, most
     expensive first (as a cluster's ``namespace_costs``, idle and unmounted cost left out)."""
-    found, _ = FleetReader(url, endpoint_url).rollup_and_hours(period)
+    found, _ = FleetReader(url, endpoint_url, field).rollup_and_hours(period)
     namespaces: dict[tuple[str, str], dict[str, Any]] = {}
     for cluster, namespace, entry_kind, owner, cost_center, micros in found:
         if entry_kind == "idle" or not namespace:

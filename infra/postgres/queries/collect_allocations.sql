@@ -211,13 +211,16 @@ DELETE FROM sync_events WHERE id IN (
     LIMIT %(limit)s
 );
 
--- ==== Metrics (cost_api's GET /metrics): read-only, the same answer from every replica ====
+-- ==== The fleet bucket (usecases.collect_allocations.fleet) ====
 
 -- name: fleet_pending_hours
--- Final hours not yet written to the fleet bucket, oldest first.
-SELECT hour, collected_at FROM allocation_hours
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND state = 'final' AND fleet_uploaded_at IS NULL
-ORDER BY hour;
+-- Final hours not yet written to the fleet bucket, oldest first; only those whose rows are still
+-- stored (retention may have dropped an old month's partition: its hours have nothing to write).
+SELECT h.hour, h.collected_at FROM allocation_hours h
+WHERE h.cluster = %(cluster)s AND h.aggregation = %(aggregation)s AND h.state = 'final' AND h.fleet_uploaded_at IS NULL
+  AND EXISTS (SELECT 1 FROM provider_allocations p
+              WHERE p.cluster = h.cluster AND p.aggregation = h.aggregation AND p.hour = h.hour)
+ORDER BY h.hour;
 
 -- name: fleet_hour_rows
 -- One hour's stored rows, in the order of the natural key (the same bytes for the same rows).
