@@ -4,8 +4,10 @@ functions served by functions-framework in their own processes, as a Knative rev
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -85,3 +87,24 @@ def on_sync_url(stack: Stack) -> Iterator[str]:
         stack, "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, MEASURE_SETTLE_SECONDS="0", THREADS="48", OPENCOST_RETRIES="0"
     ) as url:
         yield url
+
+
+# The fleet bucket's tests (test_fleet_files, test_fleet_reports): moto's bucket, and the collector
+# driver's environment.
+@pytest.fixture(scope="module")
+def fleet_s3(moto_s3: str) -> Any:
+    import boto3
+
+    from tests.e2e.fleet_world import BUCKET
+
+    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
+    if BUCKET not in {bucket["Name"] for bucket in client.list_buckets()["Buckets"]}:  # once per session
+        client.create_bucket(Bucket=BUCKET)
+    return client
+
+
+@pytest.fixture
+def fleet_env(
+    database_url: str, opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
+) -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": database_url, "OPENCOST_URL": opencost.url, "KUBE_API_URL": kube.url}

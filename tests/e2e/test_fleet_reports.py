@@ -1,0 +1,214 @@
+"""We test the fleet reports (``usecases.reports.fleet``): two clusters' two days collected as
+history into their own PostgreSQL and into the fleet bucket (moto's S3), then:
+
+- the fleet chargeback through DuckDB and through chDB equals PostgreSQL's, line by line, under
+  two policies and three line keys; a local copy of the bucket gives the same report;
+- the command's JSON, its warning for an incomplete month, ``--require-complete`` (exit 4),
+  another currency (exit 2), a missing prefix, and a bad ``--fleet`` URL, each in one line;
+- only the prefix's own files are read, not another fleet nested under it;
+- a central ``cost_api`` with ``FLEET_BUCKET`` serves the fleet's chargeback and namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from finops.money import format_amount
+from finops.periods import Period
+from finops.policy import parse_policy
+from infra.kube import KubeClient
+from infra.opencost import OpenCostClient
+from infra.postgres import apply_migrations, connect
+from sandbox import kube as sandbox_kube
+from sandbox import opencost as sandbox_opencost
+from sandbox.postgres import scratch_database
+from tests.e2e.cli_runner import run_finops
+from tests.e2e.fleet_world import AGGREGATION, BUCKET, files
+from usecases.collect_allocations.service import CollectOptions, FleetBucket, collect_range
+from usecases.reports.fleet import fleet_chargeback
+from usecases.reports.service import ReportQuery, chargeback, month_period
+
+FIRST = datetime(2026, 11, 19, tzinfo=UTC)
+TWO_DAYS = Period(FIRST, FIRST + timedelta(days=2))
+POLICIES = {
+    "separate": {"currency": "USD", "idle": "separate"},
+    "distribute-even": {
+        "currency": "USD",
+        "idle": "distribute",
+        "shared": {
+            "namespaces": ["kube-system", "monitoring"],
+            "split": "even",
+            "fixed": [{"name": "control-plane", "amount": "73.00"}],
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Fleet:
+    prefix: str  # the fleet bucket
+    dsn: str  # the database the same hours were collected into
+
+
+@pytest.fixture(scope="module")
+def fleet(pg_server: str, opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer,
+          fleet_s3: Any, moto_s3: str) -> Iterator[Fleet]:  # fmt: skip
+    """Two clusters' two whole days loaded as history (every hour final) into a database of their
+    own, and into the fleet bucket."""
+    prefix = f"s3://{BUCKET}/fleet/"
+    with scratch_database(pg_server, prefix="finops_fleet") as dsn:
+        db = connect(dsn)
+        try:
+            apply_migrations(db)
+            for cluster in ("prod", "dev"):
+                options = CollectOptions(
+                    cluster, AGGREGATION, 0, "team", "cost-center", fleet=FleetBucket(prefix, moto_s3)
+                )
+                source, kubernetes = OpenCostClient(opencost.url), KubeClient.from_url(kube.url)
+                now, run = datetime.now(UTC), str(uuid4())
+                done = collect_range(
+                    db, source, kubernetes, options, start=FIRST, end=TWO_DAYS.end, now=now, run_id=run
+                )
+                assert done.fleet is not None and len(done.fleet.uploaded) == 48 and not done.warnings, done.warnings
+        finally:
+            db.close()
+        yield Fleet(prefix, dsn)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "chdb"])
+@pytest.mark.parametrize("by", ["team", "cost-center", "namespace"])
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_the_fleet_report_is_postgresqls_to_the_cent(
+    fleet: Fleet, moto_s3: str, name: str, by: str, engine: str
+) -> None:
+    policy = parse_policy(POLICIES[name])
+    db = connect(fleet.dsn)
+    try:
+        expected = chargeback(db, policy, ReportQuery(TWO_DAYS, None), by)
+    finally:
+        db.close()
+    found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3, by=by, engine=engine)
+    assert expected.lines and found.lines == expected.lines and found.total == expected.total
+    assert found.clusters == expected.clusters == ("dev", "prod")
+    assert found.coverage is not None and found.coverage.complete
+    assert [(c.cluster, c.final) for c in found.coverage.clusters] == [("dev", 48), ("prod", 48)]
+
+
+def test_the_command_and_its_refusals(fleet: Fleet, moto_s3: str, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("currency: USD\nidle: separate\n")
+    args = ["report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--fleet", fleet.prefix,
+            "--s3-endpoint", moto_s3, "--format", "json"]  # fmt: skip
+    done = run_finops(*args)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    month = fleet_chargeback(
+        fleet.prefix, parse_policy({"currency": "USD"}), month_period("2026-11"), endpoint_url=moto_s3
+    )
+    assert document["total"] == str(month.total) and document["coverage"]["complete"] is False
+    assert "WARNING" in done.stderr  # a month of which two days are in the bucket
+    refused = run_finops(*args, "--require-complete")
+    assert refused.returncode == 4 and "missing" in refused.stderr
+    policy.write_text("currency: EUR\n")
+    other = run_finops(*args)
+    assert other.returncode == 2
+    assert other.stderr.strip().splitlines()[-1].startswith("finops: policy.currency is EUR but cluster dev's")
+    missing = run_finops(*args[:7], f"s3://{BUCKET}/nowhere/", *args[8:])
+    assert missing.returncode != 0 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_local_copy_of_the_bucket_gives_the_same_report(
+    fleet: Fleet, fleet_s3: Any, moto_s3: str, tmp_path: Path
+) -> None:
+    # A local folder is read by DuckDB's own Parquet reader, the bucket through pyarrow's S3.
+    for key, body in files(fleet_s3, "fleet/").items():
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_bytes(body)
+    policy = parse_policy(POLICIES["distribute-even"])
+    local = fleet_chargeback(f"{tmp_path}/", policy, TWO_DAYS)
+    remote = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3)
+    assert local.lines == remote.lines and local.total == remote.total and local.lines
+    assert local.coverage is not None and remote.coverage is not None
+    assert local.coverage.clusters == remote.coverage.clusters
+
+
+def test_a_central_cost_api_serves_the_fleets_chargeback_and_namespaces(
+    fleet: Fleet, stack: Any, moto_s3: str, tmp_path: Path
+) -> None:
+    import httpx
+
+    from sandbox.localstack import serve_function
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("currency: USD\nidle: separate\n")
+    central = replace(stack, database_url=fleet.dsn)  # its own database: the namespaces come from the bucket
+    env = {"PROXY_TOKEN": "fleet", "POLICY_PATH": str(policy), "FLEET_BUCKET": fleet.prefix,
+           "FLEET_S3_ENDPOINT_URL": moto_s3}  # fmt: skip
+    headers = {"Argocd-Application-Name": "argocd:cost-gate", "X-Finops-Proxy-Token": "fleet"}
+    with serve_function(central, "cost_api", **env) as url:
+        chargeback_ = httpx.get(f"{url}/api/v1/chargeback?month=2026-11", headers=headers, timeout=60)
+        days = (datetime.now(UTC).date() - FIRST.date()).days + 1  # back to the first loaded day, whenever run
+        namespaces = httpx.get(f"{url}/api/v1/namespaces?days={days}", headers=headers, timeout=60)
+        billed = httpx.get(f"{url}/api/v1/chargeback?month=2026-11&basis=billed", headers=headers, timeout=60)
+    assert chargeback_.status_code == 200, chargeback_.text
+    expected = fleet_chargeback(
+        fleet.prefix, parse_policy({"currency": "USD"}), month_period("2026-11"), endpoint_url=moto_s3
+    )
+    assert chargeback_.json()["total"] == str(expected.total)
+    assert sorted(chargeback_.json()["coverage"]["clusters"]) == ["dev", "prod"]
+    assert billed.status_code == 400 and "basis" in billed.json()["error"]
+    # The namespaces of both clusters, each as the cluster's own database gives them.
+    db = connect(fleet.dsn)
+    try:
+        today = datetime.now(UTC).date()
+        window = {"start": FIRST.date(), "end": today + timedelta(days=1), "aggregation": AGGREGATION}
+        rows = [
+            r for c in ("dev", "prod") for r in db.fetch_all("namespace_costs", cluster=c, namespace=None, **window)
+        ]
+    finally:
+        db.close()
+    found = {
+        (n["cluster"], n["namespace"]): (n["owner"], n["costCenter"], n["cost"])
+        for n in namespaces.json()["namespaces"]
+    }
+    assert (
+        found
+        == {
+            (r["cluster"], r["namespace"]): (r["owner"], r["cost_center"], format_amount(int(r["micros"])))
+            for r in rows
+        }
+        and found
+    )
+
+
+def test_only_the_prefixs_own_files_are_read(fleet: Fleet, fleet_s3: Any, moto_s3: str) -> None:
+    # A second fleet nested under the first one's prefix is not the first fleet's.
+    for key, body in files(fleet_s3, "fleet/").items():
+        fleet_s3.put_object(Bucket=BUCKET, Key=f"fleet/staging/{key.replace('cluster=', 'cluster=stg-')}", Body=body)
+    try:
+        policy = parse_policy({"currency": "USD"})
+        for engine in ("duckdb", "chdb"):
+            found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, endpoint_url=moto_s3, engine=engine)
+            assert found.coverage is not None and found.coverage.cluster_names == ("dev", "prod"), engine
+    finally:
+        for key in files(fleet_s3, "fleet/staging/"):
+            fleet_s3.delete_object(Bucket=BUCKET, Key=f"fleet/staging/{key}")
+
+
+@pytest.mark.parametrize("url", ["gs://bucket/prefix/", "s3:///", "s3://bucket/prefix", "relative/"])
+def test_a_bad_fleet_url_is_one_line(url: str, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("currency: USD\n")
+    done = run_finops("report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--fleet", url)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip().splitlines()[-1].endswith("is not s3://bucket/prefix/ or an absolute folder, ending in /")
+    )
