@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -82,8 +83,9 @@ def test_a_failed_upload_is_retried_by_the_next_run(
     assert len(files(fleet_s3, "retried/")) == len(final_hours(db, "prod"))
 
 
-def test_the_warning_names_the_hours_left(db: Database, fleet_s3: Any, moto_s3: str) -> None:
-    # In process, to read the run's result: the store refuses, the hours stay marked.
+def test_the_warning_names_the_hours_left(db: Database, fleet_s3: Any, moto_s3: str, tmp_path: Path) -> None:
+    # In process, to read the run's result: the store refuses, the hours stay marked; then a
+    # healthy store, and a local folder (the hour's date folder made for it).
     from infra.objectstore import ObjectStore
     from usecases.collect_allocations.fleet import upload_final_hours
 
@@ -112,6 +114,8 @@ def test_the_warning_names_the_hours_left(db: Database, fleet_s3: Any, moto_s3: 
     assert result.error is not None and "s3://fleet-files/w/cluster=c/date=2026-11-01/hour=00.parquet" in result.error
     done = upload_final_hours(db, ObjectStore(endpoint_url=moto_s3), f"s3://{BUCKET}/w/", "c", "a", deadline=0)
     assert len(done.uploaded) == 1 and done.pending == 1  # the deadline passed: the first one still goes
+    local = upload_final_hours(db, ObjectStore(), f"{tmp_path}/fleet/", "c", "a", deadline=float("inf"))
+    assert local.uploaded and (tmp_path / "fleet/cluster=c/date=2026-11-01/hour=01.parquet").exists()
 
 
 def test_a_run_killed_at_any_point_leaves_the_files_of_an_uninterrupted_one(

@@ -29,11 +29,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from finops.errors import FinOpsError
 from infra.fleet import write_hour
-from infra.objectstore import ObjectStore
+from infra.objectstore import ObjectStore, is_s3
 from infra.postgres import Database
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,11 @@ def upload_final_hours(
             break
         hour = entry["hour"].astimezone(UTC)
         rows = db.fetch_all("fleet_hour_rows", **key, hour=hour)
+        target = hour_key(prefix, cluster, hour)
+        if not is_s3(target):  # a local fleet folder: the hour's date folder is ours to make
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
         try:
-            with store.writer(hour_key(prefix, cluster, hour), CONTENT_TYPE) as out:
+            with store.writer(target, CONTENT_TYPE) as out:
                 write_hour(rows, out)
         except FinOpsError as exc:  # unavailable, refused or unauthorized: named, and retried next run
             result.pending, result.error = len(pending) - number, str(exc)
