@@ -54,13 +54,15 @@ def schema() -> pa.Schema:
     return pa.schema([pa.field(name, kind(name)) for name in COLUMNS])
 
 
-def write_hour(rows: list[dict[str, Any]], out: BinaryIO) -> None:
+def write_hour(rows: list[tuple[Any, ...]], out: BinaryIO) -> None:
+    """The hour's rows (tuples in ``COLUMNS``' order) as one Parquet file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     shape = schema()
-    table = pa.table({name: pa.array([row[name] for row in rows], shape.field(name).type) for name in COLUMNS})
-    pq.write_table(table, out)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
+    arrays = [pa.array(values, field.type) for values, field in zip(columns, shape, strict=True)]
+    pq.write_table(pa.Table.from_arrays(arrays, schema=shape), out)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -67,7 +67,7 @@ def upload_final_hours(
             result.pending = len(pending) - number
             break
         hour = entry["hour"].astimezone(UTC)
-        rows = db.fetch_all("fleet_hour_rows", **key, hour=hour)
+        rows = db.fetch_tuples("fleet_hour_rows", **key, hour=hour)
         target = hour_key(prefix, cluster, hour)
         if not is_s3(target):  # a local fleet folder: the hour's date folder is ours to make
             Path(target).parent.mkdir(parents=True, exist_ok=True)

@@ -223,14 +223,17 @@ WHERE h.cluster = %(cluster)s AND h.aggregation = %(aggregation)s AND h.state = 
 ORDER BY h.hour;
 
 -- name: fleet_hour_rows
--- One hour's stored rows, in the order of the natural key (the same bytes for the same rows).
-SELECT cluster, namespace, name, aggregation, hour, entry_kind, controller_kind, controller, pod, container, node,
-       data_start, data_end, minutes::text, cpu_cores::text, cpu_core_request_avg::text, cpu_core_usage_avg::text,
-       cpu_core_hours::text, ram_bytes::text, ram_byte_request_avg::text, ram_byte_usage_avg::text,
-       ram_byte_hours::text, gpu_count::text, gpu_hours::text, pv_bytes::text, pv_byte_hours::text,
-       network_transfer_bytes::text, network_receive_bytes::text, cpu_cost_micros, gpu_cost_micros, ram_cost_micros,
-       pv_cost_micros, network_cost_micros, lb_cost_micros, shared_cost_micros, external_cost_micros,
-       total_cost_micros, team, cost_center, pricebook_id, currency, source
+-- One hour's stored rows, in the order of the natural key (the same bytes for the same rows), their
+-- columns in infra.fleet.COLUMNS' order.
+SELECT cluster, namespace, name, aggregation, entry_kind, controller_kind, controller, pod, container, node,
+       hour, data_start, data_end,
+       minutes::text, cpu_cores::text, cpu_core_request_avg::text, cpu_core_usage_avg::text, cpu_core_hours::text,
+       ram_bytes::text, ram_byte_request_avg::text, ram_byte_usage_avg::text, ram_byte_hours::text,
+       gpu_count::text, gpu_hours::text, pv_bytes::text, pv_byte_hours::text,
+       network_transfer_bytes::text, network_receive_bytes::text,
+       cpu_cost_micros, gpu_cost_micros, ram_cost_micros, pv_cost_micros, network_cost_micros, lb_cost_micros,
+       shared_cost_micros, external_cost_micros, total_cost_micros,
+       team, cost_center, pricebook_id, currency, source
 FROM provider_allocations
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
 ORDER BY namespace, name;
