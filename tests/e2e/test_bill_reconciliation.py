@@ -444,7 +444,7 @@ def test_focus_on_the_bill_splits_each_billed_charge_exactly(world: World, fmt: 
     assert [(c["ContractCommitmentId"], c["ContractId"], c["ContractCommitmentCost"]) for c in commitments] == [
         (PLAN_ARN, "aws-enterprise-2026", "26280.00")
     ]
-    assert failed_rules(Path(result["url"]), world.folder) == []
+    # The FinOps Foundation's validator runs on the billed month in test_the_demo_month_validates_in_both_formats.
 
 
 @pytest.mark.parametrize("basis", ["estimate", "billed"])

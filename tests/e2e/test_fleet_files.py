@@ -8,7 +8,7 @@ moto's S3 server:
 - the store unreachable, the bucket missing, every PUT answered 503, or the connection dropped
   halfway through the body: the run stays ``partial`` with a warning naming the hours left, they
   stay marked, and the next run uploads them, ending as one clean pass's bucket byte for byte;
-- a run killed with SIGKILL at any point (between an upload and its ledger update too), then the
+- a run killed with SIGKILL at three points (between an upload and its ledger update too), then the
   next run, leaves the bucket exactly as an uninterrupted run's, byte for byte;
 - ``FLEET_BUCKET`` that is not a folder URL is refused naming the variable.
 """
@@ -136,7 +136,8 @@ def test_a_run_killed_at_any_point_leaves_the_files_of_an_uninterrupted_one(
     forget()
     assert run(fleet_env, "killed", EARLIER, bucket("count"), moto_s3).returncode == 0
     total = int(run(fleet_env, "killed", SCHEDULED, bucket("count"), moto_s3, count=True).stdout.strip())
-    for point in sorted({total - 1, total - 2, total - 3, total - 5, total // 2}):
+    # Between the last upload and its mark, between two uploads, and in the middle of the run.
+    for point in sorted({total - 1, total - 3, total // 2}):
         forget()
         name = f"killed-{point}"
         assert run(fleet_env, "killed", EARLIER, bucket(name), moto_s3).returncode == 0
