@@ -93,18 +93,17 @@ from finops.chargeback import (
 from finops.commitments import CommitmentDataset, contract_of
 from finops.directcosts import DirectCost, share_out
 from finops.errors import InvalidInput
+from finops.focus_origins import DailyCost as DailyCost  # re-exported: the exports build these
+from finops.focus_origins import bill_origins, estimate_origins
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
 from finops.focus_rows import DATETIMES, DECIMALS, Draft, FocusVersion, record
 from finops.focus_split import (
     UNMOUNTED,
     LineTags,
-    bill_origins,
     cloud_spend,
-    estimate_origins,
     split_drafts,
     tags_of,
 )
-from finops.focus_split import DailyCost as DailyCost  # re-exported: the exports build these
 from finops.lines import LineId, LineKey, LineKind
 from finops.periods import day_span
 from finops.policy import Policy
