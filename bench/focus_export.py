@@ -68,18 +68,20 @@ def _typed(path: Path) -> tuple[pa.Schema, list[dict[str, Any]]]:
     return table.schema, table.to_pylist()
 
 
-def _split(db: Database, folder: str) -> dict[str, float]:
-    """Where one export's time goes."""
-    policy = parse_policy(chargeback.POLICY)
-    spent: dict[str, float] = {}
-    start = time.perf_counter()
-    export = exports.focus_export(db, policy, MONTH, cluster="bench", version=FocusVersion.V1_3)
-    spent["query, settle, split and round"] = time.perf_counter() - start
+def _written(export: Any, folder: str, spent: dict[str, float]) -> dict[str, float]:
+    """``spent`` plus the time of writing ``export``'s rows to Parquet."""
     start = time.perf_counter()
     with open(f"{folder}/split.parquet", "wb") as out:
         focus_files.write(export, out, FileFormat.PARQUET)
-    spent["rows to Parquet"] = time.perf_counter() - start
-    return spent
+    return spent | {"rows to Parquet": time.perf_counter() - start}
+
+
+def _split(db: Database, folder: str) -> dict[str, float]:
+    """Where one export's time goes."""
+    policy = parse_policy(chargeback.POLICY)
+    start = time.perf_counter()
+    export = exports.focus_export(db, policy, MONTH, cluster="bench", version=FocusVersion.V1_3)
+    return _written(export, folder, {"query, settle, split and round": time.perf_counter() - start})
 
 
 def _billed(db: Database, folder: str) -> Any:
@@ -93,19 +95,13 @@ def _billed(db: Database, folder: str) -> Any:
 def _billed_split(db: Database, folder: str) -> dict[str, float]:
     """Where one billed export's time goes."""
     policy = parse_policy(reconcile.POLICY)
-    period = service.month_period(reconcile.MONTH)
-    spent: dict[str, float] = {}
     start = time.perf_counter()
-    reconciled_read(db, policy, period, [reconcile.CLUSTER], Basis.BILLED)
-    spent["read and reconcile"] = time.perf_counter() - start
+    reconciled_read(db, policy, service.month_period(reconcile.MONTH), [reconcile.CLUSTER], Basis.BILLED)
+    read = time.perf_counter() - start
     start = time.perf_counter()
     export = exports.focus_export(db, policy, reconcile.MONTH, cluster=reconcile.CLUSTER, basis="billed")
-    spent["split and round"] = time.perf_counter() - start - spent["read and reconcile"]
-    start = time.perf_counter()
-    with open(f"{folder}/split.parquet", "wb") as out:
-        focus_files.write(export, out, FileFormat.PARQUET)
-    spent["rows to Parquet"] = time.perf_counter() - start
-    return spent
+    spent = {"read and reconcile": read, "split and round": time.perf_counter() - start - read}
+    return _written(export, folder, spent)
 
 
 def _rss_point(dsn: str, billed: bool) -> None:
