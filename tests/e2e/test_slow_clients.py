@@ -28,13 +28,10 @@ from tests.e2e.conftest import HOOK_TOKEN
 THREADS = 8
 
 
-# The body deadline is long enough for all 12 stalled clients to be dispatched before the first
-# one times out, even on a loaded machine: a reader freed by an early 408 would otherwise take a
-# later client, and the count of 408s would measure the machine's speed, not the limit.
 @pytest.fixture(scope="module")
 def narrow_on_sync(stack: Stack) -> Iterator[str]:
     with serve_function(
-        stack, "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, THREADS=str(THREADS), BODY_READ_TIMEOUT_SECONDS="10"
+        stack, "on_sync", WEBHOOK_TOKEN=HOOK_TOKEN, THREADS=str(THREADS), BODY_READ_TIMEOUT_SECONDS="3"
     ) as url:
         yield url
 
