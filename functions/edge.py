@@ -24,6 +24,7 @@ import functions_framework
 from pydantic import BaseModel, ValidationError
 
 from finops.errors import FinOpsError, IncompleteData, InvalidInput, NotFound, TemporaryError, Unauthorized
+from functions.limits import one_per_process
 from infra import logs
 from infra.settings import CommonSettings, ServingSettings, load
 from usecases.runs import Run, recorded_run
@@ -107,7 +108,7 @@ class BodiesBusy(TemporaryError):
     retry_after_seconds = 1
 
 
-@functools.cache
+@one_per_process
 def _body_readers() -> tuple[threading.BoundedSemaphore, float]:
     """This process's body readers (``THREADS`` minus ``HEALTH_RESERVED_THREADS``, at most half)
     and ``BODY_READ_TIMEOUT_SECONDS``."""

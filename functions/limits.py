@@ -15,9 +15,28 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import ParamSpec, TypeVar, cast
 
 from finops.errors import TemporaryError
 from infra.settings import ServingSettings, load
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def one_per_process(build: Callable[P, T]) -> Callable[P, T]:
+    """``functools.cache`` under a lock, for a limiter: the first requests of a fresh worker ask
+    for it from several threads at once, and ``functools.cache`` alone lets each build its own,
+    so a burst right after a cold start would hold the limit once per thread."""
+    cached = cast(Callable[P, T], functools.cache(build))  # its arguments are hashable settings
+    lock = threading.Lock()
+
+    @functools.wraps(build)
+    def shared(*args: P.args, **kwargs: P.kwargs) -> T:
+        with lock:
+            return cached(*args, **kwargs)
+
+    return shared
 
 
 @functools.cache
@@ -100,13 +119,13 @@ class InFlight:
             self._count -= 1
 
 
-@functools.cache
+@one_per_process
 def in_flight(per_replica: int) -> InFlight:
     """This worker's count of measurements: its share of the replica's ``MAX_IN_FLIGHT``."""
     return InFlight(worker_count_share(per_replica))
 
 
-@functools.cache
+@one_per_process
 def event_rate(per_second: float, burst: int) -> RateLimit:
     """This worker's share of the replica's budget of event deliveries."""
     return RateLimit.per_replica(per_second, burst)

@@ -174,6 +174,32 @@ def test_a_body_beyond_the_readers_is_refused_at_once(monkeypatch: pytest.Monkey
     assert read_body(_body_request(b"{}")) == b"{}"
 
 
+def test_a_limiter_is_built_once_however_many_threads_ask_first() -> None:
+    # A fresh worker's first requests all ask for the body readers at once: each thread that built
+    # its own semaphore would let one more body in (seen as 7 readers of 6 under load).
+    built: list[threading.BoundedSemaphore] = []
+    gate = threading.Barrier(8)
+
+    @limits.one_per_process
+    def readers() -> threading.BoundedSemaphore:
+        built.append(threading.BoundedSemaphore(6))
+        threading.Event().wait(0.05)  # reading the settings: long enough for the others to arrive
+        return built[-1]
+
+    got: list[threading.BoundedSemaphore] = []
+
+    def first_request() -> None:
+        gate.wait()
+        got.append(readers())
+
+    threads = [threading.Thread(target=first_request) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 1 and all(semaphore is built[0] for semaphore in got)
+
+
 class _Settings(CommonSettings):
     pass
 
