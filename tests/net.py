@@ -20,7 +20,9 @@ class FaultProxy:
     """An HTTP proxy in front of an S3 endpoint (moto's) that fails uploads as ``mode`` says:
     ``pass`` forwards everything; ``503`` answers every PUT ``503 ServiceUnavailable``; ``drop``
     reads half of a PUT's body and closes the connection without an answer (a connection lost
-    mid-upload). Other requests are always forwarded. ``url`` is its endpoint."""
+    mid-upload); ``stall`` reads half of it and then answers nothing, holding the connection open
+    until the proxy closes (a store that hangs mid-upload). Other requests are always forwarded.
+    ``url`` is its endpoint."""
 
     def __init__(self, target: str) -> None:
         import http.client
@@ -29,6 +31,7 @@ class FaultProxy:
         from urllib.parse import urlsplit
 
         self.mode = "pass"
+        self.closing = threading.Event()
         proxy = self
         host = urlsplit(target).netloc
 
@@ -38,8 +41,10 @@ class FaultProxy:
 
             def _forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                if self.command == "PUT" and proxy.mode == "drop":
+                if self.command == "PUT" and proxy.mode in ("drop", "stall"):
                     self.rfile.read(length // 2)
+                    if proxy.mode == "stall":
+                        proxy.closing.wait(60)
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
@@ -74,5 +79,6 @@ class FaultProxy:
         self.thread.start()
 
     def close(self) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()

@@ -185,6 +185,10 @@ class FleetSettings(Settings):
     """The S3 API's URL for an S3-compatible store (MinIO, Ceph); unset: AWS. Credentials come from
     the usual AWS chain (environment, pod role)."""
 
+    FLEET_TIMEOUT_SECONDS: float = Field(default=30, gt=0, le=300)
+    """How long one upload waits on the store (to connect, or for an answer) before the attempt
+    fails; after three attempts the hour stays marked and the next run uploads it."""
+
     @field_validator("FLEET_BUCKET")
     @classmethod
     def _fleet_bucket(cls, value: str | None) -> str | None:

@@ -35,6 +35,7 @@ def main() -> int:
     parser.add_argument("--count", action="store_true")
     parser.add_argument("--fleet-bucket", default=None)
     parser.add_argument("--fleet-endpoint", default=None)
+    parser.add_argument("--fleet-timeout", type=float, default=30.0)
     args = parser.parse_args()
 
     statements = 0
@@ -58,7 +59,9 @@ def main() -> int:
         hours_lookback=args.lookback,
         owner_label="team",
         cost_center_label="cost-center",
-        fleet=None if args.fleet_bucket is None else FleetBucket(args.fleet_bucket, args.fleet_endpoint),
+        fleet=None
+        if args.fleet_bucket is None
+        else FleetBucket(args.fleet_bucket, args.fleet_endpoint, args.fleet_timeout),
     )
     collect(
         db,

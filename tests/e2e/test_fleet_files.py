@@ -5,8 +5,9 @@ moto's S3 server:
 - each final hour is one Parquet file at ``cluster=<id>/date=<YYYY-MM-DD>/hour=<HH>.parquet``
   holding exactly the hour's stored rows (read back from PostgreSQL here), typed: micros as
   integers, times in UTC, quantities as exact strings; the open hour has no file;
-- the store unreachable, the bucket missing, every PUT answered 503, or the connection dropped
-  halfway through the body: the run stays ``partial`` with a warning naming the hours left, they
+- the store unreachable, the bucket missing, every PUT answered 503, the connection dropped
+  halfway through the body, or the store hanging halfway through it past the upload's timeout
+  (``FLEET_TIMEOUT_SECONDS``): the run stays ``partial`` with a warning naming the hours left, they
   stay marked, and the next run uploads them, ending as one clean pass's bucket byte for byte;
 - a run killed with SIGKILL at three points (between an upload and its ledger update too), then the
   next run, leaves the bucket exactly as an uninterrupted run's, byte for byte;
@@ -154,7 +155,7 @@ def test_a_bad_bucket_is_refused_naming_the_variable(value: str) -> None:
         CollectAllocationsSettings.model_validate({**base, "FLEET_BUCKET": value})
 
 
-@pytest.mark.parametrize("fault", ["503", "drop"])
+@pytest.mark.parametrize("fault", ["503", "drop", "stall"])
 def test_uploads_that_fail_midway_are_retried_and_end_as_an_uninterrupted_runs(
     db: Database, fleet_env: dict[str, str], fleet_s3: Any, moto_s3: str, fault: str
 ) -> None:
@@ -165,7 +166,7 @@ def test_uploads_that_fail_midway_are_retried_and_end_as_an_uninterrupted_runs(
     prefix = f"s3://{BUCKET}/faults-{fault}/"
     try:
         proxy.mode = fault
-        failed = run(fleet_env, "prod", SCHEDULED, prefix, proxy.url)
+        failed = run(fleet_env, "prod", SCHEDULED, prefix, proxy.url, fleet_timeout=1)  # stall: 3 x 1 s
         assert failed.returncode == 0, failed.stderr[-2000:]
         assert files(fleet_s3, f"faults-{fault}/") == {}  # nothing half-written
         proxy.mode = "pass"

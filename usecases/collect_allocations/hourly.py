@@ -96,7 +96,9 @@ def options_from(s: CollectAllocationsSettings) -> CollectOptions:
         source=s.ALLOCATION_SOURCE,
         shards=ShardOptions(s.OPENCOST_SHARD_NAMESPACES, s.OPENCOST_SHARD_ABOVE_BYTES),
         pricing=Setting(s.PRICING_SOURCE, s.PRICING_CURRENCY),
-        fleet=None if s.FLEET_BUCKET is None else FleetBucket(s.FLEET_BUCKET, s.FLEET_S3_ENDPOINT_URL),
+        fleet=None
+        if s.FLEET_BUCKET is None
+        else FleetBucket(s.FLEET_BUCKET, s.FLEET_S3_ENDPOINT_URL, s.FLEET_TIMEOUT_SECONDS),
     )
 
 

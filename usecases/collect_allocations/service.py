@@ -85,6 +85,7 @@ class CollectOptions:
 class FleetBucket:
     prefix: str  # s3://bucket/prefix/ (or a local folder), ending in /
     endpoint_url: str | None = None  # an S3-compatible store
+    timeout: float = 30.0  # seconds one upload attempt waits on the store
 
 
 @dataclass
@@ -257,7 +258,7 @@ def _collect_hours(
         # committed before a failure (after their transactions: only committed hours).
         result.days_rolled_up = rebuild_marked_days(db, options.cluster, options.aggregation)
         if options.fleet is not None:
-            store = ObjectStore(endpoint_url=options.fleet.endpoint_url)
+            store = ObjectStore(endpoint_url=options.fleet.endpoint_url, timeout=options.fleet.timeout)
             result.fleet = upload_final_hours(
                 db, store, options.fleet.prefix, options.cluster, options.aggregation, deadline=deadline
             )
