@@ -7,10 +7,13 @@ IMAGE  ?= finops-functions:dev
 
 .PHONY: run test lint bench mutate mutate-sql install focus-validator clean image debs ui ui-deps ui-tarball screenshots docs
 
+# uv (PyPI) installs the packages: the same resolution as pip's, in a tenth of the time (a fresh
+# clone's set-up is part of `make test`'s 10 minutes).
+UV := $(BIN)/uv pip install --quiet --python
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet uv
+	$(UV) $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -19,9 +22,9 @@ install: $(STAMP)
 # tests/focus-validator.txt) in a venv of its own: its pandera needs numpy < 2 and multimethod < 2.
 # tests/focus_validator.py runs it on the exports; without it those tests fail, naming this target.
 FOCUS_VALIDATOR := $(VENV)/focus-validator/.installed
-$(FOCUS_VALIDATOR): tests/focus-validator.txt
+$(FOCUS_VALIDATOR): tests/focus-validator.txt $(STAMP)
 	$(PYTHON) -m venv $(VENV)/focus-validator
-	$(VENV)/focus-validator/bin/pip install --quiet --no-deps -r tests/focus-validator.txt
+	$(UV) $(VENV)/focus-validator/bin/python --no-deps -r tests/focus-validator.txt
 	touch $(FOCUS_VALIDATOR)
 
 focus-validator: $(FOCUS_VALIDATOR)
