@@ -85,19 +85,24 @@ def _fleet_chargeback(args: argparse.Namespace, policy: Any) -> int:
     """``finops report chargeback --fleet URL``: every cluster's final hours from the fleet bucket,
     through DuckDB (``usecases.reports.fleet``); no database."""
     from finops.errors import InvalidInput
-    from usecases.reports.fleet import fleet_chargeback
+    from infra.settings import FleetReportSettings, load
+    from usecases.reports.fleet import fleet_chargeback, fleet_reader
     from usecases.reports.service import month_period
 
     if args.cluster or args.basis not in (None, "estimate"):
         raise InvalidInput("--fleet: the fleet report covers every cluster on the estimate (no --cluster, --basis)")
+    settings = load(FleetReportSettings, os.environ)
+    server = settings.FLEET_CLICKHOUSE_URL.get_secret_value() if settings.FLEET_CLICKHOUSE_URL else None
+    reader = fleet_reader(
+        args.fleet, args.s3_endpoint, engine=args.engine, server=server, cluster=settings.FLEET_CLICKHOUSE_CLUSTER
+    )
     report = fleet_chargeback(
         args.fleet,
         policy,
         month_period(args.month),
-        endpoint_url=args.s3_endpoint,
-        engine=args.engine,
         by=args.by,
         require_complete_period=args.require_complete,
+        reader=reader,
     )
     _print_chargeback(args.format, report)
     return exits.OK
@@ -157,7 +162,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
 FLEET_HELP = (
     "read every cluster's final hours from this fleet bucket (FLEET_BUCKET of collect_allocations) through "
-    "DuckDB or chDB (--engine), instead of DATABASE_URL"
+    "DuckDB, chDB or a ClickHouse server (--engine), instead of DATABASE_URL"
 )
 CLUSTER_HELP = "one cluster (default: all, each settled on its own first)"
 MONTH_HELP = "YYYY-MM (2026-10), last (the last full UTC month) or current"
@@ -271,9 +276,10 @@ def add_commands(sub: Any) -> None:
             kind.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
             kind.add_argument(
                 "--engine",
-                choices=("duckdb", "chdb"),
+                choices=("duckdb", "chdb", "clickhouse"),
                 default="duckdb",
-                help="with --fleet: DuckDB (default) or ClickHouse's engine in process (chDB, an extra package)",
+                help="with --fleet: DuckDB (default), ClickHouse's engine in process (chDB, an extra package), or "
+                "the ClickHouse server of FLEET_CLICKHOUSE_URL (and its FLEET_CLICKHOUSE_CLUSTER)",
             )
         if name == "team":
             kind.add_argument(

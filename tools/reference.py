@@ -264,6 +264,7 @@ CLI_READERS = {
     "database.py": "`finops` database commands",
     "ledger.py": "`finops collect`",
     "doctor.py": "`finops doctor`",
+    "reports.py": "`finops report`",
 }
 SETTINGS_PACKAGE = "infra.settings"
 

@@ -1,6 +1,7 @@
 """The fleet bucket's hourly Parquet files: their columns and types (written by
 ``usecases.collect_allocations.fleet``), and reading them back through DuckDB embedded in the
-process (``FleetReader``) or ClickHouse's, also in process (``ClickHouseReader``, chDB), for
+process (``FleetReader``), ClickHouse's engine also in process (``ClickHouseReader``, chDB), or a
+ClickHouse server or cluster (``ClickHouseServerReader``, clickhouse-connect), for
 ``usecases.reports.fleet``.
 
 Reading: the files right under the bucket's prefix are listed first and only the period's are read
@@ -21,7 +22,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from finops.errors import InvalidInput, NotFound
+from finops.errors import FinOpsError, InvalidInput, NotFound
 from finops.hours import hours_between
 from finops.periods import Period
 from infra.logs import redact
@@ -203,33 +204,41 @@ SETTINGS use_hive_partitioning = 0
 class ClickHouseReader(FleetReader):
     """The same queries on ClickHouse's engine, in process (chDB), reading the files with its own
     ``s3()`` (credentials from the environment, as ClickHouse's ``use_environment_credentials``)
-    or ``file()`` table function: the query a ClickHouse cluster runs with ``s3Cluster``."""
+    or ``file()`` table function: the query a ClickHouse server runs (``ClickHouseServerReader``)."""
+
+    engine = "chDB"
 
     def __init__(self, url: str, endpoint_url: str | None = None, field: str = "--fleet") -> None:
         super().__init__(url, endpoint_url, field)
         self.endpoint_url = endpoint_url
 
     def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        if not self.files(period):  # listed as for DuckDB: an empty period reads nothing
+            return [], []
+        window = {"start": _epoch_us(period.start), "end": _epoch_us(period.end), "source": self._source(period)}
+        try:
+            rollup = self._query(CLICKHOUSE_ROLLUP.format(**window))
+            hours = self._query(CLICKHOUSE_HOURS.format(**window))
+        except FinOpsError:
+            raise
+        except Exception as exc:  # the engine's errors: the message names the URL, and no secret is in the query
+            first = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            raise InvalidInput(f"{self.field}: {self.url} cannot be read by {self.engine}: {first}") from None
+        return (
+            [tuple(row.values()) for row in rollup.to_pylist()],
+            [(r["cluster"], _EPOCH + timedelta(microseconds=r["hour_us"]), r["low"], r["high"], r["row_count"])
+             for r in hours.to_pylist()],
+        )  # fmt: skip
+
+    def _query(self, sql: str) -> pa.Table:
         try:
             import chdb
         except ImportError:
             raise InvalidInput(
                 "--engine chdb needs the chdb package (pip install 'finops-functions[clickhouse]')"
             ) from None
-
-        if not self.files(period):  # listed as for DuckDB: an empty period reads nothing
-            return [], []
-        window = {"start": _epoch_us(period.start), "end": _epoch_us(period.end), "source": self._source(period)}
-        try:
-            rollup = chdb.query(CLICKHOUSE_ROLLUP.format(**window), "ArrowTable")  # type: ignore[no-untyped-call]
-            hours = chdb.query(CLICKHOUSE_HOURS.format(**window), "ArrowTable")  # type: ignore[no-untyped-call]
-        except Exception as exc:  # chDB's errors: the message names the URL, and no secret is in the query
-            raise InvalidInput(f"{self.field}: {self.url} cannot be read by chDB: {str(exc).splitlines()[0]}") from None
-        return (
-            [tuple(row.values()) for row in rollup.to_pylist()],
-            [(r["cluster"], _EPOCH + timedelta(microseconds=r["hour_us"]), r["low"], r["high"], r["row_count"])
-             for r in hours.to_pylist()],
-        )  # fmt: skip
+        table: pa.Table = chdb.query(sql, "ArrowTable")  # type: ignore[no-untyped-call]
+        return table
 
     def _source(self, period: Period) -> str:
         """The table function over the period's days (a glob of their ``date=`` folders)."""
@@ -239,7 +248,46 @@ class ClickHouseReader(FleetReader):
             return f"file({_quote(self.url + glob)}, 'Parquet')"
         bucket, _, prefix = self.url.removeprefix("s3://").partition("/")
         base = f"{self.endpoint_url}/{bucket}/" if self.endpoint_url else f"https://{bucket}.s3.amazonaws.com/"
-        return f"s3({_quote(base + prefix + glob)}, 'Parquet')"
+        return self._s3(_quote(base + prefix + glob))
+
+    def _s3(self, url: str) -> str:
+        return f"s3({url}, 'Parquet')"
+
+
+class ClickHouseServerReader(ClickHouseReader):
+    """The same queries sent to a ClickHouse server through clickhouse-connect (HTTP or HTTPS,
+    ``server``: ``http[s]://user:password@host:port``), which reads the bucket itself with its
+    ``s3()`` table function and its own S3 credentials; with ``cluster``, with ``s3Cluster`` over
+    that cluster's servers (each reads its share of the files). The server cannot read this
+    machine's folders: the bucket must be ``s3://``."""
+
+    engine = "ClickHouse"
+
+    def __init__(
+        self, url: str, endpoint_url: str | None, field: str, *, server: str, cluster: str | None = None
+    ) -> None:
+        super().__init__(url, endpoint_url, field)
+        if not url.startswith("s3://"):
+            raise InvalidInput(f"{field}: a ClickHouse server reads the bucket itself: give s3://bucket/prefix/")
+        self.server, self.cluster = server, cluster
+
+    def _query(self, sql: str) -> pa.Table:
+        try:
+            import clickhouse_connect
+        except ImportError:
+            raise InvalidInput(
+                "--engine clickhouse needs the clickhouse-connect package (pip install 'finops-functions[clickhouse]')"
+            ) from None
+        client = clickhouse_connect.get_client(dsn=self.server, compress=False)
+        try:
+            return client.query_arrow(sql)
+        finally:
+            client.close()
+
+    def _s3(self, url: str) -> str:
+        if self.cluster is None:
+            return super()._s3(url)
+        return f"s3Cluster({_quote(self.cluster)}, {url}, 'Parquet')"
 
 
 def _quote(text: str) -> str:

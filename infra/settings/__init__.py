@@ -8,6 +8,7 @@ down as arguments: nothing below ``functions/`` reads ``os.environ``.
 from infra.settings.base import (
     CommonSettings,
     ConfigError,
+    FleetReportSettings,
     KubeSettings,
     OpenCostSettings,
     PingSettings,
@@ -30,6 +31,7 @@ __all__ = [
     "CommonSettings",
     "ConfigError",
     "CostApiSettings",
+    "FleetReportSettings",
     "KubeSettings",
     "OnSyncSettings",
     "OpenCostSettings",

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -198,6 +199,26 @@ class FleetSettings(Settings):
     @classmethod
     def _fleet_endpoint(cls, value: str | None) -> str | None:
         return None if value is None else http_url(value, "http://minio.storage:9000")
+
+
+class FleetReportSettings(Settings):
+    """Where ``finops report chargeback --fleet`` runs its query with ``--engine clickhouse``."""
+
+    FLEET_CLICKHOUSE_URL: SecretStr | None = None
+    """A ClickHouse server for ``finops report chargeback --fleet ... --engine clickhouse``
+    (``http[s]://user:password@host:8123``): the report's query runs there, reading the bucket with
+    the server's own S3 credentials. Unset: that engine is refused."""
+
+    FLEET_CLICKHOUSE_CLUSTER: str | None = None
+    """With ``FLEET_CLICKHOUSE_URL``: the ClickHouse cluster whose servers share the read
+    (``s3Cluster``); unset: the one server reads every file."""
+
+    @field_validator("FLEET_CLICKHOUSE_URL")
+    @classmethod
+    def _clickhouse_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("http", "https"):
+            raise ValueError("must be an http:// or https:// URL of ClickHouse's HTTP interface (port 8123 or 8443)")
+        return value
 
 
 class EventSettings(Settings):

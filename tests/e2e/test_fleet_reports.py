@@ -6,6 +6,12 @@ history into their own PostgreSQL and into the fleet bucket (moto's S3), then:
 - the command's JSON, its warning for an incomplete month, ``--require-complete`` (exit 4),
   another currency (exit 2), a missing prefix, and a bad ``--fleet`` URL, each in one line;
 - only the prefix's own files are read, not another fleet nested under it;
+- the same report from a ClickHouse server, reached with clickhouse-connect over ClickHouse's HTTP
+  interface (chDB behind it: no server can be installed here, ``tests/clickhouse_http.py``),
+  from code and from the command (``--engine clickhouse``, ``FLEET_CLICKHOUSE_URL``); a wrong
+  password, no server set, and a local folder are refused in one line, never showing the password;
+  with ``FLEET_CLICKHOUSE_CLUSTER`` the query reads through ``s3Cluster`` (its text only: no
+  ClickHouse cluster here);
 - a central ``cost_api`` with ``FLEET_BUCKET`` serves the fleet's chargeback and namespaces.
 """
 
@@ -30,10 +36,11 @@ from infra.postgres import apply_migrations, connect
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
 from sandbox.postgres import scratch_database
-from tests.e2e.cli_runner import run_finops
+from tests.clickhouse_http import PASSWORD, USER, chdb_over_http
+from tests.e2e.cli_runner import one_line_error, run_finops
 from tests.e2e.fleet_world import AGGREGATION, BUCKET, files
 from usecases.collect_allocations.service import CollectOptions, FleetBucket, collect_range
-from usecases.reports.fleet import fleet_chargeback
+from usecases.reports.fleet import fleet_chargeback, fleet_reader
 from usecases.reports.service import ReportQuery, chargeback, month_period
 
 FIRST = datetime(2026, 11, 19, tzinfo=UTC)
@@ -211,4 +218,50 @@ def test_a_bad_fleet_url_is_one_line(url: str, tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert (
         done.stderr.strip().splitlines()[-1].endswith("is not s3://bucket/prefix/ or an absolute folder, ending in /")
+    )
+
+
+def test_a_clickhouse_server_gives_postgresqls_report(fleet: Fleet, moto_s3: str, tmp_path: Path) -> None:
+    policy = parse_policy(POLICIES["distribute-even"])
+    db = connect(fleet.dsn)
+    try:
+        expected = chargeback(db, policy, ReportQuery(TWO_DAYS, None), "cost-center")
+    finally:
+        db.close()
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text("currency: USD\nidle: separate\n")
+    args = ["report", "chargeback", "--month", "2026-11", "--policy", str(policy_file), "--fleet", fleet.prefix,
+            "--s3-endpoint", moto_s3, "--format", "json", "--engine", "clickhouse"]  # fmt: skip
+    with chdb_over_http() as url:
+        server = url.replace("http://", f"http://{USER}:{PASSWORD}@")
+        reader = fleet_reader(fleet.prefix, moto_s3, engine="clickhouse", server=server)
+        found = fleet_chargeback(fleet.prefix, policy, TWO_DAYS, by="cost-center", reader=reader)
+        assert expected.lines and found.lines == expected.lines and found.total == expected.total
+        assert found.coverage is not None and found.coverage.complete
+        done = run_finops(*args, FLEET_CLICKHOUSE_URL=server)
+        wrong = run_finops(*args, FLEET_CLICKHOUSE_URL=url.replace("http://", f"http://{USER}:not-the-password@"))
+    assert done.returncode == 0, done.stderr
+    month = fleet_chargeback(fleet.prefix, parse_policy({"currency": "USD"}), month_period("2026-11"),
+                             endpoint_url=moto_s3)  # fmt: skip
+    assert json.loads(done.stdout)["total"] == str(month.total)
+    assert wrong.returncode == 2 and "Authentication failed" in one_line_error(wrong)
+    assert "not-the-password" not in wrong.stderr + wrong.stdout
+    unset = run_finops(*args)
+    assert unset.returncode == 2 and "set FLEET_CLICKHOUSE_URL" in one_line_error(unset)
+    local = run_finops(*args[:7], f"{tmp_path}/", *args[8:], FLEET_CLICKHOUSE_URL=server)
+    assert local.returncode == 2 and "give s3://bucket/prefix/" in one_line_error(local)
+
+
+def test_a_clickhouse_cluster_reads_through_s3cluster() -> None:
+    from infra.fleet import ClickHouseServerReader
+
+    cluster = ClickHouseServerReader(f"s3://{BUCKET}/fleet/", None, "--fleet", server="http://ch:8123", cluster="fleet")
+    one = ClickHouseServerReader(f"s3://{BUCKET}/fleet/", None, "--fleet", server="http://ch:8123")
+    days = "date={2026-11-19,2026-11-20}"
+    assert cluster._source(TWO_DAYS) == (
+        f"s3Cluster('fleet', 'https://{BUCKET}.s3.amazonaws.com/fleet/cluster=*/{days}/hour=*.parquet', 'Parquet')"
+    )
+    assert (
+        one._source(TWO_DAYS)
+        == f"s3('https://{BUCKET}.s3.amazonaws.com/fleet/cluster=*/{days}/hour=*.parquet', 'Parquet')"
     )

@@ -28,12 +28,33 @@ from finops.coverage import (
     require_currency,
     require_priced,
 )
+from finops.errors import InvalidInput
 from finops.hours import HOUR
 from finops.lines import LineKey
 from finops.money import format_amount
 from finops.periods import Period
 from finops.policy import Policy
-from infra.fleet import ClickHouseReader, FleetReader
+from infra.fleet import ClickHouseReader, ClickHouseServerReader, FleetReader
+
+ENGINES = ("duckdb", "chdb", "clickhouse")
+
+
+def fleet_reader(
+    url: str,
+    endpoint_url: str | None = None,
+    *,
+    engine: str = "duckdb",
+    field: str = "--fleet",
+    server: str | None = None,
+    cluster: str | None = None,
+) -> FleetReader:
+    """The reader of the fleet bucket at ``url`` for ``engine``: DuckDB or chDB in process, or a
+    ClickHouse ``server`` (``FLEET_CLICKHOUSE_URL``), spread over its ``cluster`` when named."""
+    if engine == "clickhouse":
+        if not server:
+            raise InvalidInput("--engine clickhouse: set FLEET_CLICKHOUSE_URL (http[s]://user:password@host:8123)")
+        return ClickHouseServerReader(url, endpoint_url, field, server=server, cluster=cluster)
+    return {"duckdb": FleetReader, "chdb": ClickHouseReader}[engine](url, endpoint_url, field)
 
 
 def fleet_chargeback(
@@ -47,10 +68,12 @@ def fleet_chargeback(
     by: LineKey | str = LineKey.TEAM,
     require_complete_period: bool = False,
     now: datetime | None = None,
+    reader: FleetReader | None = None,
 ) -> Report:
     """The period's chargeback of every cluster in the fleet bucket (module docstring), computed by
-    ``engine``: ``duckdb`` or ``chdb`` (ClickHouse's engine), the same answer."""
-    reader = {"duckdb": FleetReader, "chdb": ClickHouseReader}[engine](url, endpoint_url, field)
+    ``engine``: ``duckdb`` or ``chdb`` (ClickHouse's engine), the same answer; or by ``reader``
+    (``fleet_reader``)."""
+    reader = reader or fleet_reader(url, endpoint_url, engine=engine, field=field)
     found, hours = reader.rollup_and_hours(period)
     runs = _runs(hours)
     clusters = covered_clusters(None, [r.cluster for r in runs], [f.cluster for f in policy.shared.fixed], "fleet")
