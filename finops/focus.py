@@ -161,7 +161,10 @@ def build_focus(
     basis, ``finops.reconciliation``) the origin charges are the bill's, and ``daily`` is unused:
     1.3 only, since 1.2 has no split rows to show them."""
     direct = [cost for cost in direct if cost.overlaps(period)]
-    daily = list(daily)
+    # One order whatever the reader's (a database's collation, an engine's hash table): the cents
+    # that rounding moves between rows of equal remainders go to the same rows.
+    daily = sorted(daily, key=lambda d: (d.day, d.cluster, d.namespace, d.is_idle, d.owner or "", d.cost_center or "",
+                                         d.micros, d.core_hours))  # fmt: skip
     bills = None
     if reconciled is None:
         rows = [CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros) for d in daily if not d.is_idle]
