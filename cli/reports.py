@@ -46,8 +46,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     # The policy first: a bad one is reported as such, even without a database to connect to.
     policy = out.load_policy(args.policy) if args.report in ("chargeback", "team", "budgets") else None
     if getattr(args, "fleet", None):
-        assert policy is not None  # chargeback requires --policy
-        return _fleet_chargeback(args, policy)
+        assert policy is not None  # chargeback, team and budgets require --policy
+        return _fleet_report(args, policy)
     db = _report_db(args.cluster, policy)
     options: Any = {"require_complete": args.require_complete, "default_cluster": _default_cluster()}
     try:
@@ -81,31 +81,42 @@ def cmd_report(args: argparse.Namespace) -> int:
         db.close()
 
 
-def _fleet_chargeback(args: argparse.Namespace, policy: Any) -> int:
-    """``finops report chargeback --fleet URL``: every cluster's final hours from the fleet bucket,
-    through DuckDB (``usecases.reports.fleet``); no database."""
-    from finops.errors import InvalidInput
-    from infra.settings import FleetReportSettings, load
-    from usecases.reports.fleet import fleet_chargeback, fleet_reader
-    from usecases.reports.service import month_period
+def _fleet_report(args: argparse.Namespace, policy: Any) -> int:
+    """``finops report chargeback|team|budgets --fleet URL``: every cluster's final hours from the
+    fleet bucket (``usecases.reports.fleet``), on the estimate; no database."""
+    from usecases.reports import formats as out
+    from usecases.reports import service
+    from usecases.reports.budgets import budgets_report
+    from usecases.reports.fleet import FleetLedger
 
-    if args.cluster or args.basis not in (None, "estimate"):
-        raise InvalidInput("--fleet: the fleet report covers every cluster on the estimate (no --cluster, --basis)")
+    ledger = FleetLedger(_fleet_reader(args))
+    if args.report == "budgets":
+        document = budgets_report(ledger, policy, args.month, basis=args.basis, cluster=args.cluster)
+        _print(args.format, document, *out.budgets_rows(document.body))
+        return exits.OK
+    query = service.ReportQuery(service.month_period(args.month), args.cluster, require_complete=args.require_complete)
+    if args.report == "team":
+        document = service.team_report(ledger, policy, query, args.team, basis=args.basis)
+        _print(args.format, document, *out.team_rows(document.body))
+        return exits.OK
+    _print_chargeback(args.format, ledger.chargeback(policy, query, args.by, args.basis))
+    return exits.OK
+
+
+def _fleet_reader(args: argparse.Namespace) -> Any:
+    """The ``--fleet`` bucket's reader for ``--engine`` (``FLEET_CLICKHOUSE_*`` for a server)."""
+    from infra.settings import FleetReportSettings, load
+    from usecases.reports.fleet import fleet_reader
+
     settings = load(FleetReportSettings, os.environ)
     server = settings.FLEET_CLICKHOUSE_URL.get_secret_value() if settings.FLEET_CLICKHOUSE_URL else None
-    reader = fleet_reader(
-        args.fleet, args.s3_endpoint, engine=args.engine, server=server, cluster=settings.FLEET_CLICKHOUSE_CLUSTER
-    )
-    report = fleet_chargeback(
+    return fleet_reader(
         args.fleet,
-        policy,
-        month_period(args.month),
-        by=args.by,
-        require_complete_period=args.require_complete,
-        reader=reader,
+        args.s3_endpoint,
+        engine=getattr(args, "engine", "duckdb"),
+        server=server,
+        cluster=settings.FLEET_CLICKHOUSE_CLUSTER,
     )
-    _print_chargeback(args.format, report)
-    return exits.OK
 
 
 def _print_chargeback(form: str, report: Any) -> None:
@@ -161,8 +172,8 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
 FLEET_HELP = (
-    "read every cluster's final hours from this fleet bucket (FLEET_BUCKET of collect_allocations) through "
-    "DuckDB, chDB or a ClickHouse server (--engine), instead of DATABASE_URL"
+    "read every cluster's final hours from this fleet bucket (FLEET_BUCKET of collect_allocations), on the "
+    "estimate, instead of DATABASE_URL (the chargeback: through DuckDB, chDB or a ClickHouse server, --engine)"
 )
 CLUSTER_HELP = "one cluster (default: all, each settled on its own first)"
 MONTH_HELP = "YYYY-MM (2026-10), last (the last full UTC month) or current"
@@ -220,10 +231,39 @@ def cmd_export(args: argparse.Namespace) -> int:
         from usecases.reports.focus_files import FileFormat
 
         options |= {"version": FocusVersion(args.focus_version), "fmt": FileFormat(args.format), "basis": args.basis}
+        if args.fleet:
+            return _fleet_focus(args, policy, options)
         return exports.export_focus_command(_report_db(args.cluster, policy), policy, args.month, args.to, **options)
     return exports.export_chargeback_csv_command(
         _report_db(args.cluster, policy), policy, args.month, args.to, by=args.by, basis=args.basis, **options
     )
+
+
+def _fleet_focus(args: argparse.Namespace, policy: Any, options: dict[str, Any]) -> int:
+    """``finops export focus --fleet URL``: every cluster's month from the fleet bucket, on the
+    estimate, through DuckDB; no database."""
+    from finops.errors import InvalidInput
+    from finops.focus import DEFAULT_ISSUER
+    from infra.objectstore import ObjectStore
+    from usecases.reports import exports
+    from usecases.reports.fleet import fleet_focus_export
+
+    if args.cluster:
+        raise InvalidInput("--fleet: a fleet export covers every cluster (no --cluster)")
+    export = fleet_focus_export(
+        _fleet_reader(args),
+        policy,
+        args.month,
+        issuer=os.environ.get("FOCUS_INVOICE_ISSUER") or DEFAULT_ISSUER,
+        version=options["version"],
+        basis=args.basis,
+        require_complete_period=args.require_complete,
+    )
+    store = ObjectStore(endpoint_url=args.s3_endpoint)
+    result = exports.write_focus(
+        export, args.month, args.to, store, cluster=None, fmt=options["fmt"], currency=policy.currency
+    )
+    return exports.print_export(result)
 
 
 def _export_parser(
@@ -244,6 +284,21 @@ def _export_parser(
     parser.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
     parser.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
     return parser
+
+
+def _fleet_arguments(parser: Any, *, engines: bool) -> None:
+    """``--fleet`` and ``--s3-endpoint``; with ``engines``, ``--engine`` (the chargeback's)."""
+    parser.add_argument("--fleet", type=arguments.text, metavar="s3://bucket/prefix/", help=FLEET_HELP)
+    parser.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
+    if not engines:
+        return
+    parser.add_argument(
+        "--engine",
+        choices=("duckdb", "chdb", "clickhouse"),
+        default="duckdb",
+        help="with --fleet: DuckDB (default), ClickHouse's engine in process (chDB, an extra package), or "
+        "the ClickHouse server of FLEET_CLICKHOUSE_URL (and its FLEET_CLICKHOUSE_CLUSTER)",
+    )
 
 
 def add_commands(sub: Any) -> None:
@@ -272,15 +327,8 @@ def add_commands(sub: Any) -> None:
             kind.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         if name == "chargeback":
             kind.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
-            kind.add_argument("--fleet", type=arguments.text, metavar="s3://bucket/prefix/", help=FLEET_HELP)
-            kind.add_argument("--s3-endpoint", type=arguments.http_url, help=S3_HELP)
-            kind.add_argument(
-                "--engine",
-                choices=("duckdb", "chdb", "clickhouse"),
-                default="duckdb",
-                help="with --fleet: DuckDB (default), ClickHouse's engine in process (chDB, an extra package), or "
-                "the ClickHouse server of FLEET_CLICKHOUSE_URL (and its FLEET_CLICKHOUSE_CLUSTER)",
-            )
+        if name in ("chargeback", "team"):
+            _fleet_arguments(kind, engines=name == "chargeback")
         if name == "team":
             kind.add_argument(
                 "--team",
@@ -296,6 +344,7 @@ def add_commands(sub: Any) -> None:
     budgets.add_argument("--cluster", type=arguments.cluster, help=CLUSTER_HELP)
     budgets.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
     budgets.add_argument("--basis", choices=BASES, help=BASIS_HELP)
+    _fleet_arguments(budgets, engines=False)
     budgets.set_defaults(require_complete=False)  # the policy's require_complete applies
     report.set_defaults(func=cmd_report)
 
@@ -343,6 +392,7 @@ def add_commands(sub: Any) -> None:
     )
     csv = _export_parser(export_kinds, "chargeback-csv", "the chargeback report as CSV", to_help="a file or a folder")
     csv.add_argument("--by", choices=("team", "cost-center", "namespace"), default="team", help=BY_HELP)
+    focus.add_argument("--fleet", type=arguments.text, metavar="s3://bucket/prefix/", help=FLEET_HELP)
     for parser in (focus, csv):
         parser.add_argument("--basis", choices=BASES, help=BASIS_HELP)
         parser.set_defaults(func=cmd_export)

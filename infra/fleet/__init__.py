@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from finops.errors import FinOpsError, InvalidInput, NotFound
@@ -82,6 +83,39 @@ GROUP BY GROUPING SETS ((cluster, namespace, entry_kind, owner_key, center_key),
 """
 
 
+# The team report's and the FOCUS export's figures (DuckDB only): per day, as PostgreSQL's
+# focus_daily_rows (day: days since the epoch, UTC), and per namespace with requests against
+# usage, as its owner_namespaces. Quantities are exact strings in the files: cast to decimals
+# (every OpenCost figure has far fewer places), the products summed before the division by 60
+# (done exactly in Python), so no sum can overflow or round.
+DAILY = """
+SELECT cluster, epoch_us(hour) // 86400000000 AS day_number, namespace, entry_kind = 'idle' AS is_idle,
+       coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
+       CAST(coalesce(sum(total_cost_micros), 0) AS BIGINT) AS micros,
+       coalesce(sum(CAST(cpu_core_hours AS DECIMAL(38, 18))), 0) AS core_hours
+FROM {source}
+GROUP BY ALL
+"""
+NAMESPACES = """
+SELECT cluster, namespace, coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
+       CAST(coalesce(sum(total_cost_micros), 0) AS BIGINT) AS micros,
+       coalesce(sum(CAST(cpu_core_hours AS DECIMAL(38, 18))), 0) AS billed_cores,
+       coalesce(sum(CAST(cpu_core_request_avg AS DECIMAL(38, 12)) * mins), 0) AS requested_core_minutes,
+       coalesce(sum(CAST(cpu_core_usage_avg AS DECIMAL(38, 12)) * mins), 0) AS used_core_minutes,
+       coalesce(sum(CAST(ram_byte_hours AS DECIMAL(38, 6))), 0) AS billed_bytes,
+       coalesce(sum(CAST(ram_byte_request_avg AS DECIMAL(38, 6)) * mins), 0) AS requested_byte_minutes,
+       coalesce(sum(CAST(ram_byte_usage_avg AS DECIMAL(38, 6)) * mins), 0) AS used_byte_minutes
+FROM (SELECT *, CAST(minutes AS DECIMAL(38, 6)) AS mins FROM {source} WHERE entry_kind <> 'idle')
+GROUP BY ALL
+"""
+_DAILY_COLUMNS = ["cluster", "hour", "namespace", "entry_kind", "team", "cost_center", "total_cost_micros",
+                  "cpu_core_hours"]  # fmt: skip
+_NAMESPACE_COLUMNS = ["cluster", "namespace", "entry_kind", "team", "cost_center", "total_cost_micros", "minutes",
+                      "cpu_core_hours", "cpu_core_request_avg", "cpu_core_usage_avg", "ram_byte_hours",
+                      "ram_byte_request_avg", "ram_byte_usage_avg"]  # fmt: skip
+_GIB = Decimal(2) ** -30
+
+
 # Memory bounded by design: past the limit DuckDB's aggregation spills to the temporary folder.
 DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "memory_limit": "512MB",
@@ -132,27 +166,8 @@ class FleetReader:
         and each cluster's hours (UTC) with their lowest and highest currency and row count, in
         one pass (``SCAN``): local files through DuckDB's own Parquet reader, S3 through
         pyarrow's, streamed (DuckDB's S3 reader is an extension it would download)."""
-        import duckdb
-        import pyarrow.dataset as ds
-
-        files = self.files(period)
-        if not files:
-            return [], []
-        con = duckdb.connect(config=DUCKDB_CONFIG)
-        try:
-            if not self.url.startswith("s3://"):
-                found = con.execute(SCAN.format(source="read_parquet($files)"), {"files": files}).fetchall()
-            else:
-                dataset = ds.dataset(files, filesystem=self.filesystem, format="parquet", schema=schema())
-                columns = ["cluster", "hour", "namespace", "entry_kind", "team", "cost_center", "currency",
-                           "total_cost_micros"]  # fmt: skip
-                reader = dataset.scanner(columns=columns, batch_readahead=2, fragment_readahead=2).to_reader()
-                con.register("hours", reader)
-                found = con.execute(SCAN.format(source="hours")).fetchall()
-        except (duckdb.Error, OSError) as exc:  # a damaged file, a read cut short: named, one line
-            raise InvalidInput(f"{self.field}: {self.url} cannot be read: {str(exc).splitlines()[0]}") from None
-        finally:
-            con.close()
+        columns = ["cluster", "hour", "namespace", "entry_kind", "team", "cost_center", "currency", "total_cost_micros"]
+        found = self._scan(period, SCAN, columns)
         rollup, hours = [], []
         for cluster, hour_us, namespace, kind, owner, center, micros, low, high, count, by_cost in found:
             if by_cost:  # the hour is not in this grouping: a cost row
@@ -160,6 +175,56 @@ class FleetReader:
             else:
                 hours.append((cluster, _EPOCH + timedelta(microseconds=hour_us), low, high, count))
         return sorted(rollup, key=str), sorted(hours, key=lambda hour: (hour[0], hour[1]))
+
+    def daily(self, period: Period) -> list[dict[str, Any]]:
+        """The period's cost and billed core-hours per day, cluster, namespace, owner and cost
+        centre, idle apart (``is_idle``): the rows of PostgreSQL's ``focus_daily_rows``."""
+        return [
+            {"cluster": cluster, "day": date(1970, 1, 1) + timedelta(days=day), "namespace": namespace,
+             "is_idle": idle, "owner": owner or None, "cost_center": center or None, "micros": micros,
+             "core_hours": cores}
+            for cluster, day, namespace, idle, owner, center, micros, cores in self._scan(period, DAILY, _DAILY_COLUMNS)
+        ]  # fmt: skip
+
+    def namespaces(self, period: Period) -> list[dict[str, Any]]:
+        """The period's namespaces with their owner, cost centre, cost and requests against usage
+        (billed, requested and used core-hours and GiB-hours): PostgreSQL's ``owner_namespaces``,
+        most expensive first."""
+        found = []
+        for cluster, namespace, owner, center, micros, *quantities in self._scan(
+            period, NAMESPACES, _NAMESPACE_COLUMNS
+        ):
+            billed_cores, requested_cores, used_cores, billed_bytes, requested_bytes, used_bytes = quantities
+            found.append(
+                {"cluster": cluster, "namespace": namespace, "owner": owner or None, "cost_center": center or None,
+                 "micros": micros, "billed_core_hours": billed_cores, "requested_core_hours": requested_cores / 60,
+                 "used_core_hours": used_cores / 60, "billed_gib_hours": billed_bytes * _GIB,
+                 "requested_gib_hours": requested_bytes / 60 * _GIB, "used_gib_hours": used_bytes / 60 * _GIB}
+            )  # fmt: skip
+        return sorted(found, key=lambda row: (-row["micros"], row["cluster"], row["namespace"]))
+
+    def _scan(self, period: Period, query: str, columns: list[str]) -> list[tuple[Any, ...]]:
+        """``query`` over the period's files (its ``{source}``): local files through DuckDB's own
+        Parquet reader, S3 through pyarrow's, streamed (DuckDB's S3 reader is an extension it would
+        download), only ``columns`` read."""
+        import duckdb
+        import pyarrow.dataset as ds
+
+        files = self.files(period)
+        if not files:
+            return []
+        con = duckdb.connect(config=DUCKDB_CONFIG)
+        try:
+            if not self.url.startswith("s3://"):
+                return con.execute(query.format(source="read_parquet($files)"), {"files": files}).fetchall()
+            dataset = ds.dataset(files, filesystem=self.filesystem, format="parquet", schema=schema())
+            reader = dataset.scanner(columns=columns, batch_readahead=2, fragment_readahead=2).to_reader()
+            con.register("hours", reader)
+            return con.execute(query.format(source="hours")).fetchall()
+        except (duckdb.Error, OSError) as exc:  # a damaged file, a read cut short: named, one line
+            raise InvalidInput(f"{self.field}: {self.url} cannot be read: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.close()
 
 
 def check_bucket(url: str, field: str) -> str:

@@ -12,7 +12,10 @@ history into their own PostgreSQL and into the fleet bucket (moto's S3), then:
   password, no server set, and a local folder are refused in one line, never showing the password;
   with ``FLEET_CLICKHOUSE_CLUSTER`` the query reads through ``s3Cluster`` (its text only: no
   ClickHouse cluster here);
-- a central ``cost_api`` with ``FLEET_BUCKET`` serves the fleet's chargeback and namespaces.
+- a central ``cost_api`` with ``FLEET_BUCKET`` serves the fleet's chargeback and namespaces;
+- the team report, the budgets and the FOCUS export (1.3 and 1.2) from the bucket equal those
+  from the database, field for field and row for row, and their commands write them; a
+  ``--cluster`` or a bill ``--basis`` is refused in one line.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from uuid import uuid4
 
 import pytest
 
+from finops.focus_rows import FocusVersion
 from finops.money import format_amount
 from finops.periods import Period
 from finops.policy import parse_policy
@@ -40,8 +44,10 @@ from tests.clickhouse_http import PASSWORD, USER, chdb_over_http
 from tests.e2e.cli_runner import one_line_error, run_finops
 from tests.e2e.fleet_world import AGGREGATION, BUCKET, files
 from usecases.collect_allocations.service import CollectOptions, FleetBucket, collect_range
-from usecases.reports.fleet import fleet_chargeback, fleet_reader
-from usecases.reports.service import ReportQuery, chargeback, month_period
+from usecases.reports.budgets import budgets_report
+from usecases.reports.exports import focus_export
+from usecases.reports.fleet import FleetLedger, fleet_chargeback, fleet_focus_export, fleet_reader
+from usecases.reports.service import ReportQuery, chargeback, month_period, team_report
 
 FIRST = datetime(2026, 11, 19, tzinfo=UTC)
 TWO_DAYS = Period(FIRST, FIRST + timedelta(days=2))
@@ -265,3 +271,63 @@ def test_a_clickhouse_cluster_reads_through_s3cluster() -> None:
         one._source(TWO_DAYS)
         == f"s3('https://{BUCKET}.s3.amazonaws.com/fleet/cluster=*/{days}/hour=*.parquet', 'Parquet')"
     )
+
+
+def unpriced(body: Any) -> Any:
+    """``body`` without the coverages' pricing versions: the files name no PriceBook (their
+    ``pricebook_id`` is a row of the cluster's own database), so the fleet's coverage lists none."""
+    if isinstance(body, dict):
+        return {key: unpriced(value) for key, value in body.items() if key != "pricing"}
+    return [unpriced(value) for value in body] if isinstance(body, list) else body
+
+
+BUDGETS = {
+    "currency": "USD",
+    "idle": "distribute",
+    "budgets": [{"owner": "checkout", "amount": "20.00"}, {"cost_center": "cc-200", "amount": "30.00"}],
+}
+
+
+def test_the_team_report_budgets_and_focus_from_the_bucket_are_the_databases(
+    fleet: Fleet, fleet_s3: Any, tmp_path: Path
+) -> None:
+    bucket = tmp_path / "bucket"  # a local copy: DuckDB's own reader (S3 reads are tested above)
+    for key, body in files(fleet_s3, "fleet/").items():
+        (bucket / key).parent.mkdir(parents=True, exist_ok=True)
+        (bucket / key).write_bytes(body)
+    now = FIRST + timedelta(days=20)  # a fixed present: both coverages say the same of the month's end
+    policy = parse_policy({**POLICIES["distribute-even"], "budgets": BUDGETS["budgets"]})
+    # An empty month names one cluster as missing: the fleet's placeholder is "fleet".
+    query = ReportQuery(month_period("2026-11"), None, default_cluster="fleet", now=now)
+    ledger = FleetLedger(fleet_reader(f"{bucket}/"))
+    db = connect(fleet.dsn)
+    try:
+        teams = [line.owner for line in chargeback(db, policy, query).lines if line.kind.value == "owner"]
+        assert len(teams) >= 2
+        for team in teams[:2]:
+            expected = unpriced(team_report(db, policy, query, team).body)
+            assert unpriced(team_report(ledger, policy, query, team).body) == expected, team
+            assert expected["top_namespaces"] and expected["requests_vs_usage"]["cpu"]["used_core_hours"] != "0.00"
+        found_budgets = unpriced(budgets_report(ledger, policy, "2026-11", now).body)
+        assert found_budgets == unpriced(budgets_report(db, policy, "2026-11", now).body)
+        for version in FocusVersion:
+            expected_focus = focus_export(db, policy, "2026-11", version=version, basis="estimate")
+            found = fleet_focus_export(ledger.reader, policy, "2026-11", version=version, now=now)
+            assert list(found.rows()) == list(expected_focus.rows()) and found.drafts, version
+            assert found.report.total == expected_focus.report.total
+    finally:
+        db.close()
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(json.dumps(BUDGETS))
+    fleet_args = ["--policy", str(policy_file), "--fleet", f"{bucket}/"]
+    team = run_finops("report", "team", "--month", "2026-11", "--team", teams[0], *fleet_args, "--format", "json")
+    assert team.returncode == 0, team.stderr
+    assert json.loads(team.stdout)["team"] == teams[0] and json.loads(team.stdout)["total"] != "0.00"
+    budgets = run_finops("report", "budgets", "--month", "2026-11", *fleet_args, "--format", "json")
+    assert budgets.returncode == 0 and len(json.loads(budgets.stdout)["budgets"]) == 2, budgets.stderr
+    written = run_finops("export", "focus", "--month", "2026-11", *fleet_args, "--to", f"{tmp_path}/")
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / "focus-all-2026-11.csv").read_text().count("\n") > 10
+    for refused in (("--cluster", "prod"), ("--basis", "billed")):
+        done = run_finops("report", "team", "--month", "2026-11", "--team", teams[0], *fleet_args, *refused)
+        assert done.returncode == 2 and "covers every cluster on the estimate" in one_line_error(done), refused

@@ -23,13 +23,13 @@ from finops.lines import LineKey, LineKind
 from finops.periods import Period
 from finops.policy import Policy
 from infra.postgres import Database
-from usecases.reports.service import DEFAULT_CLUSTER, ReportDocument, ReportQuery, chargeback, month_period
+from usecases.reports.service import DEFAULT_CLUSTER, Ledger, ReportDocument, ReportQuery, ledger_of, month_period
 
 _BY = {"owner": LineKey.TEAM, "cost_center": LineKey.COST_CENTER}
 
 
 def budgets_report(
-    db: Database,
+    source: Database | Ledger,
     policy: Policy,
     query_month: str | None,
     now: datetime | None = None,
@@ -43,6 +43,7 @@ def budgets_report(
     hours_left, coverage, run_rate_coverage, budgets: [...]}``. ``basis`` is the chargeback's
     (default: the policy's ``reconciliation.basis``)."""
     now = now or datetime.now(UTC)
+    ledger = ledger_of(source)
     month = month_period(query_month or now.astimezone(UTC).strftime("%Y-%m"))
     at = horizon(month, now)
 
@@ -51,11 +52,11 @@ def budgets_report(
 
     budgets = policy.budgets
     keys = {"owner", *(budget.key for budget in budgets)}  # by team always: it carries the coverage
-    so_far, coverage = _lines(db, policy, at.month_to_date, keys, query, basis)  # rebuilds stale rollups first
+    so_far, coverage = _lines(ledger, policy, at.month_to_date, keys, query, basis)  # rebuilds stale rollups first
     if at.window is not None:  # the data may be younger than the window: start at its first day
-        days = [r["day"] for r in db.fetch_all("daily_owner_costs", **query(at.window).params())]
+        days = ledger.cost_days(query(at.window))
         at = horizon(month, now, min(days) if days else at.cut.date())
-    window, window_coverage = _lines(db, policy, at.window, keys, query, basis)
+    window, window_coverage = _lines(ledger, policy, at.window, keys, query, basis)
     statuses = [
         forecast(budget, at, so_far.get((budget.key, budget.name), 0), window.get((budget.key, budget.name), 0))
         for budget in budgets
@@ -77,7 +78,7 @@ def budgets_report(
 
 
 def _lines(
-    db: Database,
+    ledger: Ledger,
     policy: Policy,
     period: Period | None,
     keys: set[str],
@@ -90,7 +91,7 @@ def _lines(
     if period is None:
         return found, coverage
     for key in sorted(keys):
-        report = chargeback(db, policy, query(period), _BY[key], basis)
+        report = ledger.chargeback(policy, query(period), _BY[key], basis)
         coverage = report.coverage if key == "owner" else coverage
         for line in report.lines:
             if line.kind is LineKind.OWNER:

@@ -206,6 +206,15 @@ def export_focus(
         version=version,
         basis=basis,
     )
+    return write_focus(export, month, target, store, cluster=cluster, fmt=fmt, currency=policy.currency)
+
+
+def write_focus(
+    export: FocusExport, month: str, target: str, store: ObjectStore, *, cluster: str | None, fmt: FileFormat,
+    currency: str,
+) -> ExportResult:  # fmt: skip
+    """Write ``export`` to ``target`` (``export_focus``): the Contract Commitment dataset when the
+    rows name commitments, then the coverage sidecar, then the file."""
     url = resolve_target(target, focus_file_name(month, cluster, fmt))
     commitments = export.commitments()  # an unlisted commitment fails here, before any write
     commitments_url = None
@@ -221,7 +230,7 @@ def export_focus(
         url=url,
         rows=len(export.drafts),
         total=export.report.total,
-        currency=policy.currency,
+        currency=currency,
         coverage=export.report.coverage,
         coverage_url=sidecar,
         note=export.note,
@@ -262,6 +271,11 @@ def export_focus_command(
         )
     finally:
         db.close()
+    return print_export(result)
+
+
+def print_export(result: ExportResult) -> int:
+    """An export's warnings on stderr, and where and what it wrote (JSON) on stdout."""
     if warned := warning([result.coverage]):
         print(warned, file=sys.stderr)
     if result.note:

@@ -1,6 +1,8 @@
 """Reports across a fleet of clusters, read from the fleet bucket's hourly Parquet files
 (``usecases.collect_allocations.fleet``) by DuckDB or ClickHouse's engine (chDB), both embedded
-in the process (``infra.fleet``), not from PostgreSQL.
+in the process, or a ClickHouse server (``infra.fleet``), not from PostgreSQL: the chargeback
+(``fleet_chargeback``), the team report and the budgets (``FleetLedger``, the ledger they read),
+and the FOCUS export (``fleet_focus_export``), all on the estimate.
 
 Only the period's files are read (a file's path says its hour). The cost per cluster, namespace,
 owner, cost centre and entry kind over the period, as PostgreSQL's rollups give it, then the same
@@ -15,12 +17,13 @@ cluster's own ledger says (open, lost or not yet uploaded); the report's coverag
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from typing import Any
 
 from finops.chargeback import CostRow, IdleRow, Report, allocate
 from finops.coverage import (
+    Coverage,
     LedgerRun,
     build_coverage,
     covered_clusters,
@@ -29,12 +32,16 @@ from finops.coverage import (
     require_priced,
 )
 from finops.errors import InvalidInput
+from finops.focus import DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
+from finops.focus_rows import FocusVersion
 from finops.hours import HOUR
 from finops.lines import LineKey
 from finops.money import format_amount
 from finops.periods import Period
 from finops.policy import Policy
+from finops.reconcile_policy import Basis, parse_basis
 from infra.fleet import ClickHouseReader, ClickHouseServerReader, FleetReader
+from usecases.reports.service import ReportQuery, month_period
 
 ENGINES = ("duckdb", "chdb", "clickhouse")
 
@@ -75,13 +82,7 @@ def fleet_chargeback(
     (``fleet_reader``)."""
     reader = reader or fleet_reader(url, endpoint_url, engine=engine, field=field)
     found, hours = reader.rollup_and_hours(period)
-    runs = _runs(hours)
-    clusters = covered_clusters(None, [r.cluster for r in runs], [f.cluster for f in policy.shared.fixed], "fleet")
-    coverage = build_coverage(period, clusters, runs, now=now or datetime.now(UTC))
-    require_currency(policy.currency, coverage)
-    require_priced(coverage, policy.currency, {})
-    if require_complete_period or policy.require_complete:
-        require_complete(coverage)
+    coverage = _coverage(hours, policy, period, require_complete_period, now)
     rows: list[CostRow] = []
     idle: list[IdleRow] = []
     for cluster, namespace, entry_kind, owner, cost_center, micros in found:
@@ -91,6 +92,74 @@ def fleet_chargeback(
             rows.append(CostRow(cluster, namespace, owner, cost_center, micros))
     report = allocate(rows, idle, policy, period=period, by=by, clusters=coverage.cluster_names)
     return replace(report, coverage=coverage)
+
+
+def _coverage(
+    hours: list[tuple[Any, ...]], policy: Policy, period: Period, require_complete_period: bool, now: datetime | None
+) -> Coverage:
+    """The files' coverage of ``period``, after every report's refusals (``finops.coverage``)."""
+    runs = _runs(hours)
+    clusters = covered_clusters(None, [r.cluster for r in runs], [f.cluster for f in policy.shared.fixed], "fleet")
+    coverage = build_coverage(period, clusters, runs, now=now or datetime.now(UTC))
+    require_currency(policy.currency, coverage)
+    require_priced(coverage, policy.currency, {})
+    if require_complete_period or policy.require_complete:
+        require_complete(coverage)
+    return coverage
+
+
+@dataclass(frozen=True)
+class FleetLedger:
+    """The fleet bucket as the team report's and the budgets' ledger
+    (``usecases.reports.service.Ledger``): every cluster, on the estimate."""
+
+    reader: FleetReader
+
+    def chargeback(
+        self, policy: Policy, query: ReportQuery, by: LineKey | str = LineKey.TEAM, basis: Basis | str | None = None
+    ) -> Report:
+        _estimate_of_every_cluster(query.cluster, basis)
+        return fleet_chargeback(
+            self.reader.url, policy, query.period, by=by, require_complete_period=query.require_complete,
+            now=query.now, reader=self.reader,
+        )  # fmt: skip
+
+    def owner_namespaces(self, query: ReportQuery) -> list[dict[str, Any]]:
+        return self.reader.namespaces(query.period)
+
+    def cost_days(self, query: ReportQuery) -> list[date]:
+        return sorted({row["day"] for row in self.reader.daily(query.period)})
+
+
+def _estimate_of_every_cluster(cluster: str | None, basis: Basis | str | None) -> None:
+    if cluster is not None or (basis is not None and parse_basis(basis) is not Basis.ESTIMATE):
+        raise InvalidInput("--fleet: a fleet report covers every cluster on the estimate (no --cluster, --basis)")
+
+
+def fleet_focus_export(
+    reader: FleetReader,
+    policy: Policy,
+    month: str,
+    *,
+    issuer: str = DEFAULT_ISSUER,
+    version: FocusVersion = FocusVersion.V1_3,
+    basis: Basis | str | None = None,
+    require_complete_period: bool = False,
+    now: datetime | None = None,
+) -> FocusExport:
+    """The month's FOCUS rows of every cluster in the fleet bucket, on the estimate: the rows
+    ``finops export focus`` builds from one database holding the same final hours, without the
+    cloud spend (a database's import, not the bucket's)."""
+    _estimate_of_every_cluster(None, basis)
+    period = month_period(month)
+    _, hours = reader.rollup_and_hours(period)
+    coverage = _coverage(hours, policy, period, require_complete_period, now)
+    daily = [DailyCost(**row) for row in reader.daily(period)]
+    export = build_focus(
+        daily, policy, period=period, clusters=coverage.cluster_names, direct=[], issuer=issuer, version=version
+    )
+    report = replace(export.report, coverage=coverage, basis=Basis.ESTIMATE.value)
+    return replace(export, report=report)
 
 
 def _runs(hours: list[tuple[Any, ...]]) -> list[LedgerRun]:

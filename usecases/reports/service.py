@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from finops.allocations import DEFAULT_AGGREGATION
 from finops.chargeback import CostRow, IdleRow, LineKey, Period, Report, allocate
@@ -167,6 +167,44 @@ def chargeback(
     return replace(on_bill, coverage=coverage, basis=basis.value, reconciliation=summary)
 
 
+class Ledger(Protocol):
+    """Where the team report and the budgets read their figures: one database's rollups
+    (``DatabaseLedger``) or the fleet bucket (``usecases.reports.fleet.FleetLedger``)."""
+
+    def chargeback(
+        self, policy: Policy, query: ReportQuery, by: LineKey | str = LineKey.TEAM, basis: Basis | str | None = None
+    ) -> Report: ...
+
+    def owner_namespaces(self, query: ReportQuery) -> list[dict[str, Any]]:
+        """The period's namespaces with owner, cost centre, ``micros`` and ``<billed|requested|used>
+        _<core|gib>_hours``, idle left out, most expensive first."""
+        ...
+
+    def cost_days(self, query: ReportQuery) -> list[date]:
+        """The period's days that hold cost."""
+        ...
+
+
+@dataclass(frozen=True)
+class DatabaseLedger:
+    db: Database
+
+    def chargeback(
+        self, policy: Policy, query: ReportQuery, by: LineKey | str = LineKey.TEAM, basis: Basis | str | None = None
+    ) -> Report:
+        return chargeback(self.db, policy, query, by, basis)
+
+    def owner_namespaces(self, query: ReportQuery) -> list[dict[str, Any]]:
+        return self.db.fetch_all("owner_namespaces", **query.params())
+
+    def cost_days(self, query: ReportQuery) -> list[date]:
+        return [row["day"] for row in self.db.fetch_all("daily_owner_costs", **query.params())]
+
+
+def ledger_of(source: Database | Ledger) -> Ledger:
+    return DatabaseLedger(source) if isinstance(source, Database) else source
+
+
 def _usage(namespaces: list[dict[str, Any]], unit: str) -> dict[str, str | None]:
     """Billed, requested and used ``<unit>_hours`` summed over ``namespaces``, and used of billed."""
     sums = {
@@ -178,18 +216,19 @@ def _usage(namespaces: list[dict[str, Any]], unit: str) -> dict[str, str | None]
 
 
 def team_report(
-    db: Database, policy: Policy, query: ReportQuery, team: str, *, top: int = 5, basis: str | None = None
+    source: Database | Ledger, policy: Policy, query: ReportQuery, team: str, *, top: int = 5, basis: str | None = None
 ) -> ReportDocument:
     """The monthly team report: total and change against the previous month, the most expensive
     namespaces, requests against usage, and the team's share of idle and shared cost. It stands on
     both months, so both carry their coverage and both are held to the same refusals. The totals
     are on ``basis`` (the chargeback's); the namespaces' costs are measured (estimate)."""
-    current = chargeback(db, policy, query, basis=basis)
-    before = chargeback(db, policy, replace(query, period=previous_month(query.period)), basis=basis)
+    ledger = ledger_of(source)
+    current = ledger.chargeback(policy, query, basis=basis)
+    before = ledger.chargeback(policy, replace(query, period=previous_month(query.period)), basis=basis)
     assert current.coverage is not None and before.coverage is not None  # chargeback always sets it
     line = next((li for li in current.lines if li.owner == team and li.kind.value == "owner"), None)
     previous = next((li for li in before.lines if li.owner == team and li.kind.value == "owner"), None)
-    namespaces = [r for r in db.fetch_all("owner_namespaces", **query.params()) if r["owner"] == team]
+    namespaces = [r for r in ledger.owner_namespaces(query) if r["owner"] == team]
     total = line.total if line else Decimal("0.00")
     last = previous.total if previous else Decimal("0.00")
     body = {
