@@ -56,15 +56,27 @@ def schema() -> pa.Schema:
     return pa.schema([pa.field(name, kind(name)) for name in COLUMNS])
 
 
-def write_hour(rows: list[tuple[Any, ...]], out: BinaryIO) -> None:
-    """The hour's rows (tuples in ``COLUMNS``' order) as one Parquet file."""
-    import pyarrow as pa
+def write_hour(rows: bytes, out: BinaryIO) -> int:
+    """The hour's rows (PostgreSQL's CSV of them, ``COLUMNS`` in order: ``Database.fetch_csv``) as
+    one Parquet file, parsed by pyarrow straight into its columns; returns the rows written. An
+    empty field is NULL, a quoted one a string (``""`` an empty one)."""
+    import io
+
+    import pyarrow.csv as csv
     import pyarrow.parquet as pq
 
     shape = schema()
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
-    arrays = [pa.array(values, field.type) for values, field in zip(columns, shape, strict=True)]
-    pq.write_table(pa.Table.from_arrays(arrays, schema=shape), out)
+    table = csv.read_csv(
+        io.BytesIO(rows),
+        read_options=csv.ReadOptions(column_names=shape.names),
+        parse_options=csv.ParseOptions(newlines_in_values=True),
+        convert_options=csv.ConvertOptions(
+            column_types=shape, strings_can_be_null=True, quoted_strings_can_be_null=False, null_values=[""]
+        ),
+    )
+    pq.write_table(table.combine_chunks(), out)
+    written: int = table.num_rows
+    return written
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -50,7 +50,7 @@ def main() -> int:
 
         return wrapper
 
-    for name in ("execute", "fetch_one", "fetch_all", "fetch_tuples", "copy_rows"):
+    for name in ("execute", "fetch_one", "fetch_all", "fetch_csv", "copy_rows"):
         setattr(Database, name, counted(getattr(Database, name)))
     db = connect(os.environ["DATABASE_URL"])
     options = CollectOptions(

@@ -67,17 +67,17 @@ def upload_final_hours(
             result.pending = len(pending) - number
             break
         hour = entry["hour"].astimezone(UTC)
-        rows = db.fetch_tuples("fleet_hour_rows", **key, hour=hour)
+        rows = db.fetch_csv("fleet_hour_rows", **key, hour=hour)
         target = hour_key(prefix, cluster, hour)
         if not is_s3(target):  # a local fleet folder: the hour's date folder is ours to make
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         try:
             with store.writer(target, CONTENT_TYPE) as out:
-                write_hour(rows, out)
+                count = write_hour(rows, out)
         except FinOpsError as exc:  # unavailable, refused or unauthorized: named, and retried next run
             result.pending, result.error = len(pending) - number, str(exc)
             break
         db.execute("mark_fleet_uploaded", **key, hour=hour, collected_at=entry["collected_at"])
         result.uploaded.append(hour)
-        log.info("hour uploaded to the fleet bucket", extra={"fields": {"hour": hour.isoformat(), "rows": len(rows)}})
+        log.info("hour uploaded to the fleet bucket", extra={"fields": {"hour": hour.isoformat(), "rows": count}})
     return result
