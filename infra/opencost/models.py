@@ -72,6 +72,18 @@ class LBAllocation(TypedDict, total=False):
     hours: Number
 
 
+class GpuAllocation(TypedDict, total=False):
+    """What OpenCost knows of an allocation's GPU (DCGM's exporter for the usage)."""
+
+    __pydantic_config__ = _LENIENT  # type: ignore[misc]
+    gpuRequestAverage: Number
+    gpuUsageAverage: Number
+    isGPUShared: bool | None
+    gpuDevice: str | None
+    gpuModel: str | None
+    gpuUUID: str | None
+
+
 class Allocation(TypedDict, total=False):
     """One allocation of one step set. Costs are in the PriceBook's currency units."""
 
@@ -93,6 +105,7 @@ class Allocation(TypedDict, total=False):
     gpuHours: Number
     gpuCost: Number
     gpuCostAdjustment: Number
+    gpuAllocation: GpuAllocation | None
     networkTransferBytes: Number
     networkReceiveBytes: Number
     networkCost: Number

@@ -87,6 +87,18 @@ class _Properties(_Record):
 
 
 @dataclass(slots=True, config=_LENIENT)
+class _GpuAllocation(_Record):
+    """``models.GpuAllocation``: the averages kept as parsed (checked by ``gpu_text``)."""
+
+    gpuRequestAverage: Quantity = None
+    gpuUsageAverage: Quantity = None
+    isGPUShared: bool | None = None
+    gpuDevice: str | None = None
+    gpuModel: str | None = None
+    gpuUUID: str | None = None
+
+
+@dataclass(slots=True, config=_LENIENT)
 class _Allocation(_Record):
     """The fields of ``models.Allocation`` that ``provider_allocations`` stores, and only those.
     The others (``window``, the efficiencies, ``pvs``, ``lbAllocations``, pod labels and
@@ -116,6 +128,7 @@ class _Allocation(_Record):
     cpuCostAdjustment: Number = None
     gpuCost: Number = None
     gpuCostAdjustment: Number = None
+    gpuAllocation: _GpuAllocation | None = None
     ramCost: Number = None
     ramCostAdjustment: Number = None
     pvCost: Number = None
@@ -148,6 +161,32 @@ def quantities_text(record: Any, name: str) -> str:
 
 _NUMBERS = frozenset({Decimal, int, type(None)})
 _DECIMAL = TypeAdapter(Decimal)
+_NO_GPU = (None,) * 6
+
+
+def gpu_values(gpu: Any, name: str) -> tuple[Any, ...]:
+    """An allocation's ``gpuAllocation`` (a record, a dict or None) as the values of its six
+    columns: the request and usage averages (numbers, checked as quantities are), the shared flag,
+    the device, model and UUID."""
+    if not gpu:
+        return _NO_GPU
+    averages = []
+    for field in ("gpuRequestAverage", "gpuUsageAverage"):
+        value = gpu.get(field)
+        if value is not None and (type(value) not in _NUMBERS or (type(value) is Decimal and not value.is_finite())):
+            try:
+                value = _DECIMAL.validate_python(value)
+            except ValidationError as exc:
+                message = exc.errors(include_url=False, include_input=False)[0]["msg"]
+                raise OpenCostUnavailable(
+                    f"OpenCost answered /allocation with {name}.gpuAllocation.{field}: {message}"
+                ) from None
+            if not value.is_finite():
+                raise OpenCostUnavailable(
+                    f"OpenCost answered /allocation with {name}.gpuAllocation.{field}: {value}, not a finite number"
+                )
+        averages.append(value)
+    return (*averages, gpu.get("isGPUShared"), gpu.get("gpuDevice"), gpu.get("gpuModel"), gpu.get("gpuUUID"))
 
 
 def _quantities_slowly(record: Any, name: str) -> tuple[Decimal | int | None, ...]:

@@ -78,6 +78,16 @@ def body(numbers: list[str] | None = None) -> bytes:
         for j, field in enumerate(QUANTITIES + COSTS + ADJUSTMENTS):
             choices = numbers if field in QUANTITIES else [n for n in numbers if n not in HUGE]
             fields.append(f'"{field}":{choices[(i + j) % len(choices)]}')
+        if i % 3 == 0:  # OpenCost's GPU figures: tricky numbers and names too
+            request, usage = numbers[i % len(numbers)], numbers[(i + 1) % len(numbers)]
+            shared, device = json.dumps(i % 2 == 0), json.dumps(NAMES[i % len(NAMES)])
+            gpu = (
+                f'"gpuRequestAverage":{request},"gpuUsageAverage":{usage},"isGPUShared":{shared},'
+                f'"gpuDevice":{device},"gpuModel":"NVIDIA L4","gpuUUID":"GPU-{i}"'
+            )
+            fields.append(f'"gpuAllocation":{{{gpu}}}')
+        elif i % 3 == 1:
+            fields.append('"gpuAllocation":null')
         entries.append(f"{json.dumps(name)}:{{{','.join(fields)}}}")
     return f'{{"code":200,"status":"success","data":[{{{",".join(entries)}}}]}}'.encode()
 
@@ -137,6 +147,7 @@ def test_the_text_lines_store_what_the_adapted_rows_store(db: Database, origin: 
     assert {"0.0000001", "0.00005", "0.30000000000000004", "1000000000000000000000000000000"} <= stored
     assert {"namespace,\tpod\\x", "literal \\N", "None", "cc\t1", "team\\1", "pod\t1"} <= stored
     assert {"/tab\there-1", "__unallocated__/line\nbreak-2", "batch/carriage\rreturn-3", "shop/back\\slash-4"} <= stored
+    assert {"GPU-0", "GPU-3", "NVIDIA L4", "true", "false", "line\nbreak"} <= stored  # the GPU columns too
 
 
 def test_a_quantity_sent_as_a_numeric_string_is_read_as_its_number(db: Database) -> None:
@@ -151,9 +162,10 @@ def test_a_quantity_sent_as_a_numeric_string_is_read_as_its_number(db: Database)
 
 
 @pytest.mark.parametrize("bad", ['"NaN"', '"Infinity"', '"-Infinity"', '"sNaN"'])
-@pytest.mark.parametrize("field", ["cpuCores", "ramCost", "cpuCostAdjustment"])
+@pytest.mark.parametrize("field", ["cpuCores", "ramCost", "cpuCostAdjustment", "gpuAllocation.gpuUsageAverage"])
 def test_a_number_that_is_not_finite_refuses_the_hour_naming_its_field(bad: str, field: str) -> None:
-    answer = body().replace(f'"{field}":'.encode(), f'"{field}":{bad},"ignored":'.encode(), 1)
+    key = field.rpartition(".")[2]
+    answer = body().replace(f'"{key}":'.encode(), f'"{key}":{bad},"ignored":'.encode(), 1)
     with pytest.raises(OpenCostUnavailable) as refused:
         list(builder("c").lines(streamed(answer)))
     assert f"__idle__.{field}: " in str(refused.value) and "\n" not in str(refused.value)

@@ -339,6 +339,14 @@ def test_every_column_comes_from_its_own_field() -> None:
         "pvByteHours": Decimal(6144),
         "networkTransferBytes": Decimal(512),
         "networkReceiveBytes": Decimal(256),
+        "gpuAllocation": {
+            "gpuRequestAverage": Decimal("0.5"),
+            "gpuUsageAverage": Decimal("0.125"),
+            "isGPUShared": True,
+            "gpuDevice": "nvidia0",
+            "gpuModel": "NVIDIA L4",
+            "gpuUUID": "GPU-5f2a",
+        },
     }
     # The key differs from the name: the row is named after the allocation's own name.
     entry: Allocation = {"name": "shop/deployment/web/web-1/app", "properties": properties, **figures}  # type: ignore[typeddict-item]
@@ -399,6 +407,12 @@ def test_every_column_comes_from_its_own_field() -> None:
         "is_finalized": True,
         "collected_at": collected,
         "source": "opencost",  # the builder's default: OpenCost's allocation API
+        "gpu_request_avg": Decimal("0.5"),
+        "gpu_usage_avg": Decimal("0.125"),
+        "gpu_shared": True,
+        "gpu_device": "nvidia0",
+        "gpu_model": "NVIDIA L4",
+        "gpu_uuid": "GPU-5f2a",
     }
     # Without a name, the row is named after its key.
     del entry["name"]

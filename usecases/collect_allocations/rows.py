@@ -16,8 +16,9 @@ from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import owner_label
 from finops.money import MAX_MICROS, cost_micros
 from infra.opencost import Allocation
-from infra.opencost.stream import quantities_text
+from infra.opencost.stream import gpu_values, quantities_text
 
+GPU_COLUMNS = ("gpu_request_avg", "gpu_usage_avg", "gpu_shared", "gpu_device", "gpu_model", "gpu_uuid")
 COLUMNS = (
     "cluster",
     "namespace",
@@ -63,6 +64,7 @@ COLUMNS = (
     "is_finalized",
     "collected_at",
     "source",
+    *GPU_COLUMNS,
 )
 
 # OpenCost's placeholders where a namespace would be; stored as '' (no namespace).
@@ -217,12 +219,14 @@ class RowBuilder:
         numbers = f"{numbers}\t{micros}"
         nulls = numbers.count("\\")
         kind = entry_kind(name).value if "__" in name else _WORKLOAD
+        gpu = _gpu_text(a.get("gpuAllocation"), name)
+        nulls += gpu.count("\\")
         texts = (*places, team, cost_center)
         nulls += texts.count(None)
         p = [_NULL if v is None else v for v in texts]
         line = (
             f"{self._prefix}{namespace}\t{name}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\t{p[4]}"
-            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\n"
+            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\n"
         )
         if (
             line.count("\t") == self._tabs
@@ -234,7 +238,7 @@ class RowBuilder:
         p = [_NULL if v is None else _text(v) for v in texts]  # a text value to escape
         return (
             f"{self._prefix}{_text(namespace)}\t{_text(name)}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}"
-            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\n"
+            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\n"
         )
 
     def late_owners(self) -> dict[str, tuple[str | None, str | None]]:
@@ -273,6 +277,7 @@ class RowBuilder:
             team,
             cost_center,
             *self._tail,
+            *gpu_values(a.get("gpuAllocation"), name),
         )
 
 
@@ -323,6 +328,26 @@ OwnerMap = Mapping[str, tuple[str | None, str | None]]
 _NULL = "\\N"  # COPY's text format: NULL
 _TIMES_KEPT = 4096  # (start, end) texts remembered by lines()
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+_NO_GPU_TEXT = "\t".join([_NULL] * len(GPU_COLUMNS))
+
+
+def _gpu_text(gpu: Any, name: str) -> str:
+    """``gpu_values`` in ``COPY``'s text format, text escaped."""
+    if not gpu:
+        return _NO_GPU_TEXT
+    values = gpu_values(gpu, name)
+    return "\t".join(
+        _NULL
+        if v is None
+        else ("t" if v else "f")
+        if isinstance(v, bool)
+        else _text(v)
+        if isinstance(v, str)
+        else str(v)
+        for v in values
+    )
 
 
 def _text(value: str) -> str:
