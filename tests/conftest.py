@@ -85,17 +85,17 @@ def moto_s3() -> Iterator[str]:
 # that `make test`'s `--dist loadfile` starts them at once instead of possibly leaving one to run
 # alone on one core at the end.
 LONGEST_FIRST = (
-    "tests/e2e/test_fleet_files.py",
     "tests/e2e/test_hour_ledger.py",
+    "tests/e2e/test_fleet_files.py",
     "tests/e2e/test_fleet_reports.py",
-    "tests/e2e/test_tutorial.py",
     "tests/e2e/test_collect_assets.py",
+    "tests/e2e/test_tutorial.py",
     "tests/e2e/test_opencost_pricing.py",
-    "tests/e2e/test_run_stop.py",
-    "tests/e2e/test_secrets.py",
-    "tests/e2e/test_ui_extension.py",
-    "tests/e2e/test_bill_reconciliation.py",
     "tests/e2e/test_on_sync_properties.py",
+    "tests/e2e/test_bill_reconciliation.py",
+    "tests/e2e/test_secrets.py",
+    "tests/e2e/test_run_stop.py",
+    "tests/e2e/test_ui_extension.py",
     "tests/e2e/test_on_sync.py",
     "tests/e2e/test_prometheus_source.py",
 )

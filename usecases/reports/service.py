@@ -228,7 +228,11 @@ def team_report(
     assert current.coverage is not None and before.coverage is not None  # chargeback always sets it
     line = next((li for li in current.lines if li.owner == team and li.kind.value == "owner"), None)
     previous = next((li for li in before.lines if li.owner == team and li.kind.value == "owner"), None)
-    namespaces = [r for r in ledger.owner_namespaces(query) if r["owner"] == team]
+    # Most expensive first, ties by cluster and namespace: the same top list from any ledger.
+    namespaces = sorted(
+        (r for r in ledger.owner_namespaces(query) if r["owner"] == team),
+        key=lambda r: (-int(r["micros"]), r["cluster"], r["namespace"]),
+    )
     total = line.total if line else Decimal("0.00")
     last = previous.total if previous else Decimal("0.00")
     body = {
