@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.common import high_water_mib, median, peak_rss
 from finops.policy import parse_policy
-from infra.fleet import COLUMNS, schema
+from infra.fleet import COLUMNS, DICTIONARY, schema
 from usecases.reports.fleet import fleet_chargeback
 from usecases.reports.service import month_period
 
@@ -73,7 +73,7 @@ def _cluster_files(folder: Path, c: int, containers: int, days: int) -> int:
         columns["total_cost_micros"] = pc.add(base["total_cost_micros"], h % 13)
         path = folder / f"cluster={cluster}/date={hour:%Y-%m-%d}/hour={hour:%H}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table([columns[name] for name in COLUMNS], schema=shape), path)
+        pq.write_table(pa.table([columns[name] for name in COLUMNS], schema=shape), path, use_dictionary=DICTIONARY)
         size += path.stat().st_size
     return size
 
