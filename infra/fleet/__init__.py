@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -85,6 +86,14 @@ def write_hour(rows: bytes, out: BinaryIO) -> int:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FILE = re.compile(r"cluster=(?P<cluster>[^/]+)/date=(?P<date>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})\.parquet")
+
+# The period's cost per cluster, namespace, entry kind, owner, cost centre and currency.
+ROLLUP = """
+SELECT cluster, namespace, entry_kind, coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
+       currency, CAST(coalesce(sum(total_cost_micros), 0) AS BIGINT) AS micros
+FROM {source}
+GROUP BY ALL
+"""
 
 # One pass over the files, two groupings: the period's cost per cluster, namespace, entry kind,
 # owner and cost centre, and each cluster's hours with their currencies and row counts (two
@@ -179,11 +188,35 @@ class FleetReader:
 
     def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """The period's cost per cluster, namespace, entry kind, owner and cost centre (micros),
-        and each cluster's hours (UTC) with their lowest and highest currency and row count, in
-        one pass (``SCAN``): local files through DuckDB's own Parquet reader, S3 through
-        pyarrow's, streamed (DuckDB's S3 reader is an extension it would download)."""
+        and each cluster's hours (UTC) with their lowest and highest currency and row count: local
+        files through DuckDB's own Parquet reader, S3 through pyarrow's, streamed (DuckDB's S3
+        reader is an extension it would download).
+
+        One aggregation (``ROLLUP``) when every cluster's rows are in one currency: each file is
+        then a final hour in it (its rows counted as one: only "some" matters). Otherwise, which
+        hours mix currencies or have none is read in a second pass (``SCAN``), so the refusal
+        names them as PostgreSQL's does."""
+        files = self.files(period)
+        columns = ["cluster", "namespace", "entry_kind", "team", "cost_center", "currency", "total_cost_micros"]
+        found = self._scan(period, ROLLUP, columns, files)
+        currencies: dict[str, set[str | None]] = defaultdict(set)
+        for cluster, *_, currency, _micros in found:
+            currencies[cluster].add(currency)
+        listed = [_FILE.search(path) for path in files]
+        if all(len(c) == 1 and None not in c for c in currencies.values()) and all(
+            match is not None and match["cluster"] in currencies for match in listed
+        ):
+            rollup = [(cluster, ns, kind, owner or None, center or None, micros)
+                      for cluster, ns, kind, owner, center, _, micros in found]  # fmt: skip
+            hours = []
+            for match in listed:
+                assert match is not None  # checked above
+                (currency,) = currencies[match["cluster"]]
+                hour = datetime.fromisoformat(f"{match['date']}T{match['hour']}:00:00+00:00")
+                hours.append((match["cluster"], hour, currency, currency, 1))
+            return sorted(rollup, key=str), sorted(hours, key=lambda hour: (hour[0], hour[1]))
         columns = ["cluster", "hour", "namespace", "entry_kind", "team", "cost_center", "currency", "total_cost_micros"]
-        found = self._scan(period, SCAN, columns)
+        found = self._scan(period, SCAN, columns, files)
         rollup, hours = [], []
         for cluster, hour_us, namespace, kind, owner, center, micros, low, high, count, by_cost in found:
             if by_cost:  # the hour is not in this grouping: a cost row
@@ -219,14 +252,16 @@ class FleetReader:
             )  # fmt: skip
         return sorted(found, key=lambda row: (-row["micros"], row["cluster"], row["namespace"]))
 
-    def _scan(self, period: Period, query: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    def _scan(
+        self, period: Period, query: str, columns: list[str], files: list[str] | None = None
+    ) -> list[tuple[Any, ...]]:
         """``query`` over the period's files (its ``{source}``): local files through DuckDB's own
         Parquet reader, S3 through pyarrow's, streamed (DuckDB's S3 reader is an extension it would
         download), only ``columns`` read."""
         import duckdb
         import pyarrow.dataset as ds
 
-        files = self.files(period)
+        files = self.files(period) if files is None else files
         if not files:
             return []
         con = duckdb.connect(config=DUCKDB_CONFIG)
