@@ -43,8 +43,6 @@ from finops.reconcile_policy import Basis, parse_basis
 from infra.fleet import ClickHouseReader, ClickHouseServerReader, FleetReader
 from usecases.reports.service import ReportQuery, month_period
 
-ENGINES = ("duckdb", "chdb", "clickhouse")
-
 
 def fleet_reader(
     url: str,
@@ -59,7 +57,7 @@ def fleet_reader(
     ClickHouse ``server`` (``FLEET_CLICKHOUSE_URL``), spread over its ``cluster`` when named."""
     if engine == "clickhouse":
         if not server:
-            raise InvalidInput("--engine clickhouse: set FLEET_CLICKHOUSE_URL (http[s]://user:password@host:8123)")
+            raise InvalidInput("--engine clickhouse: set FLEET_CLICKHOUSE_URL to the server's HTTP interface")
         return ClickHouseServerReader(url, endpoint_url, field, server=server, cluster=cluster)
     return {"duckdb": FleetReader, "chdb": ClickHouseReader}[engine](url, endpoint_url, field)
 
