@@ -146,9 +146,9 @@ def test_a_killed_hour_keeps_rows_and_assets_together(
     assert expected["assets"] and len(expected["counts"]) == 3
     counted = driver(database_url, opencost, kube, "count", scheduled, lookback=1, count=True)
     total = int(counted.stdout.strip())
-    # Every third statement and the last three (the assets are written last in the hour's
+    # Every fourth statement and the last three (the assets are written last in the hour's
     # transaction, then it commits): each point costs two driver processes, so not every one.
-    for point in sorted({*range(1, total + 1, 3), *range(max(1, total - 2), total + 1)}):
+    for point in sorted({*range(1, total + 1, 4), *range(max(1, total - 2), total + 1)}):
         cluster = f"assets-killed-{point}"
         killed = driver(database_url, opencost, kube, cluster, scheduled, lookback=1, kill_at=point)
         assert killed.returncode == -9, (point, killed.stderr[-2000:])
