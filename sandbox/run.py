@@ -116,11 +116,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{failures} ping(s) failed; see {stack.log_dir}", file=sys.stderr)
         if args.once:
             return 3 if failures else 0  # a function failed: a dependency, by the CLI rule
-        print(
-            "\nServing until interrupted (Ctrl-C). Try: "
-            f"PING_TOKEN={stack.ping_token} DATABASE_URL='{_shown_dsn(stack.database_url)}' finops runs"
-        )
-        try:
+        try:  # from the announcement on, a signal is the demo's normal end, however soon it comes
+            print(
+                "\nServing until interrupted (Ctrl-C). Try: "
+                f"PING_TOKEN={stack.ping_token} DATABASE_URL='{_shown_dsn(stack.database_url)}' finops runs"
+            )
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
