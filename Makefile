@@ -109,7 +109,7 @@ docs: $(STAMP)  ## the documentation site in .local/site/ (open .local/site/inde
 # make mutate MUTANTS='finops.money.* finops.usage.*'. Lists what survived; survivors do not fail it.
 mutate: $(STAMP)
 	rm -rf mutants
-	$(BIN)/mutmut run $(MUTANTS)
+	FOCUS_VALIDATOR_VENV=$(CURDIR)/$(VENV)/focus-validator $(BIN)/mutmut run $(MUTANTS)
 	@echo "== mutants not killed (inspect one with: $(BIN)/mutmut show NAME) =="
 	@$(BIN)/mutmut results | grep -v ': not checked$$' || echo "none: every mutant was killed"
 	$(MAKE) mutate-sql
