@@ -135,7 +135,21 @@ def test_idle_is_per_model_across_gpus() -> None:
     assert split.owed == {"ml/train": 1_200_000} and split.idle == {"A100": 4_800_000, "T4": 350_000}
 
 
+def test_an_unmeasured_gpu_is_used_by_nobody() -> None:
+    # No DCGM figure: nothing measured is nothing used, so on usage the whole $3.00 is idle.
+    unmeasured = [use("ml/train", "GPU-a100", Sharing.WHOLE, "1", None)]
+    assert split_gpu_hour(WHOLE, unmeasured, USAGE).idle == {"A100": 3_000_000}
+    assert split_gpu_hour(WHOLE, unmeasured, MAX).owed == {"ml/train": 3_000_000}
+
+
 def test_bad_input_is_refused_naming_it() -> None:
+    with pytest.raises(InvalidInput, match="GPU memory 81 GB is not eight memory slices"):
+        mig_fraction("1g.10gb", MigBy.MEMORY, 81)
+    for profile in ("1g.5gb", "1g.90gb"):  # half a slice; more than the GPU
+        with pytest.raises(InvalidInput, match=re.escape(f"{profile!r} is not whole memory slices of a 80 GB GPU")):
+            mig_fraction(profile, MigBy.MEMORY, 80)
+    with pytest.raises(InvalidInput, match="ml/x: GPU usage 3/2 is not a fraction"):
+        split_gpu_hour(WHOLE, [use("ml/x", "GPU-a100", Sharing.WHOLE, "1", "1.5")], REQUEST)
     with pytest.raises(InvalidInput, match=re.escape("'nvidia.com/mig-9g'")):
         mig_fraction("nvidia.com/mig-9g", MigBy.COMPUTE, 80)
     with pytest.raises(InvalidInput, match="ml/x: GPU GPU-none is not among"):
