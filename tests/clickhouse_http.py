@@ -1,5 +1,5 @@
 """ClickHouse's HTTP interface over chDB, for the tests of the ClickHouse server reader
-(``infra.fleet.ClickHouseServerReader``): no ClickHouse server can be installed here (Debian 12's
+(``infra.fleet.clickhouse.ClickHouseServerReader``): no ClickHouse server can be installed here (Debian 12's
 ``clickhouse-server`` is 18.16, older than Parquet over S3; PyPI has none), so the queries
 clickhouse-connect sends are run by ClickHouse's own engine in process, and answered as a server
 answers them: the body in the format the query names, a failure as a 500 with ClickHouse's

@@ -1,8 +1,7 @@
 """The fleet bucket's hourly Parquet files: their columns and types (written by
 ``usecases.collect_allocations.fleet``), and reading them back through DuckDB embedded in the
-process (``FleetReader``), ClickHouse's engine also in process (``ClickHouseReader``, chDB), or a
-ClickHouse server or cluster (``ClickHouseServerReader``, clickhouse-connect), for
-``usecases.reports.fleet``.
+process (``FleetReader``), for ``usecases.reports.fleet``; ClickHouse's engine reads them in
+``infra.fleet.clickhouse``.
 
 Reading: the files right under the bucket's prefix are listed first and only the period's are read
 (a file's path says its cluster and hour: ``cluster=<id>/date=<YYYY-MM-DD>/hour=<HH>.parquet``).
@@ -20,12 +19,11 @@ from __future__ import annotations
 import re
 import tempfile
 from collections import defaultdict
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from finops.errors import FinOpsError, InvalidInput, NotFound
-from finops.hours import hours_between
+from finops.errors import InvalidInput, NotFound
 from finops.periods import Period
 from infra.logs import redact
 
@@ -84,7 +82,7 @@ def write_hour(rows: bytes, out: BinaryIO) -> int:
     return written
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FILE = re.compile(r"cluster=(?P<cluster>[^/]+)/date=(?P<date>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})\.parquet")
 
 # The period's cost per cluster, namespace, entry kind, owner, cost centre and currency.
@@ -222,14 +220,14 @@ class FleetReader:
             if by_cost:  # the hour is not in this grouping: a cost row
                 rollup.append((cluster, namespace, kind, owner or None, center or None, micros))
             else:
-                hours.append((cluster, _EPOCH + timedelta(microseconds=hour_us), low, high, count))
+                hours.append((cluster, EPOCH + timedelta(microseconds=hour_us), low, high, count))
         return sorted(rollup, key=str), sorted(hours, key=lambda hour: (hour[0], hour[1]))
 
     def daily(self, period: Period) -> list[dict[str, Any]]:
         """The period's cost and billed core-hours per day, cluster, namespace, owner and cost
         centre, idle apart (``is_idle``): the rows of PostgreSQL's ``focus_daily_rows``."""
         return [
-            {"cluster": cluster, "day": date(1970, 1, 1) + timedelta(days=day), "namespace": namespace,
+            {"cluster": cluster, "day": EPOCH.date() + timedelta(days=day), "namespace": namespace,
              "is_idle": idle, "owner": owner or None, "cost_center": center or None, "micros": micros,
              "core_hours": cores}
             for cluster, day, namespace, idle, owner, center, micros, cores in self._scan(period, DAILY, _DAILY_COLUMNS)
@@ -287,125 +285,6 @@ def check_bucket(url: str, field: str) -> str:
     return url
 
 
-def _epoch_us(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-# The same rollup in ClickHouse's dialect, over ``{source}`` (its s3() or file() table function).
-# ClickHouse resolves a SELECT alias anywhere in the query: no alias may repeat a column's name.
-CLICKHOUSE_ROLLUP = """
-SELECT cluster, namespace, entry_kind, nullIf(owner_key, '') AS owner, nullIf(center_key, '') AS center,
-       toInt64(ifNull(sum(cost), 0)) AS total_micros
-FROM (
-    SELECT cluster, namespace, entry_kind, coalesce(team, '') AS owner_key, coalesce(cost_center, '') AS center_key,
-           total_cost_micros AS cost
-    FROM {source}
-    WHERE toUnixTimestamp64Micro(hour) >= {start} AND toUnixTimestamp64Micro(hour) < {end}
-)
-GROUP BY cluster, namespace, entry_kind, owner_key, center_key
-ORDER BY cluster, namespace, entry_kind, owner_key, center_key
-SETTINGS use_hive_partitioning = 0
-"""
-CLICKHOUSE_HOURS = """
-SELECT cluster, toUnixTimestamp64Micro(hour) AS hour_us, min(currency) AS low, max(currency) AS high,
-       toInt64(count()) AS row_count
-FROM {source}
-WHERE toUnixTimestamp64Micro(hour) >= {start} AND toUnixTimestamp64Micro(hour) < {end}
-GROUP BY cluster, hour_us
-ORDER BY cluster, hour_us
-SETTINGS use_hive_partitioning = 0
-"""
-
-
-class ClickHouseReader(FleetReader):
-    """The same queries on ClickHouse's engine, in process (chDB), reading the files with its own
-    ``s3()`` (credentials from the environment, as ClickHouse's ``use_environment_credentials``)
-    or ``file()`` table function: the query a ClickHouse server runs (``ClickHouseServerReader``)."""
-
-    engine = "chDB"
-
-    def __init__(self, url: str, endpoint_url: str | None = None, field: str = "--fleet") -> None:
-        super().__init__(url, endpoint_url, field)
-        self.endpoint_url = endpoint_url
-
-    def rollup_and_hours(self, period: Period) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        if not self.files(period):  # listed as for DuckDB: an empty period reads nothing
-            return [], []
-        window = {"start": _epoch_us(period.start), "end": _epoch_us(period.end), "source": self._source(period)}
-        try:
-            rollup = self._query(CLICKHOUSE_ROLLUP.format(**window))
-            hours = self._query(CLICKHOUSE_HOURS.format(**window))
-        except FinOpsError:
-            raise
-        except Exception as exc:  # the engine's errors: the message names the URL, and no secret is in the query
-            first = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-            raise InvalidInput(f"{self.field}: {self.url} cannot be read by {self.engine}: {first}") from None
-        return (
-            [tuple(row.values()) for row in rollup.to_pylist()],
-            [(r["cluster"], _EPOCH + timedelta(microseconds=r["hour_us"]), r["low"], r["high"], r["row_count"])
-             for r in hours.to_pylist()],
-        )  # fmt: skip
-
-    def _query(self, sql: str) -> pa.Table:
-        try:
-            import chdb
-        except ImportError:
-            raise InvalidInput(
-                "--engine chdb needs the chdb package (pip install 'finops-functions[clickhouse]')"
-            ) from None
-        table: pa.Table = chdb.query(sql, "ArrowTable")  # type: ignore[no-untyped-call]
-        return table
-
-    def _source(self, period: Period) -> str:
-        """The table function over the period's days (a glob of their ``date=`` folders)."""
-        days = sorted({f"{hour.start:%Y-%m-%d}" for hour in hours_between(period.start, period.end)})
-        glob = f"cluster=*/date={{{','.join(days)}}}/hour=*.parquet"
-        if not self.url.startswith("s3://"):
-            return f"file({_quote(self.url + glob)}, 'Parquet')"
-        bucket, _, prefix = self.url.removeprefix("s3://").partition("/")
-        base = f"{self.endpoint_url}/{bucket}/" if self.endpoint_url else f"https://{bucket}.s3.amazonaws.com/"
-        return self._s3(_quote(base + prefix + glob))
-
-    def _s3(self, url: str) -> str:
-        return f"s3({url}, 'Parquet')"
-
-
-class ClickHouseServerReader(ClickHouseReader):
-    """The same queries sent to a ClickHouse server through clickhouse-connect (HTTP or HTTPS,
-    ``server``: ``http[s]://user:password@host:port``), which reads the bucket itself with its
-    ``s3()`` table function and its own S3 credentials; with ``cluster``, with ``s3Cluster`` over
-    that cluster's servers (each reads its share of the files). The server cannot read this
-    machine's folders: the bucket must be ``s3://``."""
-
-    engine = "ClickHouse"
-
-    def __init__(
-        self, url: str, endpoint_url: str | None, field: str, *, server: str, cluster: str | None = None
-    ) -> None:
-        super().__init__(url, endpoint_url, field)
-        if not url.startswith("s3://"):
-            raise InvalidInput(f"{field}: a ClickHouse server reads the bucket itself: give s3://bucket/prefix/")
-        self.server, self.cluster = server, cluster
-
-    def _query(self, sql: str) -> pa.Table:
-        try:
-            import clickhouse_connect
-        except ImportError:
-            raise InvalidInput(
-                "--engine clickhouse needs the clickhouse-connect package (pip install 'finops-functions[clickhouse]')"
-            ) from None
-        client = clickhouse_connect.get_client(dsn=self.server, compress=False)
-        try:
-            return client.query_arrow(sql)
-        finally:
-            client.close()
-
-    def _s3(self, url: str) -> str:
-        if self.cluster is None:
-            return super()._s3(url)
-        return f"s3Cluster({_quote(self.cluster)}, {url}, 'Parquet')"
-
-
-def _quote(text: str) -> str:
-    """A ClickHouse string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def epoch_us(moment: datetime) -> int:
+    """Microseconds since the epoch: the queries' times, UTC whatever the engine's time zone."""
+    return (moment - EPOCH) // timedelta(microseconds=1)

@@ -260,7 +260,7 @@ def test_a_clickhouse_server_gives_postgresqls_report(fleet: Fleet, moto_s3: str
 
 
 def test_a_clickhouse_cluster_reads_through_s3cluster() -> None:
-    from infra.fleet import ClickHouseServerReader
+    from infra.fleet.clickhouse import ClickHouseServerReader
 
     cluster = ClickHouseServerReader(f"s3://{BUCKET}/fleet/", None, "--fleet", server="http://ch:8123", cluster="fleet")
     one = ClickHouseServerReader(f"s3://{BUCKET}/fleet/", None, "--fleet", server="http://ch:8123")

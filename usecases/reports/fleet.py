@@ -40,7 +40,8 @@ from finops.money import format_amount
 from finops.periods import Period
 from finops.policy import Policy
 from finops.reconcile_policy import Basis, parse_basis
-from infra.fleet import ClickHouseReader, ClickHouseServerReader, FleetReader
+from infra.fleet import FleetReader
+from infra.fleet.clickhouse import ClickHouseReader, ClickHouseServerReader
 from usecases.reports.service import ReportQuery, month_period
 
 
