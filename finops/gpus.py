@@ -35,7 +35,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 
@@ -93,6 +94,17 @@ class PhysicalGpu:
 
 
 @dataclass(frozen=True)
+class GpuDevice:
+    """A physical GPU a source saw during an hour (the Prometheus source's inventory, from DCGM's
+    exporter): the GPUs no workload used are seen too, so their cost is idle, not lost."""
+
+    uuid: str
+    model: str
+    node: str
+    minutes: Decimal  # how long in the hour it was seen (at most 60)
+
+
+@dataclass(frozen=True)
 class GpuUse:
     """One workload's hour on a physical GPU: what it requested of the GPU (a fraction: 1 for a
     whole GPU for the whole hour, 1/7 for a 1g MIG slice, 0.25 for HAMi's ``gpucores=25``; any
@@ -108,10 +120,12 @@ class GpuUse:
 
 @dataclass(frozen=True)
 class GpuSplit:
-    """An hour's GPU cost: micros per workload, and per GPU model the idle part."""
+    """An hour's GPU cost: micros per workload, and per GPU model the idle part; ``unused`` is
+    each GPU's exact idle fraction (of that GPU, by UUID), for idle GPU-hours."""
 
     owed: dict[str, int]
     idle: dict[str, int]
+    unused: dict[str, Fraction] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -144,6 +158,7 @@ def split_gpu_hour(gpus: Iterable[PhysicalGpu], uses: Iterable[GpuUse], basis: G
         by_uuid[use.uuid].append(use)
     owed: dict[str, int] = defaultdict(int)
     idle: dict[str, int] = defaultdict(int)
+    unused: dict[str, Fraction] = {}
     for uuid, gpu in sorted(known.items()):
         mine = sorted(by_uuid.get(uuid, []), key=lambda use: use.key)
         parts = _parts([fraction_of(use, basis) for use in mine])
@@ -152,7 +167,8 @@ def split_gpu_hour(gpus: Iterable[PhysicalGpu], uses: Iterable[GpuUse], basis: G
         for use, micros in zip(mine, rounded, strict=False):
             owed[use.key] += micros
         idle[gpu.model] += rounded[-1]
-    return GpuSplit(dict(owed), dict(idle))
+        unused[uuid] = parts[-1]
+    return GpuSplit(dict(owed), dict(idle), unused)
 
 
 def _parts(fractions: Sequence[Fraction]) -> list[Fraction]:

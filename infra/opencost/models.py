@@ -82,6 +82,10 @@ class GpuAllocation(TypedDict, total=False):
     gpuDevice: str | None
     gpuModel: str | None
     gpuUUID: str | None
+    # Ours, not OpenCost's: the Prometheus source says how the GPU is shared (finops.gpus.Sharing)
+    # and which MIG profile a slice is; OpenCost's rows leave them out.
+    gpuSharing: str | None
+    gpuProfile: str | None
 
 
 class Allocation(TypedDict, total=False):

@@ -96,6 +96,8 @@ class _GpuAllocation(_Record):
     gpuDevice: str | None = None
     gpuModel: str | None = None
     gpuUUID: str | None = None
+    gpuSharing: str | None = None  # the Prometheus source's (models.GpuAllocation)
+    gpuProfile: str | None = None
 
 
 @dataclass(slots=True, config=_LENIENT)
@@ -161,13 +163,13 @@ def quantities_text(record: Any, name: str) -> str:
 
 _NUMBERS = frozenset({Decimal, int, type(None)})
 _DECIMAL = TypeAdapter(Decimal)
-_NO_GPU = (None,) * 6
+_NO_GPU = (None,) * 8
 
 
 def gpu_values(gpu: Any, name: str) -> tuple[Any, ...]:
-    """An allocation's ``gpuAllocation`` (a record, a dict or None) as the values of its six
+    """An allocation's ``gpuAllocation`` (a record, a dict or None) as the values of its eight
     columns: the request and usage averages (numbers, checked as quantities are), the shared flag,
-    the device, model and UUID."""
+    the device, model and UUID, and the sharing and MIG profile (the Prometheus source's)."""
     if not gpu:
         return _NO_GPU
     averages = []
@@ -186,7 +188,10 @@ def gpu_values(gpu: Any, name: str) -> tuple[Any, ...]:
                     f"OpenCost answered /allocation with {name}.gpuAllocation.{field}: {value}, not a finite number"
                 )
         averages.append(value)
-    return (*averages, gpu.get("isGPUShared"), gpu.get("gpuDevice"), gpu.get("gpuModel"), gpu.get("gpuUUID"))
+    return (
+        *averages,
+        *(gpu.get(field) for field in ("isGPUShared", "gpuDevice", "gpuModel", "gpuUUID", "gpuSharing", "gpuProfile")),
+    )
 
 
 def _quantities_slowly(record: Any, name: str) -> tuple[Decimal | int | None, ...]:

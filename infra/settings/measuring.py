@@ -48,6 +48,16 @@ class CollectAllocationsSettings(
     """Bearer token sent to Prometheus (a proxy or a managed Prometheus that requires one); unset:
     none. A secret."""
 
+    GPU_BASIS: Literal["request", "usage", "max"] = "request"
+    """What a workload is billed of the GPU it ran on (docs/how-to/gpus.md): ``request`` (what it
+    reserved, OpenCost's rule), ``usage`` (DCGM's measured engine activity) or ``max`` (the larger,
+    the rule for CPU and memory). A time-sliced GPU is split by measured use whatever the basis.
+    Set per cluster: each cluster's collector has its own."""
+
+    GPU_MIG_BY: Literal["compute", "memory"] = "compute"
+    """How a MIG slice is priced as a share of its physical GPU: by ``compute`` slices (a 1g slice
+    is 1 of 7) or by ``memory`` slices (a 10gb slice of an 80 GB GPU is 1 of 8)."""
+
     @field_validator("OPENCOST_URL")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:  # type: ignore[override]  # optional here

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from finops.gpus import GpuBasis, MigBy
 from finops.pricing import Setting
 from infra.clients import kube_from, opencost_from, prometheus_from
 from infra.kube import KubeClient
@@ -24,6 +25,7 @@ from infra.settings import CollectAllocationsSettings
 from usecases.app_history.recorder import RecorderOptions, record_daily
 from usecases.appcost.syncs import redrive
 from usecases.collect_allocations.answers import ShardOptions
+from usecases.collect_allocations.gpus import GpuOptions
 from usecases.collect_allocations.retention import Retention, RowRetention, apply_retention
 from usecases.collect_allocations.service import CollectOptions, CollectResult, FleetBucket, collect, collect_range
 from usecases.collect_allocations.sources import AllocationSource
@@ -96,6 +98,7 @@ def options_from(s: CollectAllocationsSettings) -> CollectOptions:
         source=s.ALLOCATION_SOURCE,
         shards=ShardOptions(s.OPENCOST_SHARD_NAMESPACES, s.OPENCOST_SHARD_ABOVE_BYTES),
         pricing=Setting(s.PRICING_SOURCE, s.PRICING_CURRENCY),
+        gpus=GpuOptions(GpuBasis(s.GPU_BASIS), MigBy(s.GPU_MIG_BY)),
         fleet=None
         if s.FLEET_BUCKET is None
         else FleetBucket(s.FLEET_BUCKET, s.FLEET_S3_ENDPOINT_URL, s.FLEET_TIMEOUT_SECONDS),

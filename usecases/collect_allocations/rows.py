@@ -18,7 +18,16 @@ from finops.money import MAX_MICROS, cost_micros
 from infra.opencost import Allocation
 from infra.opencost.stream import gpu_values, quantities_text
 
-GPU_COLUMNS = ("gpu_request_avg", "gpu_usage_avg", "gpu_shared", "gpu_device", "gpu_model", "gpu_uuid")
+GPU_COLUMNS = (
+    "gpu_request_avg",
+    "gpu_usage_avg",
+    "gpu_shared",
+    "gpu_device",
+    "gpu_model",
+    "gpu_uuid",
+    "gpu_sharing",
+    "gpu_profile",
+)
 COLUMNS = (
     "cluster",
     "namespace",

@@ -39,6 +39,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from finops.errors import InvalidInput
+from finops.gpus import GpuDevice
 from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
 from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
 from finops.ledger import horizon as history_horizon
@@ -52,6 +53,7 @@ from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from usecases.collect_allocations.assets import fetch_assets, store_assets
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
+from usecases.collect_allocations.gpus import GpuOptions, fetch_devices, split_hour
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
@@ -79,6 +81,7 @@ class CollectOptions:
         default_factory=Setting
     )  # PRICING_SOURCE/PRICING_CURRENCY (when no FinOpsProvider decides)
     fleet: FleetBucket | None = None  # FLEET_BUCKET: final hours as Parquet files (usecases...fleet)
+    gpus: GpuOptions = field(default_factory=GpuOptions)  # GPU_BASIS, GPU_MIG_BY: the GPU split
 
 
 @dataclass(frozen=True)
@@ -294,13 +297,22 @@ def _write_hour(db: Database, source: AllocationSource, ctx: HourContext, hour: 
     answer = fetch_hour(source, hour, ctx.options.aggregation, ctx.options.shards, retry_until=ctx.retry_until)
     try:
         assets = fetch_assets(source, hour, retry_until=ctx.retry_until)
-        return _store_hour(db, answer, assets, ctx, hour, finalize)
+        devices = fetch_devices(source, hour, retry_until=ctx.retry_until)
+        return _store_hour(db, answer, Inventory(assets, devices), ctx, hour, finalize)
     finally:
         answer.close()
 
 
+@dataclass(frozen=True)
+class Inventory:
+    """What the hour's nodes and GPUs cost: OpenCost's assets, or the Prometheus source's GPUs."""
+
+    assets: Assets | None
+    devices: list[GpuDevice] | None
+
+
 def _store_hour(
-    db: Database, answer: Answer, assets: Assets | None, ctx: HourContext, hour: Hour, finalize: bool
+    db: Database, answer: Answer, inventory: Inventory, ctx: HourContext, hour: Hour, finalize: bool
 ) -> Written | None:
     """``_write_hour``'s transaction: the answer is read (parsed) only here, as COPY consumes it."""
     key = {"cluster": ctx.options.cluster, "aggregation": ctx.options.aggregation, "hour": hour.start}
@@ -357,6 +369,25 @@ def _store_hour(
             db.execute(
                 "fill_hour_owners", conn, **key, namespaces=list(late), teams=list(teams), cost_centers=list(centers)
             )
+        tail = {
+            "pricebook_id": ctx.pricing.pricebook_id,
+            "currency": ctx.pricing.currency,
+            "finalized": finalize,
+            "collected_at": ctx.now,
+            "source": ctx.options.source,
+        }
+        gpu_rows, gpu_basis = split_hour(
+            db,
+            conn,
+            key,
+            ctx.options.gpus,
+            assets=inventory.assets,
+            devices=inventory.devices,
+            rates=ctx.pricing.rates,
+            priced=ctx.pricing.currency is not None,
+            row_tail=tail,
+        )
+        count += gpu_rows
         written = HourState.FINAL if finalize else HourState.OPEN
         db.execute(
             "record_allocation_hour",
@@ -371,7 +402,8 @@ def _store_hour(
             empty_since=None,
             source=ctx.options.source,
         )
-        store_assets(db, conn, key, assets)
+        db.execute("record_hour_gpus", conn, **key, **gpu_basis)
+        store_assets(db, conn, key, inventory.assets)
         fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
     log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
     return Written(written, rows=count)

@@ -243,3 +243,47 @@ ORDER BY namespace, name;
 UPDATE allocation_hours SET fleet_uploaded_at = now()
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND state = 'final'
   AND collected_at = %(collected_at)s;
+
+-- name: hour_gpu_rows
+-- The hour's workload rows that ran on a GPU (usecases.collect_allocations.gpus): those with a
+-- gpuAllocation, and those with GPU cost or GPUs but none (an OpenCost too old to send it).
+SELECT name, node, minutes, gpu_request_avg, gpu_usage_avg, gpu_shared, gpu_model, gpu_uuid, gpu_sharing,
+       gpu_profile
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND entry_kind = 'workload'
+  AND (gpu_request_avg IS NOT NULL OR gpu_usage_avg IS NOT NULL OR gpu_uuid IS NOT NULL
+       OR coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_count, 0) <> 0)
+ORDER BY name;
+
+-- name: set_gpu_costs
+-- Each GPU row's share of its GPU; its total moves by the difference.
+UPDATE provider_allocations p
+SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros, gpu_cost_micros = s.micros
+FROM unnest(%(names)s::text[], %(micros)s::bigint[]) AS s (name, micros)
+WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
+  AND p.entry_kind = 'workload' AND p.name = s.name;
+
+-- name: clear_idle_gpu_costs
+-- The source's idle rows lose their GPUs: the split's per-model idle rows hold them.
+UPDATE provider_allocations
+SET total_cost_micros = total_cost_micros - coalesce(gpu_cost_micros, 0), gpu_cost_micros = 0, gpu_count = 0,
+    gpu_hours = 0
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND entry_kind = 'idle'
+  AND (coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_hours, 0) <> 0);
+
+-- name: insert_gpu_idle
+-- One idle row per GPU model: the unused part of its GPUs' cost and GPU-hours.
+INSERT INTO provider_allocations (cluster, namespace, name, aggregation, hour, entry_kind, minutes, gpu_count,
+                                  gpu_hours, cpu_cost_micros, gpu_cost_micros, ram_cost_micros, pv_cost_micros,
+                                  network_cost_micros, lb_cost_micros, shared_cost_micros, external_cost_micros,
+                                  total_cost_micros, pricebook_id, currency, is_finalized, collected_at, source,
+                                  gpu_model)
+SELECT %(cluster)s, '', i.name, %(aggregation)s, %(hour)s, 'idle', 60, i.hours, i.hours, 0, i.micros, 0, 0, 0, 0, 0, 0,
+       i.micros, %(pricebook_id)s, %(currency)s, %(finalized)s, %(collected_at)s, %(source)s, i.model
+FROM unnest(%(names)s::text[], %(models)s::text[], %(micros)s::bigint[], %(hours)s::numeric[])
+    AS i (name, model, micros, hours);
+
+-- name: record_hour_gpus
+-- The basis and MIG rule the hour's GPUs were split by (NULL: not split).
+UPDATE allocation_hours SET gpu_basis = %(gpu_basis)s, gpu_mig_by = %(gpu_mig_by)s
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;

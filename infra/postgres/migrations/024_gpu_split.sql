@@ -1,0 +1,15 @@
+-- The GPU split (finops.gpus, usecases.collect_allocations.gpus): how each allocation shares its
+-- GPU, and how each hour's GPUs were split.
+--
+-- gpu_sharing: whole | mig | hami | time-sliced (NULL: no GPU, or a source that does not say; an
+-- OpenCost row is then time-sliced when gpu_shared, else whole). gpu_profile: the MIG profile
+-- (1g.10gb) of a mig row.
+ALTER TABLE provider_allocations
+    ADD COLUMN gpu_sharing text,
+    ADD COLUMN gpu_profile text;
+
+-- The basis and MIG rule the hour's GPUs were split by (NULL: the hour's GPU cost is the source's
+-- own, not split: it had no GPU, or its GPUs had no price).
+ALTER TABLE allocation_hours
+    ADD COLUMN gpu_basis text,
+    ADD COLUMN gpu_mig_by text;
