@@ -57,6 +57,67 @@ def window(seconds: int) -> str:
     return f"[{seconds}s:{STEP_SECONDS}s]"
 
 
+# -- GPUs (docs/how-to/prometheus-source.md, "GPUs"; read by ``infra.prometheus.gpus``) ------------
+# kube-state-metrics' sanitised resource names: MIG slices (mixed strategy), time-sliced replicas
+# renamed by the device plugin (renameByDefault), HAMi's percent of cores and MiB of memory.
+MIG_RESOURCES = "nvidia_com_mig_.+"
+SHARED_GPU_RESOURCE = "nvidia_com_gpu_shared"
+HAMI_CORES = "nvidia_com_gpucores"
+HAMI_MEMORY = "nvidia_com_gpumem"
+REPLICAS_LABEL = "label_nvidia_com_gpu_replicas"  # GPU feature discovery's nvidia.com/gpu.replicas
+# DCGM's exporter: per GPU (``UUID``, ``device``, ``modelName``; a MIG instance adds ``GPU_I_PROFILE``
+# and ``GPU_I_ID``) and, mapped by the kubelet's pod-resources API, per ``namespace``/``pod``/``container``.
+ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # fraction 0..1 of the GPU's (or MIG instance's) engines
+UTIL = "DCGM_FI_DEV_GPU_UTIL"  # percent; per process (so per pod) on a shared GPU
+FB_USED, FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"  # MiB
+_DCGM = f'{{__name__=~"{ACTIVE}|{UTIL}|{FB_USED}|{FB_FREE}", UUID!=""}}'
+_GPU_BY = f"{_BY}, UUID, device, modelName, GPU_I_PROFILE"
+HOST_LABELS = ("Hostname", "hostname", "node")  # where the exporter (or a relabelling) puts the node
+
+
+def requests_by_resource(pattern: str) -> str:
+    """Like ``requests`` for the resources matching ``pattern``, one series per resource."""
+    return (
+        f'sum by ({_BY}, resource) (kube_pod_container_resource_requests{{resource=~"{pattern}", {_CONTAINERS}}} '
+        f"and on (namespace, pod) ({_LIVE}))"
+    )
+
+
+def _per_container(metric: str) -> str:
+    return f'sum by ({_GPU_BY}) ({metric}{{UUID!="", pod!="", {_CONTAINERS}}})'
+
+
+def gpu_queries(seconds: int) -> dict[str, str]:
+    """The GPU queries of one window, per container (unit-minutes) and per node."""
+    w, last = window(seconds), f"[{seconds}s]"
+    return {
+        "gpu_mig_request": f"sum_over_time(({requests_by_resource(MIG_RESOURCES)}){w})",
+        "gpu_shared_request": f"sum_over_time(({requests(SHARED_GPU_RESOURCE)}){w})",
+        "gpu_cores_request": f"sum_over_time(({requests(HAMI_CORES)}){w})",
+        "gpu_mem_request": f"sum_over_time(({requests(HAMI_MEMORY)}){w})",
+        "gpu_replicas": f'last_over_time(kube_node_labels{{{REPLICAS_LABEL}!=""}}{last})',
+        "gpu_active": f"sum_over_time(({_per_container(ACTIVE)}){w})",
+        "gpu_util": f"sum_over_time(({_per_container(UTIL)}){w})",
+        # a GPU's framebuffer: used + free of the whole GPU (not of a MIG instance); the largest
+        # FB_USED is the device's own (a shared GPU's per-pod series are its processes' parts)
+        "gpu_framebuffer": (
+            f'max_over_time((max by (UUID) ({FB_USED}{{UUID!="", GPU_I_PROFILE=""}}) '
+            f'+ on (UUID) max by (UUID) ({FB_FREE}{{UUID!="", GPU_I_PROFILE=""}})){w})'
+        ),
+    }
+
+
+def device_queries(seconds: int) -> dict[str, str]:
+    """The inventory of one window: per GPU the minutes DCGM saw it and, per label set, how long."""
+    w, last = window(seconds), f"[{seconds}s]"
+    labels = ", ".join(("UUID", "modelName", *HOST_LABELS))
+    return {
+        "gpu_minutes": f"count_over_time((count by (UUID) ({_DCGM})){w})",
+        "gpu_labels": f"count_over_time((count by ({labels}) ({_DCGM})){w})",
+        "node_names": f"count by (node) (last_over_time(kube_node_status_allocatable{last}))",
+    }
+
+
 def queries(seconds: int) -> dict[str, str]:
     """Every query of one window of ``seconds``, by the name the method reads it under."""
     w, last = window(seconds), f"[{seconds}s]"
@@ -84,4 +145,5 @@ def queries(seconds: int) -> dict[str, str]:
             f"sum_over_time((sum by (resource) (kube_node_status_allocatable"
             f'{{resource=~"cpu|memory|{GPU_RESOURCE}"}})){w})'
         ),
+        **gpu_queries(seconds),
     }

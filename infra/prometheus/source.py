@@ -8,6 +8,9 @@ hour is computed"):
 * per container, each minute: the larger of its request (Pending/Running pods only) and its usage
   (CPU: ``rate`` of ``container_cpu_usage_seconds_total``; memory:
   ``container_memory_working_set_bytes``); GPUs on requests. The PromQL is in ``promql``;
+* a container holding a GPU also says how it is shared, what it requested and used of it and
+  which GPU it is (``gpuAllocation``, from kube-state-metrics and DCGM's exporter: ``gpus``), and
+  ``gpu_devices`` lists the hour's physical GPUs, so the collection pass can split each one's cost;
 * a namespace's claims (requested bytes) and LoadBalancer Services are one entry per namespace,
   named as OpenCost names what no pod mounts (``<ns>/__unallocated__/__unallocated__/__unmounted__/
   __unmounted__``);
@@ -41,9 +44,10 @@ from typing import Any, Protocol
 
 from finops.allocations import DEFAULT_AGGREGATION, IDLE, UNALLOCATED, UNMOUNTED
 from finops.errors import SourceMisconfigured
+from finops.gpus import GpuDevice
 from finops.labels import sanitize_label_key
 from infra.opencost import Allocation
-from infra.prometheus import Sample, promql
+from infra.prometheus import Sample, gpus, promql
 
 GIB = Decimal(2**30)
 MINUTES_PER_HOUR = Decimal(60)
@@ -94,9 +98,7 @@ class PrometheusAllocations:
             )
         if not accumulate:
             raise SourceMisconfigured("the Prometheus source answers accumulated windows only")
-        seconds = int((end - start).total_seconds())
-        if seconds <= 0 or seconds % promql.STEP_SECONDS:
-            raise SourceMisconfigured(f"window {start}..{end} is not a whole number of minutes")
+        seconds = _seconds(start, end)
         at = end - timedelta(milliseconds=1)
         answers = {
             name: self.client.query(text, at, retry_until=retry_until) for name, text in promql.queries(seconds).items()
@@ -112,6 +114,18 @@ class PrometheusAllocations:
         if include_idle:
             entries[IDLE] = self._idle(answers, hour, workloads, billed)
         return [entries]
+
+    def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[GpuDevice]:
+        """Every physical GPU DCGM's exporter saw in ``[start, end)``, used or not, with the minutes
+        it was seen (``infra.prometheus.gpus.devices``): what the hour's GPUs cost is split from."""
+        seconds = _seconds(start, end)
+        at = end - timedelta(milliseconds=1)
+        return gpus.devices(
+            {
+                name: self.client.query(text, at, retry_until=retry_until)
+                for name, text in promql.device_queries(seconds).items()
+            }
+        )
 
     # -- containers --------------------------------------------------------------------------
 
@@ -138,6 +152,7 @@ class PrometheusAllocations:
         }
         owners = _controllers(answers["pod_owner"], answers["replicaset_owner"])
         labels = _namespace_labels(answers["namespace_labels"])
+        held = gpus.allocations(answers, per["minutes"], nodes)
         out: dict[str, Allocation] = {}
         for key in sorted(per["minutes"]):
             namespace, pod, container = key
@@ -190,6 +205,8 @@ class PrometheusAllocations:
                 "gpuHours": _hours(gpu_min),
                 **costs,  # type: ignore[typeddict-item]
             }
+            if key in held:
+                out[name]["gpuAllocation"] = held[key]  # type: ignore[typeddict-item]
         return out
 
     # -- volumes and load balancers ----------------------------------------------------------
@@ -299,6 +316,13 @@ class PrometheusAllocations:
             f"kube_namespace_labels has no label_{key} for any namespace with cost: start kube-state-metrics with "
             f"{allowlist_hint(self.owner_label, self.cost_center_label)} (OWNER_LABEL={self.owner_label})"
         )
+
+
+def _seconds(start: datetime, end: datetime) -> int:
+    seconds = int((end - start).total_seconds())
+    if seconds <= 0 or seconds % promql.STEP_SECONDS:
+        raise SourceMisconfigured(f"window {start}..{end} is not a whole number of minutes")
+    return seconds
 
 
 @dataclass(frozen=True)
