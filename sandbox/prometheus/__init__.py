@@ -10,6 +10,6 @@ Used by the Prometheus-source tests and by ``finops run --source prometheus``::
 from __future__ import annotations
 
 from sandbox.prometheus.server import PrometheusMissing, binaries, serve
-from sandbox.prometheus.world import GIB, MIB, World, demo_world
+from sandbox.prometheus.world import GIB, MIB, World, demo_world, gpu_uuid, gpu_world
 
-__all__ = ["GIB", "MIB", "PrometheusMissing", "World", "binaries", "demo_world", "serve"]
+__all__ = ["GIB", "MIB", "PrometheusMissing", "World", "binaries", "demo_world", "gpu_uuid", "gpu_world", "serve"]

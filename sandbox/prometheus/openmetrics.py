@@ -8,15 +8,23 @@ stores them after a scrape (``namespace``/``pod``/``container`` labels); namespa
 
 The cAdvisor families also carry the pod-level (``container=""``) and pause (``POD``) series a
 real kubelet exports, with values that would double a pod's cost if a query forgot to exclude them.
+
+The GPU series are NVIDIA dcgm-exporter's (4.5.3-4.8.2, scraped with ``honorLabels: true`` so its
+``namespace``/``pod``/``container`` labels are kept): a whole GPU's or MIG instance's series carry
+the pod holding it; on a shared GPU (``Gpu.shared``, ``KUBERNETES_VIRTUAL_GPUS``) the GPU's own
+``DCGM_FI_DEV_GPU_UTIL`` and ``DCGM_FI_DEV_FB_USED`` are kept and each pod gets its processes' part,
+while its other series are the GPU's, copied onto every pod; MIG GPUs have no
+``DCGM_FI_DEV_GPU_UTIL`` (NVML does not measure it there).
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sandbox.prometheus.world import WARM_UP, Pod, World
+from sandbox.prometheus.world import WARM_UP, Gpu, GpuLoad, Pod, World
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
@@ -78,7 +86,19 @@ def _families(world: World) -> Iterator[_Family]:
                     if node.gpus
                     else []
                 ),
+                *(({"node": node.name, "resource": r, "unit": "integer"}, n) for r, n in node.allocatable),
             )
+        ],
+    )
+    yield _Family(
+        "kube_node_labels",
+        "gauge",
+        [
+            (
+                {"node": node.name, **{"label_" + _INVALID.sub("_", k): v for k, v in node.labels}},
+                _constant(world, *everywhere, 1),
+            )
+            for node in world.nodes
         ],
     )
     yield _Family(
@@ -145,6 +165,7 @@ def _families(world: World) -> Iterator[_Family]:
                 ("cpu", "core", c.cpu_request),
                 ("memory", "byte", c.memory_request),
                 ("nvidia_com_gpu", "integer", c.gpu_request or None),
+                *((r, "integer", n) for r, n in c.resources),
             )
             if value is not None
         ],
@@ -167,6 +188,8 @@ def _families(world: World) -> Iterator[_Family]:
             for s in world.services
         ],
     )
+
+    yield from _dcgm(world)
 
 
 def _pod(p: Pod) -> Labels:
@@ -198,3 +221,76 @@ def _memory(world: World, p: Pod) -> Iterator[tuple[Labels, list[tuple[int, floa
         yield _pod(p) | {"container": c.name}, [(m, c.memory_usage) for m in running]
     yield _pod(p) | {"container": ""}, [(m, sum(c.memory_usage for c in p.containers)) for m in running]
     yield _pod(p) | {"container": "POD"}, [(m, 64 * 2**20) for m in running]
+
+
+_DCGM_FAMILIES = (
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+)
+
+
+def _dcgm(world: World) -> Iterator[_Family]:
+    """dcgm-exporter's series of every GPU, minute by minute (module docstring)."""
+    series: dict[str, dict[tuple[tuple[str, str], ...], list[tuple[int, float]]]] = {
+        name: defaultdict(list) for name in _DCGM_FAMILIES
+    }
+    pods = {(p.namespace, p.name): p for p in world.pods}
+    for gpu in world.gpus:
+        loads = [load for load in world.gpu_loads if load.uuid == gpu.uuid]
+        for m in _minutes(world, -WARM_UP, None):
+            present = [load for load in loads if m in _running(world, pods[(load.namespace, load.pod)])]
+            for name, labels, value in _gpu_minute(gpu, present):
+                series[name][tuple(sorted(labels.items()))].append((m, value))
+    for name in _DCGM_FAMILIES:
+        yield _Family(name, "gauge", [(dict(key), points) for key, points in series[name].items()])
+
+
+def _gpu_minute(gpu: Gpu, present: list[GpuLoad]) -> Iterator[tuple[str, Labels, float]]:
+    device = {
+        "gpu": str(gpu.index),
+        "UUID": gpu.uuid,
+        "device": f"nvidia{gpu.index}",
+        "modelName": gpu.model,
+        "pci_bus_id": f"00000000:{gpu.index + 0x17:02X}:00.0",
+        "Hostname": gpu.node,
+        "instance": f"{gpu.node}:9400",
+        "job": "dcgm-exporter",
+    }
+    used = sum(load.framebuffer_mib for load in present)
+    if gpu.instances:  # MIG: the GPU's memory, and each instance's activity with its pod
+        yield "DCGM_FI_DEV_FB_USED", device, used
+        yield "DCGM_FI_DEV_FB_FREE", device, gpu.framebuffer_mib - used
+        for instance in gpu.instances:
+            labels = device | {"GPU_I_ID": str(instance.id), "GPU_I_PROFILE": instance.profile}
+            load = next((load for load in present if load.instance == instance.id), None)
+            yield "DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels | _holder(load), load.active if load else 0
+        return
+    if not present:
+        yield from _device(device, 0, 0, 0, gpu.framebuffer_mib)
+        return
+    if not gpu.shared:  # the pod holding it labels the GPU's own series
+        (load,) = present
+        yield from _device(device | _holder(load), load.active, load.util, used, gpu.framebuffer_mib - used)
+        return
+    active, util = min(1.0, sum(load.active for load in present)), min(100, sum(load.util for load in present))
+    yield "DCGM_FI_DEV_GPU_UTIL", device, util
+    yield "DCGM_FI_DEV_FB_USED", device, used
+    for load in present:
+        mine = device | _holder(load)
+        yield "DCGM_FI_DEV_GPU_UTIL", mine | {"pod_uid": f"uid-{load.pod}"}, load.util
+        yield "DCGM_FI_DEV_FB_USED", mine | {"pod_uid": f"uid-{load.pod}"}, load.framebuffer_mib
+        yield "DCGM_FI_DEV_FB_FREE", mine, gpu.framebuffer_mib - used
+        yield "DCGM_FI_PROF_GR_ENGINE_ACTIVE", mine, active
+
+
+def _device(labels: Labels, active: float, util: int, used: int, free: int) -> Iterator[tuple[str, Labels, float]]:
+    yield "DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, active
+    yield "DCGM_FI_DEV_GPU_UTIL", labels, util
+    yield "DCGM_FI_DEV_FB_USED", labels, used
+    yield "DCGM_FI_DEV_FB_FREE", labels, free
+
+
+def _holder(load: GpuLoad | None) -> Labels:
+    return {} if load is None else {"namespace": load.namespace, "pod": load.pod, "container": load.container}
