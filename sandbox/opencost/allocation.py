@@ -159,6 +159,7 @@ class Alloc:
         "cpu_req_cm",
         "cpu_use_cm",
         "end",
+        "gpu",
         "gpu_adj",
         "gpu_cost",
         "gpu_hours",
@@ -210,6 +211,8 @@ class Alloc:
         self.pvs: dict[str, list[Any]] | None = None  # key -> [byteHours, cost, providerID]
         self.lbs: dict[str, list[Any]] | None = None  # key -> [service, cost, private, ip, hours]
         self.raw: tuple[float, float] | None = None  # (cpuCoreUsageMax, ramByteUsageMax)
+        # gpuAllocation: [GPU-minutes requested, GPU-minutes busy, shared, device index, model, UUID]
+        self.gpu: list[Any] | None = None
 
     @property
     def pv_cost(self) -> float:
@@ -243,6 +246,12 @@ class Alloc:
         self.cpu_cost += other.cpu_cost
         self.gpu_hours += other.gpu_hours
         self.gpu_cost += other.gpu_cost
+        if other.gpu is not None:
+            if self.gpu is None:
+                self.gpu = list(other.gpu)
+            else:
+                self.gpu[0] += other.gpu[0]
+                self.gpu[1] += other.gpu[1]
         self.ram_byte_hours += other.ram_byte_hours
         self.ram_req_bm += other.ram_req_bm
         self.ram_use_bm += other.ram_use_bm

@@ -28,9 +28,10 @@ Data exists only in ``[now - retention, now]`` (``dataUntilNow``/``retention`` s
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sandbox.opencost.allocation import GIB, UNMOUNTED, Alloc, Properties
 from sandbox.opencost.naming import controller_of, daemon_pod_name, job_name, job_pod_name, pod_name, short_hash
@@ -57,17 +58,27 @@ class NodeSpec:
     cpu_price: float
     ram_price: float
     gpu_price: float
+    gpu_model: str = ""
+    gpu_shared: bool = False
 
 
 class ContainerSpec:
     """Requests and per-hour-of-day usage/billed quantities (24 entries each)."""
 
-    __slots__ = ("cpu_bill", "cpu_req", "cpu_use", "gpu_req", "name", "ram_bill", "ram_req", "ram_use")
+    __slots__ = ("cpu_bill", "cpu_req", "cpu_use", "gpu_req", "gpu_use", "name", "ram_bill", "ram_req", "ram_use")
 
     def __init__(
-        self, name: str, cpu_req: float, ram_req: float, gpu_req: float, cpu: tuple[float, ...], ram: tuple[float, ...]
+        self,
+        name: str,
+        cpu_req: float,
+        ram_req: float,
+        gpu_req: float,
+        cpu: tuple[float, ...],
+        ram: tuple[float, ...],
+        gpu_use: float = 0.0,
     ) -> None:
         self.name = name
+        self.gpu_use = gpu_use
         self.cpu_req = cpu_req
         self.ram_req = ram_req
         self.gpu_req = gpu_req
@@ -82,6 +93,7 @@ class PodSpec:
     name: str
     node: NodeSpec
     props: list[Properties]  # one per container, same order as the workload's containers
+    gpus: list[int | None] = field(default_factory=list)  # per container: the index of its (first) GPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +167,8 @@ class Cluster:
                 n.cpu_hourly,
                 n.ram_gib_hourly,
                 n.gpu_hourly,
+                n.gpu_model,
+                n.gpu_sharing == "time-sliced",
             )
             for n in scenario.nodes
         ]
@@ -167,6 +181,7 @@ class Cluster:
             for ns in scenario.namespaces
         }
         self._round_robin = 0
+        self._gpu_next: dict[str, int] = {}  # per node: the next whole GPU to hand out
         self.workloads = [self._compile(w) for w in scenario.workloads]
         self._check_pod_names()
 
@@ -188,6 +203,7 @@ class Cluster:
                 c.request.gpu,
                 c.usage.cpu,
                 tuple(v * GIB for v in c.usage.ram_gib),
+                c.usage.gpu,
             )
             for c in w.containers
         ]
@@ -241,7 +257,17 @@ class Cluster:
             )
             for c in spec.containers
         ]
-        return PodSpec(name, node, props)
+        gpus: list[int | None] = []
+        for c in spec.containers:
+            if not c.gpu_req or not node.gpus:
+                gpus.append(None)
+            elif node.gpu_shared:
+                gpus.append(0)
+            else:  # whole GPUs, handed out in order
+                first = self._gpu_next.get(node.name, 0)
+                self._gpu_next[node.name] = first + math.ceil(c.gpu_req)
+                gpus.append(first % int(node.gpus))
+        return PodSpec(name, node, props, gpus)
 
     def _check_pod_names(self) -> None:
         seen: set[tuple[str, str]] = set()
@@ -338,7 +364,7 @@ class Cluster:
         hours = seconds / HOUR
         share = 1.0 / (spec.pods_per_instance * len(spec.containers))
         w = spec.source
-        for c, props in zip(spec.containers, pod.props, strict=True):
+        for c, props, gpu in zip(spec.containers, pod.props, pod.gpus or [None] * len(spec.containers), strict=True):
             cpu_bill = cpu_use = ram_bill = ram_use = cpu_max = ram_max = 0.0
             cu, cb, ru, rb = c.cpu_use, c.cpu_bill, c.ram_use, c.ram_bill
             for h, s in hod:
@@ -362,6 +388,10 @@ class Cluster:
             alloc.ram_use_bm = ram_use / MINUTE
             alloc.gpu_hours = c.gpu_req * hours
             alloc.gpu_cost = alloc.gpu_hours * node.gpu_price
+            if gpu is not None:  # OpenCost's gpuAllocation: GPU-minutes requested and busy, and the device
+                minutes = seconds / MINUTE
+                uuid = f"GPU-{node.name}-{gpu}"
+                alloc.gpu = [c.gpu_req * minutes, c.gpu_use * minutes, node.gpu_shared, gpu, node.gpu_model, uuid]
             alloc.raw = (cpu_max, ram_max)
             if spec.pvs:
                 alloc.pvs = {

@@ -64,6 +64,7 @@ _FIELDS = (
     "proportionalAssetResourceCosts",
     "lbAllocations",
     "sharedCostBreakdown",
+    "gpuAllocation",
 )
 _TEMPLATE = "{" + ",".join(f'"{field}":%s' for field in _FIELDS) + "}"
 
@@ -194,6 +195,22 @@ class Renderer:
             "{}",
             self._lbs(alloc.lbs),
             "{}",
+            self._gpu(alloc.gpu, per_minute),
+        )
+
+    def _gpu(self, gpu: list[Any] | None, per_minute: float) -> str:
+        if gpu is None:
+            return "null"
+        request, usage, shared, index, model, uuid = gpu
+        return json.dumps(
+            {
+                "gpuDevice": f"nvidia{index}",
+                "gpuModel": model,
+                "gpuUUID": uuid,
+                "isGPUShared": shared,
+                "gpuUsageAverage": num(usage * per_minute),
+                "gpuRequestAverage": num(request * per_minute),
+            }
         )
 
     def _pvs(self, pvs: dict[str, list[Any]] | None) -> str:

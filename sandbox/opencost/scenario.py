@@ -10,7 +10,8 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
     dataUntilNow: true          # default: no data after "now" (OpenCost has no future data)
     nodes:                      # capacity and hourly prices; prices default to OpenCost's default.json
       - {name: node-a, cpuCores: 8, ramGiB: 32, gpus: 0, cpuHourly: "0.031611",
-         ramGiBHourly: "0.004237", gpuHourly: "0.95", providerID: i-0abc}
+         ramGiBHourly: "0.004237", gpuHourly: "0.95", providerID: i-0abc,
+         gpuModel: NVIDIA T4, gpuSharing: whole}   # or time-sliced: pods share GPU 0
     namespaces:
       - {name: shop, labels: {team: checkout, cost-center: cc-1234}}
     storage: {gbHourly: "0.00005479452"}      # PV price per GiB-hour
@@ -30,7 +31,7 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
           - name: app
             request: {cpu: 0.5, ramGiB: 1, gpu: 0}
             limit: {ramGiB: 2}  # optional: pod spec limits (sandbox.cluster); not billed
-            usage: {cpu: [0.2, 0.3, 0.7], ramGiB: 0.8}  # number, or list indexed by hour-of-day % len
+            usage: {cpu: [0.2, 0.3, 0.7], ramGiB: 0.8, gpu: 0.3}  # cpu/ram: number, or list by hour-of-day % len
         pvs: [{name: pvc-web-data, sizeGiB: 20}]
         loadBalancers: [{name: web-lb, hourly: "0.025"}]
         networkBytesPerHour: {transfer: 1000000, receive: 2000000}   # whole workload, split over pods
@@ -190,6 +191,8 @@ class Node(_Model):
     ram_gib_hourly: Price = 0.004237
     gpu_hourly: Price = 0.95
     provider_id: str | None = None
+    gpu_model: str = "NVIDIA A100-SXM4-80GB"  # gpuAllocation.gpuModel of the pods on it
+    gpu_sharing: Literal["whole", "time-sliced"] = "whole"  # time-sliced: every pod on GPU 0, isGPUShared
 
 
 class Namespace(_Model):
@@ -214,6 +217,7 @@ class Request(_Model):
 class Usage(_Model):
     cpu: Profile = (0.0,)
     ram_gib: Profile = (0.0,)
+    gpu: Quantity = 0  # DCGM's engine activity: GPUs busy (a fraction of one on a shared GPU)
 
 
 class Container(_Model):

@@ -1,0 +1,151 @@
+"""We test these aspects of the GPU split, end to end: ``finops collect`` from a sandbox OpenCost
+whose pods report ``gpuAllocation`` into a real PostgreSQL, under each ``GPU_BASIS``:
+
+- each GPU row's cost is its share of its physical GPU computed by hand below, to the micro;
+- the GPUs nobody used are one idle row per model (``__idle__/gpu:<model>``) with their idle
+  GPU-hours, and OpenCost's ``__idle__`` row keeps no GPU cost;
+- every hour's GPU cost is what its GPUs cost (the node assets), to the micro, whatever the basis;
+- the ledger records the basis the hour was split by; a replay writes identical rows.
+
+The cluster, per hour (prices chosen so every share is exact):
+
+- ``gpu-a100``: 2 x NVIDIA A100-SXM4-80GB at 3.00 an hour (6.00). ``train`` (research) holds one
+  whole GPU and keeps it 30 % busy; the other GPU runs nothing. The two are one pool of whole GPUs:
+  ``train`` requested 1/2 of it and used 0.3/2.
+
+  - ``request`` and ``max``: train 3.00; idle A100 3.00 and 1 GPU-hour;
+  - ``usage``: train 6.00 x 0.15 = 0.90; idle A100 5.10 and 1.7 GPU-hours.
+
+- ``gpu-t4``: 1 x NVIDIA T4 at 0.60 an hour, time-sliced among three ``infer`` pods (serving) at
+  50 %, 25 % and 10 % engine activity. OpenCost bills each a whole GPU (1.80 for a 0.60 GPU, and
+  a negative idle); here it is split by measured use whatever the basis: 0.30, 0.15 and 0.06;
+  idle T4 0.09 and 0.15 GPU-hours.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from infra.postgres import Database
+from sandbox import kube as sandbox_kube
+from sandbox import opencost as sandbox_opencost
+from tests.e2e.cli_runner import run_finops
+
+HOURS = 2
+FROM, TO = "2026-11-20T07:00:00Z", "2026-11-20T09:00:00Z"
+A100, T4 = "NVIDIA A100-SXM4-80GB", "NVIDIA T4"
+
+
+def _pod(namespace: str, name: str, node: str, busy: str) -> dict[str, Any]:
+    return {
+        "namespace": namespace,
+        "kind": "Pod",
+        "name": name,
+        "node": node,
+        "containers": [
+            {"name": "main", "request": {"cpu": 1, "ramGiB": 1, "gpu": 1}, "usage": {"cpu": 1, "ramGiB": 1, "gpu": busy}}
+        ],
+    }
+
+
+SCENARIO = {
+    "cluster": "gpus",
+    "nodes": [
+        {"name": "gpu-a100", "cpuCores": 8, "ramGiB": 32, "gpus": 2, "gpuHourly": "3.00", "gpuModel": A100},
+        {"name": "gpu-t4", "cpuCores": 4, "ramGiB": 16, "gpus": 1, "gpuHourly": "0.60", "gpuModel": T4,
+         "gpuSharing": "time-sliced"},
+    ],  # fmt: skip
+    "namespaces": [{"name": "ml", "labels": {"team": "research"}}, {"name": "infer", "labels": {"team": "serving"}}],
+    "workloads": [
+        _pod("ml", "train", "gpu-a100", "0.3"),
+        _pod("infer", "infer-a", "gpu-t4", "0.5"),
+        _pod("infer", "infer-b", "gpu-t4", "0.25"),
+        _pod("infer", "infer-c", "gpu-t4", "0.1"),
+    ],
+}
+IDLE_A100, IDLE_T4 = f"__idle__/gpu:{A100}", f"__idle__/gpu:{T4}"
+TIME_SLICED = {"infer-a": 300_000, "infer-b": 150_000, "infer-c": 60_000, IDLE_T4: 90_000}
+BY_BASIS = {
+    "request": {"train": 3_000_000, IDLE_A100: 3_000_000, **TIME_SLICED},
+    "max": {"train": 3_000_000, IDLE_A100: 3_000_000, **TIME_SLICED},
+    "usage": {"train": 900_000, IDLE_A100: 5_100_000, **TIME_SLICED},
+}
+IDLE_HOURS = {"request": Decimal(1), "max": Decimal(1), "usage": Decimal("1.7")}
+
+
+@pytest.fixture(scope="module")
+def gpu_opencost() -> Iterator[sandbox_opencost.OpenCostServer]:
+    with sandbox_opencost.serve(sandbox_opencost.parse_scenario(SCENARIO)) as server:
+        yield server
+
+
+def collect(database_url: str, opencost_url: str, kube: sandbox_kube.KubeServer, cluster: str, basis: str) -> None:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "OPENCOST_URL": opencost_url,
+        "KUBE_API_URL": kube.url,
+        "CLUSTER_ID": cluster,
+        "GPU_BASIS": basis,
+    }
+    done = run_finops("collect", "--from", FROM, "--to", TO, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"written={HOURS}, skipped=0, empty=0, lost=0"
+
+
+def gpu_rows(db: Database, cluster: str) -> list[dict[str, Any]]:
+    with db.connection() as conn:
+        return conn.execute(
+            "SELECT hour, coalesce(pod, name) AS who, entry_kind, gpu_cost_micros, gpu_hours, total_cost_micros,"
+            " cpu_cost_micros, ram_cost_micros FROM provider_allocations WHERE cluster = %s"
+            " ORDER BY hour, name",
+            (cluster,),
+        ).fetchall()
+
+
+@pytest.mark.parametrize("basis", ["request", "usage", "max"])
+def test_each_gpu_row_pays_its_share_computed_by_hand(
+    basis: str,
+    db: Database,
+    database_url: str,
+    gpu_opencost: sandbox_opencost.OpenCostServer,
+    kube: sandbox_kube.KubeServer,
+) -> None:
+    cluster = f"gpus-{basis}"
+    collect(database_url, gpu_opencost.url, kube, cluster, basis)
+    rows = gpu_rows(db, cluster)
+    hours = sorted({r["hour"] for r in rows})
+    assert len(hours) == HOURS
+    for hour in hours:
+        mine = [r for r in rows if r["hour"] == hour]
+        gpu = {r["who"]: r["gpu_cost_micros"] for r in mine if r["gpu_cost_micros"]}
+        assert gpu == BY_BASIS[basis], (basis, hour)
+        assert sum(r["gpu_cost_micros"] or 0 for r in mine) == 6_600_000  # the GPUs' cost, exactly
+        [idle] = [r for r in mine if r["who"] == "__idle__"]
+        assert idle["gpu_cost_micros"] == 0 and idle["gpu_hours"] == 0
+        idle_hours = {r["who"]: r["gpu_hours"] for r in mine if r["who"].startswith("__idle__/gpu:")}
+        assert idle_hours == {IDLE_A100: IDLE_HOURS[basis], IDLE_T4: Decimal("0.15")}
+        for r in mine:  # a row's total moved with its GPU cost
+            if r["entry_kind"] == "workload":
+                assert r["total_cost_micros"] == r["cpu_cost_micros"] + r["ram_cost_micros"] + r["gpu_cost_micros"]
+    with db.connection() as conn:
+        ledger = conn.execute(
+            "SELECT DISTINCT gpu_basis, gpu_mig_by FROM allocation_hours WHERE cluster = %s", (cluster,)
+        ).fetchall()
+    assert ledger == [{"gpu_basis": basis, "gpu_mig_by": "compute"}]
+
+
+def test_a_replay_writes_identical_rows(
+    db: Database, database_url: str, gpu_opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
+) -> None:
+    collect(database_url, gpu_opencost.url, kube, "gpus-replay", "usage")
+    first = gpu_rows(db, "gpus-replay")
+    with db.connection() as conn:  # open the hours again, as a run that has not finalized them would
+        conn.execute("UPDATE allocation_hours SET state = 'open' WHERE cluster = 'gpus-replay'")
+    collect(database_url, gpu_opencost.url, kube, "gpus-replay", "usage")
+    assert gpu_rows(db, "gpus-replay") == first
