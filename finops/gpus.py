@@ -120,11 +120,12 @@ class GpuUse:
 
 @dataclass(frozen=True)
 class GpuSplit:
-    """An hour's GPU cost: micros per workload, and per GPU model the idle part; ``unused`` is
-    each GPU's exact idle fraction (of that GPU, by UUID), for idle GPU-hours."""
+    """An hour's GPU cost: micros per workload, and per GPU model the idle part. For GPU-hours,
+    the exact parts: ``billed`` per workload (of its GPU) and ``unused`` per GPU (by UUID)."""
 
     owed: dict[str, int]
     idle: dict[str, int]
+    billed: dict[str, Fraction] = field(default_factory=dict)
     unused: dict[str, Fraction] = field(default_factory=dict)
 
     @property
@@ -158,17 +159,19 @@ def split_gpu_hour(gpus: Iterable[PhysicalGpu], uses: Iterable[GpuUse], basis: G
         by_uuid[use.uuid].append(use)
     owed: dict[str, int] = defaultdict(int)
     idle: dict[str, int] = defaultdict(int)
+    billed: dict[str, Fraction] = defaultdict(Fraction)
     unused: dict[str, Fraction] = {}
     for uuid, gpu in sorted(known.items()):
         mine = sorted(by_uuid.get(uuid, []), key=lambda use: use.key)
         parts = _parts([fraction_of(use, basis) for use in mine])
         exact = [gpu.cost_micros * part for part in parts]
         rounded = largest_remainder(exact, gpu.cost_micros)  # the idle last: ties go to the workloads
-        for use, micros in zip(mine, rounded, strict=False):
+        for use, micros, part in zip(mine, rounded, parts, strict=False):
             owed[use.key] += micros
+            billed[use.key] += part
         idle[gpu.model] += rounded[-1]
         unused[uuid] = parts[-1]
-    return GpuSplit(dict(owed), dict(idle), unused)
+    return GpuSplit(dict(owed), dict(idle), dict(billed), unused)
 
 
 def _parts(fractions: Sequence[Fraction]) -> list[Fraction]:

@@ -2,6 +2,8 @@
 whose pods report ``gpuAllocation`` into a real PostgreSQL, under each ``GPU_BASIS``:
 
 - each GPU row's cost is its share of its physical GPU computed by hand below, to the micro;
+- each GPU row's GPU-hours are its part of its GPU's hour, and with the idle ones add up to the
+  GPUs' hours;
 - the GPUs nobody used are one idle row per model (``__idle__/gpu:<model>``) with their idle
   GPU-hours, and OpenCost's ``__idle__`` row keeps no GPU cost;
 - every hour's GPU cost is what its GPUs cost (the node assets), to the micro, whatever the basis;
@@ -48,7 +50,11 @@ def _pod(namespace: str, name: str, node: str, busy: str) -> dict[str, Any]:
         "name": name,
         "node": node,
         "containers": [
-            {"name": "main", "request": {"cpu": 1, "ramGiB": 1, "gpu": 1}, "usage": {"cpu": 1, "ramGiB": 1, "gpu": busy}}
+            {
+                "name": "main",
+                "request": {"cpu": 1, "ramGiB": 1, "gpu": 1},
+                "usage": {"cpu": 1, "ramGiB": 1, "gpu": busy},
+            }
         ],
     }
 
@@ -57,9 +63,16 @@ SCENARIO = {
     "cluster": "gpus",
     "nodes": [
         {"name": "gpu-a100", "cpuCores": 8, "ramGiB": 32, "gpus": 2, "gpuHourly": "3.00", "gpuModel": A100},
-        {"name": "gpu-t4", "cpuCores": 4, "ramGiB": 16, "gpus": 1, "gpuHourly": "0.60", "gpuModel": T4,
-         "gpuSharing": "time-sliced"},
-    ],  # fmt: skip
+        {
+            "name": "gpu-t4",
+            "cpuCores": 4,
+            "ramGiB": 16,
+            "gpus": 1,
+            "gpuHourly": "0.60",
+            "gpuModel": T4,
+            "gpuSharing": "time-sliced",
+        },
+    ],
     "namespaces": [{"name": "ml", "labels": {"team": "research"}}, {"name": "infer", "labels": {"team": "serving"}}],
     "workloads": [
         _pod("ml", "train", "gpu-a100", "0.3"),
@@ -76,6 +89,8 @@ BY_BASIS = {
     "usage": {"train": 900_000, IDLE_A100: 5_100_000, **TIME_SLICED},
 }
 IDLE_HOURS = {"request": Decimal(1), "max": Decimal(1), "usage": Decimal("1.7")}
+SLICED_HOURS = {"infer-a": Decimal("0.5"), "infer-b": Decimal("0.25"), "infer-c": Decimal("0.1")}
+TRAIN_HOURS = {"request": Decimal(1), "max": Decimal(1), "usage": Decimal("0.3")}
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +143,14 @@ def test_each_gpu_row_pays_its_share_computed_by_hand(
         assert sum(r["gpu_cost_micros"] or 0 for r in mine) == 6_600_000  # the GPUs' cost, exactly
         [idle] = [r for r in mine if r["who"] == "__idle__"]
         assert idle["gpu_cost_micros"] == 0 and idle["gpu_hours"] == 0
-        idle_hours = {r["who"]: r["gpu_hours"] for r in mine if r["who"].startswith("__idle__/gpu:")}
-        assert idle_hours == {IDLE_A100: IDLE_HOURS[basis], IDLE_T4: Decimal("0.15")}
+        gpu_hours = {r["who"]: r["gpu_hours"] for r in mine if r["gpu_cost_micros"]}
+        assert gpu_hours == {  # billed GPU-hours: each row's part of its GPU's hour
+            "train": TRAIN_HOURS[basis],
+            **SLICED_HOURS,
+            IDLE_A100: IDLE_HOURS[basis],
+            IDLE_T4: Decimal("0.15"),
+        }
+        assert sum(gpu_hours.values()) == 3  # three GPUs for an hour
         for r in mine:  # a row's total moved with its GPU cost
             if r["entry_kind"] == "workload":
                 assert r["total_cost_micros"] == r["cpu_cost_micros"] + r["ram_cost_micros"] + r["gpu_cost_micros"]

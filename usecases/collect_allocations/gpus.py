@@ -7,7 +7,7 @@ HAMi ``gpucores=25`` pod pays a whole GPU, a pod using a tenth of its GPU pays a
 ``__idle__`` line holds the GPUs nobody requested, whatever their model. After the split:
 
 - each GPU row's ``gpu_cost_micros`` is its share, and its ``total_cost_micros`` moves by the
-  difference;
+  difference; its ``gpu_hours`` are the GPU-hours it is billed for (its part of its GPU's hours);
 - the source's idle rows lose their GPU cost (``gpu_cost_micros`` 0, the total lowered by it);
 - a row ``__idle__/gpu:<model>`` per GPU model holds that model's idle GPU cost and GPU-hours.
   It is an idle row like ``__idle__``, so the chargeback policy's ``idle`` option distributes it
@@ -153,9 +153,11 @@ class GpuRow:
 
 @dataclass(frozen=True)
 class Plan:
-    """The split of one hour: micros per row name, and per model the idle micros and GPU-hours."""
+    """The split of one hour: micros and GPU-hours per row name, and per model the idle micros and
+    GPU-hours."""
 
     owed: dict[str, int]
+    hours: dict[str, Decimal]
     idle: dict[str, int]
     idle_hours: dict[str, Decimal]
 
@@ -175,10 +177,18 @@ def plan(rows: Sequence[GpuRow], gpus: Sequence[_Gpu], options: GpuOptions) -> P
     uses = [_use(row, unit, options) for unit in units for row in unit.rows]
     split = split_gpu_hour([unit.gpu for unit in units], uses, options.basis)
     hours: dict[str, Decimal] = defaultdict(Decimal)
-    for unit in units:  # the unused part of each unit's GPU-hours, exactly as split
-        idle = split.unused[unit.gpu.uuid] * unit.size * Fraction(unit.minutes) / 60
-        hours[unit.gpu.model] += Decimal(idle.numerator) / Decimal(idle.denominator)
-    return Plan(split.owed, split.idle, dict(hours))
+    billed: dict[str, Decimal] = defaultdict(Decimal)
+    for unit in units:  # each part of a unit's GPU-hours, exactly as split
+        gpu_hours = unit.size * Fraction(unit.minutes) / 60
+        hours[unit.gpu.model] += _decimal(split.unused[unit.gpu.uuid] * gpu_hours)
+        for row in unit.rows:
+            billed[row.name] += _decimal(split.billed[row.name] * gpu_hours)
+    return Plan(split.owed, dict(billed), split.idle, dict(hours))
+
+
+def _decimal(value: Fraction) -> Decimal:
+    """GPU-hours as stored (numeric): exact to 10 decimals, far below what a report shows."""
+    return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(Decimal("1e-10"))
 
 
 @dataclass(frozen=True)
@@ -271,7 +281,14 @@ def split_hour(
     written = 0
     if basis is not None:
         names = sorted(result.owed)
-        db.execute("set_gpu_costs", conn, **key, names=names, micros=[result.owed[name] for name in names])
+        db.execute(
+            "set_gpu_costs",
+            conn,
+            **key,
+            names=names,
+            micros=[result.owed[name] for name in names],
+            hours=[result.hours[name] for name in names],
+        )
         db.execute("clear_idle_gpu_costs", conn, **key)
         models = sorted(result.idle)
         written = db.execute(
@@ -282,7 +299,7 @@ def split_hour(
             names=[f"{IDLE}/gpu:{model}" for model in models],
             models=models,
             micros=[result.idle[model] for model in models],
-            hours=[result.idle_hours.get(model, Decimal(0)) for model in models],
+            hours=[result.idle_hours[model] for model in models],
         )
     ledger = {
         "gpu_basis": None if basis is None else basis.basis.value,
