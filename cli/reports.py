@@ -43,6 +43,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from usecases.reports import formats as out
     from usecases.reports import service
 
+    if args.report == "carbon":
+        return _carbon_report(args)
     # The policy first: a bad one is reported as such, even without a database to connect to.
     policy = out.load_policy(args.policy) if args.report in ("chargeback", "team", "budgets") else None
     if getattr(args, "fleet", None):
@@ -79,6 +81,37 @@ def cmd_report(args: argparse.Namespace) -> int:
         return exits.OK
     finally:
         db.close()
+
+
+def _carbon_report(args: argparse.Namespace) -> int:
+    """``finops report carbon``: grams CO2e per line over a month or ``--from``/``--to``."""
+    from finops.chargeback import Period
+    from finops.errors import InvalidInput
+    from usecases.reports import formats as out
+    from usecases.reports import service
+    from usecases.reports.carbon import carbon_report, carbon_rows, csv_rows
+
+    if args.from_ is not None or args.to is not None:
+        if args.month is not None or args.from_ is None or args.to is None:
+            raise InvalidInput("--from and --to: give both, and not with --month")
+        period = Period(args.from_, args.to)
+    else:
+        period = service.month_period(args.month or arguments.month("last"))
+    db = _report_db(args.cluster)
+    try:
+        query = service.ReportQuery(
+            period, args.cluster, require_complete=args.require_complete, default_cluster=_default_cluster()
+        )
+        document = carbon_report(db, query, args.by)
+    finally:
+        db.close()
+    if args.format == "csv":
+        if warned := out.warning(document.coverages):
+            print(warned, file=sys.stderr)
+        print(out.rows_csv(["cluster", args.by, "grams", "kg_co2e"], list(csv_rows(document.body))).rstrip("\n"))
+        return exits.OK
+    _print(args.format, document, *carbon_rows(document.body))
+    return exits.OK
 
 
 def _fleet_report(args: argparse.Namespace, policy: Any) -> int:
@@ -336,6 +369,24 @@ def add_commands(sub: Any) -> None:
                 type=arguments.label_value,
                 help="the team: a value of the policy's owner label",
             )
+    carbon = kinds.add_parser(
+        "carbon",
+        help="grams CO2e per team, cost centre, namespace or application; lines add up to the nodes' emissions",
+    )
+    carbon.add_argument("--month", type=arguments.month, help=f"{MONTH_HELP} (default: last, unless --from/--to)")
+    carbon.add_argument(
+        "--from", dest="from_", metavar="FROM", type=arguments.moment, help="start: a UTC date or RFC 3339 time"
+    )
+    carbon.add_argument("--to", type=arguments.moment, help="end (excluded): a UTC date or RFC 3339 time")
+    carbon.add_argument(
+        "--by",
+        choices=("team", "cost-center", "namespace", "application"),
+        default="team",
+        help="one line per team (the owner label), cost centre, namespace or Argo CD application (default: team)",
+    )
+    carbon.add_argument("--cluster", type=arguments.cluster, help=CLUSTER_HELP)
+    carbon.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
+    carbon.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
     budgets.add_argument("--month", type=arguments.month, default="current", help=f"{MONTH_HELP} (default: current)")
     budgets.add_argument(

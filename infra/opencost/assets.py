@@ -12,6 +12,7 @@ Cloud, Shared) are skipped. An asset without ``properties.name`` is refused
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -117,6 +118,9 @@ class Assets:
     nodes: tuple[NodeAsset, ...] = ()
     disks: tuple[DiskAsset, ...] = ()
     load_balancers: tuple[LoadBalancerAsset, ...] = ()
+    # Tonnes CO2e per asset key over the same window (``/assets/carbon``, ``infra.opencost.carbon``);
+    # None: not asked for, or OpenCost's carbon estimates are not enabled.
+    carbon: Mapping[str, Decimal] | None = None
 
     def __len__(self) -> int:
         return len(self.nodes) + len(self.disks) + len(self.load_balancers)

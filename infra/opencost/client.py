@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import IO, Any
 
 import httpx
@@ -31,6 +32,7 @@ from finops.errors import InvalidInput, OpenCostUnavailable
 from finops.labels import validate_namespace
 from infra.heap import relaxed_gc
 from infra.opencost.assets import ASSET_RESPONSE, Assets, parse_assets
+from infra.opencost.carbon import CARBON_PATH, CARBON_RESPONSE, parse_carbon
 from infra.opencost.models import RESPONSE, SUMMARY_RESPONSE, Allocation, SummaryAllocation, SummarySet
 from infra.opencost.stream import read_allocations
 from infra.retries import RETRY_STATUSES, RetryPolicy, json_client, transport_problem
@@ -166,6 +168,13 @@ class OpenCostClient:
         }
         data = self._envelope("/assets", params, ASSET_RESPONSE, retry_until)
         return parse_assets(data, f"OpenCost at {self.base_url} answered /assets")
+
+    def carbon(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> dict[str, Decimal]:
+        """``GET /assets/carbon`` over ``[start, end)``: tonnes CO2e per asset key
+        (``infra.opencost.carbon``). ``EndpointMissing`` on a 404 (carbon estimates not enabled)."""
+        params = {"window": f"{_rfc3339(start)},{_rfc3339(end)}"}
+        data = self._envelope(CARBON_PATH, params, CARBON_RESPONSE, retry_until)
+        return parse_carbon(data, f"OpenCost at {self.base_url} answered {CARBON_PATH}")
 
     def _envelope(
         self, path: str, params: dict[str, str], shape: TypeAdapter[Any], retry_until: float | None = None

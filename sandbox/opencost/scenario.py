@@ -39,6 +39,9 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
     unmountedPVs:
       - {namespace: shop, name: pvc-orphan, sizeGiB: 5}   # namespace optional
       - {name: pv-released, sizeGiB: 50}                  # no namespace -> __unmounted__ everywhere
+    carbon:                     # optional: serve /assets/carbon (OpenCost's CARBON_ESTIMATES_ENABLED)
+      nodes: {node-a: "0.00012"}              # metric tonnes CO2e per hour; unlisted nodes 0
+      diskHourly: "0.0000032"                 # per disk
 
 Times (``start``/``end`` of workloads and unmounted PVs) are either absolute (RFC3339 string or a
 YAML timestamp; naive means UTC) or relative to *query time*: ``now``, ``-6h``, ``+30m``, ``-2d``,
@@ -208,6 +211,14 @@ class Network(_Model):
     egress_per_gib: Price = 0.01
 
 
+class Carbon(_Model):
+    """OpenCost's carbon estimates (its ``CARBON_ESTIMATES_ENABLED``): metric tonnes CO2e per hour
+    per node (by name; a node not listed has 0, as OpenCost's for an unknown provider) and per disk."""
+
+    nodes: dict[str, Price] = Field(default_factory=dict)
+    disk_hourly: Price = 0
+
+
 class Request(_Model):
     cpu: Quantity = 0
     ram_gib: Quantity = 0
@@ -306,6 +317,7 @@ class Scenario(_Model):
     network: Network = Field(default_factory=Network)
     workloads: list[Workload] = Field(default_factory=list)
     unmounted_pvs: list[UnmountedPV] = Field(default_factory=list)
+    carbon: Carbon | None = None  # absent: /assets/carbon answers 404, as OpenCost without carbon estimates
 
     @property
     def has_relative_times(self) -> bool:
@@ -321,6 +333,9 @@ class Scenario(_Model):
         _unique("workloads", [f"{w.namespace}/{w.name}" for w in self.workloads], problems)
         pv_names = [v.name for w in self.workloads for v in w.pvs] + [v.name for v in self.unmounted_pvs]
         _unique("PV names", pv_names, problems)
+        for name in self.carbon.nodes if self.carbon else ():
+            if name not in nodes:
+                problems.append(f"carbon.nodes.{name}: unknown node {name!r}")
         for i, w in enumerate(self.workloads):
             where = f"workloads[{i}]"
             if w.namespace not in namespaces:

@@ -3,7 +3,9 @@
 Routes: ``/allocation`` and ``/allocation/compute`` (full allocations), ``/allocation/summary`` and
 ``/allocation/compute/summary`` (condensed, :mod:`sandbox.opencost.summary`), ``/assets`` and
 ``/model/assets`` (nodes, disks, load balancers: :mod:`sandbox.opencost.assets`; not cached),
-``/healthz``, ``/metrics`` (only ``opencost_build_info``, naming ``VERSION``). ``assets=False``
+``/assets/carbon`` (each asset's CO2e when the scenario has a ``carbon`` section, else 404:
+:mod:`sandbox.opencost.carbon`), ``/healthz``, ``/metrics`` (only ``opencost_build_info``, naming
+``VERSION``). ``assets=False``
 (``OpenCostApp``/``serve``) answers ``/assets`` with 404, as OpenCost
 versions without the assets API do.
 
@@ -38,6 +40,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from sandbox.opencost.assets import ASSET_PATHS, assets, render_assets
+from sandbox.opencost.carbon import CARBON_PATH, carbon, render_carbon
 from sandbox.opencost.model import Cluster
 from sandbox.opencost.query import error_body, execute, parse_query, render
 from sandbox.opencost.scenario import Scenario
@@ -192,9 +195,9 @@ class OpenCostApp:
         path = request.path.rstrip("/") or "/"
         summary = path in SUMMARY_PATHS
         params = dict(request.args.items())
-        if summary or path in ALLOCATION_PATHS or path in ASSET_PATHS:
+        if summary or path in ALLOCATION_PATHS or path in ASSET_PATHS or path == CARBON_PATH:
             with self._lock:
-                if path not in ASSET_PATHS:  # ``requests`` counts allocation queries only
+                if path not in ASSET_PATHS and path != CARBON_PATH:  # ``requests``: allocation queries only
                     self.requests.append(params if path == "/allocation" else {**params, "_path": path})
                 self.calls.append((path, params))
         delay, fault = self._take_faults(path)
@@ -212,6 +215,9 @@ class OpenCostApp:
             if path in ASSET_PATHS and self.assets:
                 found = assets(self.cluster, params, int(self._clock().timestamp()))
                 return Response(render_assets(found), content_type=JSON)
+            if path == CARBON_PATH and self.assets and self.cluster.scenario.carbon is not None:
+                found = carbon(self.cluster, params, int(self._clock().timestamp()))
+                return Response(render_carbon(found), content_type=JSON)
             if not summary and path not in ALLOCATION_PATHS:
                 return _error(404, f"no such endpoint: {request.path}")
             body, etag = self.allocation(params, summary=summary)

@@ -30,6 +30,7 @@ from finops.money import to_micros
 from infra.opencost import Assets, EndpointMissing
 from infra.postgres import Database
 from infra.postgres.database import Connection
+from usecases.collect_allocations.carbon import with_carbon
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def fetch_assets(source: object, hour: Hour, *, retry_until: float | None = None
     if not isinstance(source, AssetSource):
         return None
     try:
-        return source.assets(hour.start, hour.end, retry_until=retry_until)
+        assets = source.assets(hour.start, hour.end, retry_until=retry_until)
     except EndpointMissing as exc:
         if source.base_url not in _warned:
             _warned.add(source.base_url)
@@ -78,6 +79,7 @@ def fetch_assets(source: object, hour: Hour, *, retry_until: float | None = None
                 extra={"fields": {"opencost": source.base_url, "error": str(exc)}},
             )
         return None
+    return with_carbon(source, hour, assets, retry_until=retry_until)  # and its emissions (``carbon``)
 
 
 def asset_rows(assets: Assets, cluster: str, aggregation: str, hour: datetime) -> Iterator[tuple[Any, ...]]:

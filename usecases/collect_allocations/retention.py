@@ -54,11 +54,12 @@ def delete_expired_rows(db: Database, cluster: str, retention: RowRetention, now
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
     """Drop the monthly partitions that ended more than ``months`` whole months before ``now``'s,
-    and delete the assets of the hours they held and their days per node."""
+    and delete the assets and emissions of the hours they held and their days per node."""
     month = now.year * 12 + now.month - 1 - months
     cutoff = datetime(month // 12, month % 12 + 1, 1, tzinfo=UTC)
     dropped = [row["partition"] for row in db.fetch_all("drop_allocation_partitions", cutoff=cutoff)]
     db.execute("delete_expired_cluster_assets", cutoff=cutoff)
+    db.execute("delete_expired_emissions", cutoff=cutoff)
     db.execute("delete_expired_node_days", cutoff=cutoff.date())
     if dropped:
         log.info("retention dropped partitions", extra={"fields": {"partitions": dropped}})

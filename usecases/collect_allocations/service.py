@@ -52,6 +52,7 @@ from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from usecases.collect_allocations.assets import fetch_assets, store_assets
+from usecases.collect_allocations.carbon import store_emissions
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
 from usecases.collect_allocations.gpus import GpuOptions, fetch_devices, split_hour
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
@@ -404,6 +405,7 @@ def _store_hour(
         )
         db.execute("record_hour_gpus", conn, **key, **gpu_basis)
         store_assets(db, conn, key, inventory.assets)
+        store_emissions(db, conn, key, inventory.assets)  # the hour's grams CO2e, split as its cost (carbon)
         fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
     log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
     return Written(written, rows=count)

@@ -1,0 +1,89 @@
+-- Named queries of emissions beside cost (usecases/collect_allocations/carbon.py,
+-- usecases/reports/carbon.py): each under a "-- name: <name>" header; parameters are %(name)s.
+
+-- name: delete_hour_emissions
+-- The hour's emissions are replaced with its rows, in its transaction.
+WITH a AS (
+    DELETE FROM allocation_emissions
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
+), n AS (
+    DELETE FROM asset_emissions
+    WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
+)
+DELETE FROM emission_hours
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
+
+-- name: hour_rows_for_emissions
+-- The hour's stored rows with what their grams are split by: CPU + RAM + GPU cost (a node's) and
+-- volume cost (the disks'), in micros as stored (with their adjustments).
+SELECT namespace, name, coalesce(node, '') AS node, entry_kind, controller_kind, controller, pod,
+       coalesce(team, '') AS team, coalesce(cost_center, '') AS cost_center,
+       (coalesce(cpu_cost_micros, 0) + coalesce(ram_cost_micros, 0) + coalesce(gpu_cost_micros, 0))::bigint AS compute_micros,
+       coalesce(pv_cost_micros, 0)::bigint AS pv_micros
+FROM provider_allocations
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
+ORDER BY namespace, name;
+
+-- name: record_emission_hour
+INSERT INTO emission_hours (cluster, aggregation, hour, factor_source, asset_count, grams)
+VALUES (%(cluster)s, %(aggregation)s, %(hour)s, %(factor_source)s, %(asset_count)s, %(grams)s);
+
+-- name: delete_expired_emissions
+-- With the allocations' monthly partitions (ALLOCATION_RETENTION_MONTHS): the same cutoff.
+WITH a AS (DELETE FROM allocation_emissions WHERE hour < %(cutoff)s),
+     n AS (DELETE FROM asset_emissions WHERE hour < %(cutoff)s)
+DELETE FROM emission_hours WHERE hour < %(cutoff)s;
+
+-- name: carbon_lines
+-- Grams CO2e per cluster and line over [start, end): by team, cost centre, namespace or Argo CD
+-- application (the first application whose latest record's scope holds the row: selector scopes
+-- before whole-namespace ones, then by name). A NULL line has no owner (__unallocated__); idle
+-- lines are '__idle__'.
+WITH e AS (
+    SELECT cluster, namespace, entry_kind, team, cost_center, controller_kind, controller, pod,
+           sum(grams)::bigint AS grams
+    FROM allocation_emissions
+    WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+      AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+    GROUP BY cluster, namespace, entry_kind, team, cost_center, controller_kind, controller, pod
+)
+SELECT e.cluster,
+       CASE WHEN e.entry_kind = 'idle' THEN '__idle__'
+            WHEN %(by)s = 'team' THEN nullif(e.team, '')
+            WHEN %(by)s = 'cost-center' THEN nullif(e.cost_center, '')
+            WHEN %(by)s = 'namespace' THEN nullif(e.namespace, '')
+            ELSE app.name END AS line,
+       sum(e.grams)::bigint AS grams
+FROM e
+LEFT JOIN LATERAL (
+    SELECT s.app_namespace || '/' || s.app_name AS name
+    FROM finops_app_scopes(e.cluster) s
+    WHERE %(by)s = 'application' AND e.entry_kind <> 'idle' AND s.destination_namespace = e.namespace
+      AND finops_in_app_scope(s.scope, s.controllers, s.pods, e.entry_kind, e.controller_kind, e.controller, e.pod)
+    ORDER BY s.scope = 'namespace', s.app_namespace, s.app_name
+    LIMIT 1
+) app ON true
+GROUP BY 1, 2
+ORDER BY 1, 2;
+
+-- name: carbon_assets
+-- Grams CO2e per cluster, factor source, region and kind of asset over [start, end): what the
+-- report's lines add up to.
+SELECT cluster, factor_source, region, kind, sum(grams)::bigint AS grams, count(DISTINCT hour)::int AS hours
+FROM asset_emissions
+WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY cluster, factor_source, region, kind
+ORDER BY cluster, factor_source, region NULLS FIRST, kind;
+
+-- name: carbon_hours
+-- Per cluster, the stored hours of [start, end) (final or open in the ledger) and those of them
+-- stored without emissions (an OpenCost without carbon estimates, the Prometheus source).
+SELECT h.cluster, count(*)::int AS stored,
+       coalesce(array_agg(h.hour ORDER BY h.hour) FILTER (WHERE e.hour IS NULL), '{}') AS without
+FROM allocation_hours h
+LEFT JOIN emission_hours e ON e.cluster = h.cluster AND e.aggregation = h.aggregation AND e.hour = h.hour
+WHERE h.aggregation = %(aggregation)s AND h.hour >= %(start)s AND h.hour < %(end)s
+  AND (%(cluster)s::text IS NULL OR h.cluster = %(cluster)s) AND h.state IN ('final', 'open')
+GROUP BY h.cluster
+ORDER BY h.cluster;
