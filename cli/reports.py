@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from cli import arguments, exits
+from cli import arguments, exits, gpu_report
 from finops.focus_rows import FocusVersion
 
 
@@ -45,6 +45,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.report == "carbon":
         return _carbon_report(args)
+    if args.report == "gpus":
+        return _gpu_report(args)
     # The policy first: a bad one is reported as such, even without a database to connect to.
     policy = out.load_policy(args.policy) if args.report in ("chargeback", "team", "budgets") else None
     if getattr(args, "fleet", None):
@@ -112,6 +114,14 @@ def _carbon_report(args: argparse.Namespace) -> int:
         return exits.OK
     _print(args.format, document, *carbon_rows(document.body))
     return exits.OK
+
+
+def _gpu_report(args: argparse.Namespace) -> int:
+    db = _report_db(args.cluster)
+    try:
+        return gpu_report.run(args, db, _default_cluster(), _print)
+    finally:
+        db.close()
 
 
 def _fleet_report(args: argparse.Namespace, policy: Any) -> int:
@@ -387,6 +397,7 @@ def add_commands(sub: Any) -> None:
     carbon.add_argument("--cluster", type=arguments.cluster, help=CLUSTER_HELP)
     carbon.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
     carbon.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
+    gpu_report.add_parser(kinds, cluster_help=CLUSTER_HELP, require_complete=REQUIRE_COMPLETE, formats=FORMATS)
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
     budgets.add_argument("--month", type=arguments.month, default="current", help=f"{MONTH_HELP} (default: current)")
     budgets.add_argument(

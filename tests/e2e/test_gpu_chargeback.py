@@ -26,6 +26,7 @@ The cluster, per hour (prices chosen so every share is exact):
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from decimal import Decimal
@@ -170,3 +171,31 @@ def test_a_replay_writes_identical_rows(
         conn.execute("UPDATE allocation_hours SET state = 'open' WHERE cluster = 'gpus-replay'")
     collect(database_url, gpu_opencost.url, kube, "gpus-replay", "usage")
     assert gpu_rows(db, "gpus-replay") == first
+
+
+def test_the_gpu_report_adds_up_and_ranks_by_cost_per_busy_gpu_hour(
+    db: Database, database_url: str, gpu_opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
+) -> None:
+    """Two hours under ``request``: research holds an A100 (3.00 an hour) 30 % busy, so a busy
+    GPU-hour costs it 6.00 / 0.6 = 10.00; serving's pods pay 0.51 an hour for 0.85 busy GPU-hours,
+    0.60 each, the T4's price; the idle lines hold the rest: 13.20 in all, for 6 GPU-hours."""
+    collect(database_url, gpu_opencost.url, kube, "gpus-report", "request")
+    args = ("report", "gpus", "--month", "2026-11", "--cluster", "gpus-report", "--format", "json")
+    done = run_finops(*args, DATABASE_URL=database_url)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    lines = [(x["team"], x["kind"], x["gpu_hours"], x["cost"], x["busy_gpu_hours"], x["cost_per_busy_gpu_hour"])
+             for x in body["lines"]]  # fmt: skip
+    assert lines == [
+        ("research", "workload", "2.000", "6.00", "0.600", "10.00"),
+        ("serving", "workload", "1.700", "1.02", "1.700", "0.60"),
+        (IDLE_A100, "idle", "2.000", "6.00", None, None),
+        (IDLE_T4, "idle", "0.300", "0.18", None, None),
+    ]
+    assert body["totals"] == [{"cluster": "gpus-report", "currency": "USD", "gpu_hours": "6.000", "cost": "13.20"}]
+    assert body["bases"] == [{"cluster": "gpus-report", "gpu_basis": "request", "gpu_mig_by": "compute", "hours": 2}]
+    done = run_finops(*args, "--by", "workload", "--rank", DATABASE_URL=database_url)
+    assert done.returncode == 0, done.stderr
+    ranked = [(x["workload"], x["cost_per_busy_gpu_hour"]) for x in json.loads(done.stdout)["lines"]]
+    assert ranked[0] == ("ml/train", "10.00")
+    assert [per for _, per in ranked[1:]] == ["0.60"] * 3
