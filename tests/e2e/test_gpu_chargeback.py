@@ -9,7 +9,10 @@ whose pods report ``gpuAllocation`` into a real PostgreSQL, under each ``GPU_BAS
 - every hour's GPU cost is what its GPUs cost (the node assets), to the micro, whatever the basis;
 - the ledger records the basis the hour was split by; a replay writes identical rows.
 
-The cluster, per hour (prices chosen so every share is exact):
+- on the bill (``--basis billed``), each GPU node's bill line is split by the same shares: every
+  row on the node and the node's idle scale by the node's bill over its estimate, to the cent.
+
+The cluster, per hour (prices chosen so every share is exact; CPU and memory cost nothing):
 
 - ``gpu-a100``: 2 x NVIDIA A100-SXM4-80GB at 3.00 an hour (6.00). ``train`` (research) holds one
   whole GPU and keeps it 30 % busy; the other GPU runs nothing. The two are one pool of whole GPUs:
@@ -29,7 +32,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +42,7 @@ import pytest
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from tests.bills import BillLine, focus_csv
 from tests.e2e.cli_runner import run_finops
 
 HOURS = 2
@@ -60,10 +66,11 @@ def _pod(namespace: str, name: str, node: str, busy: str) -> dict[str, Any]:
     }
 
 
+FREE = {"cpuHourly": "0", "ramGiBHourly": "0"}  # the nodes' CPU and memory cost nothing: GPUs only
 SCENARIO = {
     "cluster": "gpus",
     "nodes": [
-        {"name": "gpu-a100", "cpuCores": 8, "ramGiB": 32, "gpus": 2, "gpuHourly": "3.00", "gpuModel": A100},
+        {"name": "gpu-a100", "cpuCores": 8, "ramGiB": 32, "gpus": 2, "gpuHourly": "3.00", "gpuModel": A100, **FREE},
         {
             "name": "gpu-t4",
             "cpuCores": 4,
@@ -72,6 +79,7 @@ SCENARIO = {
             "gpuHourly": "0.60",
             "gpuModel": T4,
             "gpuSharing": "time-sliced",
+            **FREE,
         },
     ],
     "namespaces": [{"name": "ml", "labels": {"team": "research"}}, {"name": "infer", "labels": {"team": "serving"}}],
@@ -199,3 +207,39 @@ def test_the_gpu_report_adds_up_and_ranks_by_cost_per_busy_gpu_hour(
     ranked = [(x["workload"], x["cost_per_busy_gpu_hour"]) for x in json.loads(done.stdout)["lines"]]
     assert ranked[0] == ("ml/train", "10.00")
     assert [per for _, per in ranked[1:]] == ["0.60"] * 3
+
+
+POLICY = "owner_label: team\nidle: separate\nidle_owner: platform\ncurrency: USD\n"
+
+
+def test_a_gpu_nodes_bill_line_is_split_by_the_same_shares(
+    db: Database,
+    database_url: str,
+    gpu_opencost: sandbox_opencost.OpenCostServer,
+    kube: sandbox_kube.KubeServer,
+    tmp_path: Path,
+) -> None:
+    """Under ``request``, the two hours cost 12.00 on the A100 node (train 6.00, idle 6.00) and
+    1.20 on the T4 (the pods 1.02, idle 0.18). The bill charges the A100 node 9.60 (0.8 of it)
+    and the T4 0.60 (half): research 4.80, serving 0.51, idle 4.80 + 0.09 = 4.89; 10.20 in all."""
+    collect(database_url, gpu_opencost.url, kube, "gpus-billed", "request")
+    start, end = datetime(2026, 11, 20, 7, tzinfo=UTC), datetime(2026, 11, 20, 9, tzinfo=UTC)
+    lines = [
+        BillLine(start, end, Decimal("9.60"), resource_id="gpu-a100", currency="USD"),
+        BillLine(start, end, Decimal("0.60"), resource_id="gpu-t4", currency="USD"),
+    ]
+    bill, policy = tmp_path / "bill.csv", tmp_path / "policy.yaml"
+    bill.write_text(focus_csv(lines))
+    policy.write_text(POLICY)
+    done = run_finops("import", "cloud", "--from", str(bill), DATABASE_URL=database_url)
+    assert done.returncode == 0, done.stderr
+    args = ["report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--cluster", "gpus-billed"]
+    done = run_finops(*args, "--basis", "billed", "--format", "json", DATABASE_URL=database_url)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {line["owner"]: line["total"] for line in report["lines"]} == {
+        "research": "4.80",
+        "serving": "0.51",
+        "platform": "4.89",
+    }
+    assert report["total"] == "10.20"
