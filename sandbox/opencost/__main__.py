@@ -21,12 +21,18 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--scenario", type=Path, default=DEMO, help=f"scenario YAML (default: {DEMO})")
     source.add_argument("--synthetic", type=int, metavar="CONTAINERS", help="generate a synthetic scenario instead")
+    parser.add_argument(
+        "--gpu-containers", type=int, default=0, metavar="N", help="with --synthetic: N of them on time-sliced GPUs"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9003, help="0 picks a free port (default: 9003, OpenCost's)")
     parser.add_argument("--log-requests", action="store_true", help="log each request to stderr")
     args = parser.parse_args(argv)
     try:
-        scenario = synthetic(args.synthetic) if args.synthetic else load_scenario(args.scenario)
+        if args.synthetic:
+            scenario = synthetic(args.synthetic, gpu_containers=args.gpu_containers)
+        else:
+            scenario = load_scenario(args.scenario)
     except (ScenarioError, ValueError) as error:
         print(error, file=sys.stderr)
         return 2

@@ -8,6 +8,12 @@ of 64 cores / 256 GiB (one per 100 containers). Usage follows a 24-hour profile 
 every 7th workload mounts a PV, every 13th has a load balancer, every 3rd reports network traffic.
 Every 4th workload carries OpenCost cost adjustments (reconciliation with the bill): a credit on
 CPU and RAM for half of them, a surcharge on CPU, PV, network and load balancer for the other half.
+
+With ``gpu_containers`` (a multiple of 5), every node also has one time-sliced GPU (an NVIDIA L4 at
+0.80 an hour) and that many app containers, one per pod, take turns on their node's GPU at 2 to 8 %
+engine activity each. The GPU workloads come in runs of ``nodes / 5`` consecutive workloads, whose
+pods go round the nodes once, so every GPU is shared by as many pods (10 at 20,000 containers with
+2,000 on GPUs); the pods' placement is the same as without GPUs.
 """
 
 from __future__ import annotations
@@ -45,31 +51,46 @@ _DAY_SHAPE = [
 ]
 
 
-def synthetic(containers: int, *, namespaces: int = 50, cluster: str = "bench") -> Scenario:
-    """A scenario with exactly ``containers`` always-running containers."""
+def synthetic(containers: int, *, namespaces: int = 50, cluster: str = "bench", gpu_containers: int = 0) -> Scenario:
+    """A scenario with exactly ``containers`` always-running containers, ``gpu_containers`` of them
+    on their node's time-sliced GPU."""
     if containers < 1 or namespaces < 1:
         raise ValueError("containers and namespaces must be >= 1")
+    gpu_workloads = gpu_containers // 5  # a GPU workload: 5 pods, each with one GPU container
+    if gpu_containers < 0 or gpu_containers % 5 or gpu_workloads > containers // 10:
+        raise ValueError(f"gpu_containers must be a multiple of 5 up to {containers // 10 * 5}")
     node_count = max(1, math.ceil(containers / 100))
+    gpu = {"gpus": 1, "gpuHourly": "0.80", "gpuModel": "NVIDIA L4", "gpuSharing": "time-sliced"}
     doc: dict[str, Any] = {
         "cluster": cluster,
-        "nodes": [{"name": f"node-{i:04d}", "cpuCores": 64, "ramGiB": 256} for i in range(node_count)],
+        "nodes": [
+            {"name": f"node-{i:04d}", "cpuCores": 64, "ramGiB": 256, **(gpu if gpu_containers else {})}
+            for i in range(node_count)
+        ],
         "namespaces": [
             {"name": f"ns-{i:03d}", "labels": {"team": f"team-{i % 10}", "cost-center": f"cc-{100 + i % 10}"}}
             for i in range(namespaces)
         ],
         "workloads": [],
     }
-    index = 0
+    run = max(1, node_count // 5)  # workloads whose pods go round the nodes once
+    period = (containers // 10) // gpu_workloads if gpu_workloads else 0  # one GPU run in this many
+    index, given = 0, 0
     remaining = containers
     while remaining > 0:
         replicas, per_pod = (5, 2) if remaining >= 10 else (remaining, 1)
-        doc["workloads"].append(_workload(index, namespaces, replicas, per_pod))
+        on_gpu = per_pod == 2 and given < gpu_workloads and (index // run) % period == 0
+        doc["workloads"].append(_workload(index, namespaces, replicas, per_pod, on_gpu))
+        given += on_gpu
         remaining -= replicas * per_pod
         index += 1
-    return parse_scenario(doc, source=f"synthetic({containers})")
+    if given != gpu_workloads:
+        raise ValueError(f"{gpu_containers} GPU containers do not fit {containers} containers' workloads")
+    source = f"synthetic({containers}" + (f", {gpu_containers} on GPUs)" if gpu_containers else ")")
+    return parse_scenario(doc, source=source)
 
 
-def _workload(index: int, namespaces: int, replicas: int, per_pod: int) -> dict[str, Any]:
+def _workload(index: int, namespaces: int, replicas: int, per_pod: int, on_gpu: bool = False) -> dict[str, Any]:
     request_cpu = 0.1 + (index % 8) * 0.05
     request_ram = 0.25 + (index % 4) * 0.25
     scale = 0.4 + (index % 5) * 0.3  # some under-use their requests, some burst above them
@@ -89,6 +110,10 @@ def _workload(index: int, namespaces: int, replicas: int, per_pod: int) -> dict[
             for c in range(per_pod)
         ],
     }
+    if on_gpu:  # the app container asks for a turn on its node's GPU and keeps it 2 to 8 % busy
+        app = workload["containers"][0]
+        app["request"]["gpu"] = 1
+        app["usage"]["gpu"] = round(0.02 + (index % 5) * 0.015, 3)
     if index % 7 == 0:
         workload["pvs"] = [{"name": f"pvc-app-{index:05d}", "sizeGiB": 10 + index % 50}]
     if index % 13 == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,21 @@ def test_synthetic_has_exactly_the_requested_containers() -> None:
         cluster = Cluster(synthetic(count, namespaces=7))
         assert sum(len(spec.pods) * len(spec.containers) for spec in cluster.workloads) == count
     assert synthetic(50).model_dump() == synthetic(50).model_dump()
+
+
+def test_synthetic_gpu_containers_share_every_node_s_gpu_alike_on_the_same_nodes() -> None:
+    def placed(cluster: Cluster) -> list[tuple[str, int | None]]:
+        return [(pod.node.name, gpu) for spec in cluster.workloads for pod in spec.pods for gpu in pod.gpus]
+
+    plain, shared = Cluster(synthetic(20_000)), Cluster(synthetic(20_000, gpu_containers=2_000))
+    assert [node for node, _ in placed(plain)] == [node for node, _ in placed(shared)]  # the same placement
+    assert all(gpu is None for _, gpu in placed(plain))
+    on_gpu = Counter(node for node, gpu in placed(shared) if gpu is not None)
+    assert len(on_gpu) == 200 and set(on_gpu.values()) == {10}  # every node's one GPU, 10 pods each
+    assert {(n.gpus, n.gpu_shared) for n in shared.nodes} == {(1, True)}
+    for wrong in (3, 2_005, -5):
+        with pytest.raises(ValueError, match="multiple of 5"):
+            synthetic(100, gpu_containers=wrong)
 
 
 def test_hour_of_day_seconds() -> None:
