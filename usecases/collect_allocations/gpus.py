@@ -171,9 +171,12 @@ def plan(rows: Sequence[GpuRow], gpus: Sequence[_Gpu], options: GpuOptions) -> P
     if stray := sorted({row.node for row in rows} - set(by_node)):
         first = next(row for row in rows if row.node == stray[0])
         raise InvalidInput(f"{first.name}: its node {stray[0] or '(none)'} has no GPU in the hour's inventory")
+    on_node: dict[str, list[GpuRow]] = defaultdict(list)  # in one pass: a node's rows, in their order
+    for row in rows:
+        on_node[row.node].append(row)
     units: list[_Unit] = []
     for node in sorted(by_node):
-        units.extend(_units(node, by_node[node], [row for row in rows if row.node == node]))
+        units.extend(_units(node, by_node[node], on_node[node]))
     uses = [_use(row, unit, options) for unit in units for row in unit.rows]
     split = split_gpu_hour([unit.gpu for unit in units], uses, options.basis)
     hours: dict[str, Decimal] = defaultdict(Decimal)
@@ -225,7 +228,6 @@ def _units(node: str, gpus: list[_Gpu], rows: list[GpuRow]) -> list[_Unit]:
 
 def _use(row: GpuRow, unit: _Unit, options: GpuOptions) -> GpuUse:
     """The row's request and use as fractions of its unit, for the part of the unit's time it ran."""
-    ran = Fraction(row.minutes) / Fraction(unit.minutes) if unit.minutes else Fraction(0)
     request, usage = Fraction(row.request or 0), None if row.usage is None else Fraction(row.usage)
     if row.sharing is Sharing.MIG:
         if not row.profile:
@@ -234,6 +236,9 @@ def _use(row: GpuRow, unit: _Unit, options: GpuOptions) -> GpuUse:
         request, usage = request * slice_, None if usage is None else usage * slice_
     elif row.sharing is Sharing.WHOLE:
         request, usage = request / unit.size, None if usage is None else usage / unit.size
+    if unit.minutes and row.minutes == unit.minutes:  # the usual row: it ran as long as its GPU was seen
+        return GpuUse(row.name, unit.gpu.uuid, row.sharing, request, usage)
+    ran = Fraction(row.minutes) / Fraction(unit.minutes) if unit.minutes else Fraction(0)
     return GpuUse(row.name, unit.gpu.uuid, row.sharing, request * ran, None if usage is None else usage * ran)
 
 
