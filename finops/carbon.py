@@ -35,6 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from finops.errors import InvalidInput
+from finops.labels import sanitize_label_key
 from finops.rounding import largest_remainder
 
 GRAMS_PER_TONNE = 1_000_000
@@ -77,6 +78,14 @@ def node_shares(grams: int, node_cost_micros: int, row_costs: Sequence[int]) -> 
     return apportion(grams, row_costs, node_cost_micros - sum(row_costs))
 
 
+def node_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """A node's labels keyed as kube-state-metrics and OpenCost export them (``kube_node_labels``'
+    ``label_node_kubernetes_io_instance_type`` without its ``label_``): a table's keys are written
+    as on the Node (``node.kubernetes.io/instance-type``) and compared in this form, so either
+    spelling of a node's labels matches."""
+    return {sanitize_label_key(key): value for key, value in labels.items()}
+
+
 @dataclass(frozen=True)
 class Factor:
     """One line of an emission table: the nodes it applies to and their grams CO2e per hour."""
@@ -86,10 +95,11 @@ class Factor:
     label: tuple[str, str] | None = None  # (key, value): matches a node label
 
     def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether the node of ``labels`` (keyed as ``node_labels`` gives them) is this line's."""
         if self.instance_type is not None:
-            return any(labels.get(key) == self.instance_type for key in INSTANCE_TYPE_LABELS)
+            return any(labels.get(sanitize_label_key(key)) == self.instance_type for key in INSTANCE_TYPE_LABELS)
         assert self.label is not None  # parse_table requires one of the two
-        return labels.get(self.label[0]) == self.label[1]
+        return labels.get(sanitize_label_key(self.label[0])) == self.label[1]
 
 
 @dataclass(frozen=True)
@@ -112,11 +122,15 @@ class EmissionTable:
     factors: tuple[Factor, ...]
 
     def node_hour(self, labels: Mapping[str, str], minutes: Decimal = Decimal(60)) -> Match | None:
-        """The node's grams for ``minutes`` of an hour (half-even); None when no factor matches."""
+        """The node's grams for ``minutes`` of an hour (half-even), by the first factor (in the
+        table's order) matching its labels, whichever their key spelling; None when none does."""
+        keyed = node_labels(labels)
         for factor in self.factors:
-            if factor.matches(labels):
+            if factor.matches(keyed):
                 grams = int((factor.grams_per_hour * minutes / 60).to_integral_value(ROUND_HALF_EVEN))
-                region = self.region or next((labels[k] for k in REGION_LABELS if labels.get(k)), None)
+                region = self.region or next(
+                    (keyed[k] for k in map(sanitize_label_key, REGION_LABELS) if keyed.get(k)), None
+                )
                 return Match(grams, self.source, region)
         return None
 
@@ -175,4 +189,6 @@ def _grams_per_hour(value: Any, where: str) -> Decimal:
         raise InvalidInput(f"{where}: {value!r} is not a number") from None
     if not number.is_finite() or number < 0:
         raise InvalidInput(f"{where}: {value!r} is not a finite, non-negative number")
+    if number > MAX_GRAMS:
+        raise InvalidInput(f"{where}: {value!r} is beyond what can be stored")
     return number

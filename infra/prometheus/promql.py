@@ -118,6 +118,24 @@ def device_queries(seconds: int) -> dict[str, str]:
     }
 
 
+# -- nodes (emissions from the operator's table: ``infra.prometheus.nodes``) -------------------------
+NODE_RESOURCES = f"cpu|memory|{GPU_RESOURCE}"
+
+
+def node_queries(seconds: int) -> dict[str, str]:
+    """Per node of one window: the minutes it existed, its allocatable capacity in unit-minutes per
+    resource, and each set of its labels with the minutes it was seen."""
+    w = window(seconds)
+    return {
+        "node_minutes": f"count_over_time((count by (node) (kube_node_status_allocatable)){w})",
+        "node_capacity": (
+            f"sum_over_time((sum by (node, resource) "
+            f'(kube_node_status_allocatable{{resource=~"{NODE_RESOURCES}"}})){w})'
+        ),
+        "node_labels": f"count_over_time((kube_node_labels){w})",
+    }
+
+
 def queries(seconds: int) -> dict[str, str]:
     """Every query of one window of ``seconds``, by the name the method reads it under."""
     w, last = window(seconds), f"[{seconds}s]"

@@ -47,7 +47,7 @@ from finops.errors import SourceMisconfigured
 from finops.gpus import GpuDevice
 from finops.labels import sanitize_label_key
 from infra.opencost import Allocation
-from infra.prometheus import Sample, gpus, promql
+from infra.prometheus import Sample, gpus, nodes, promql
 
 GIB = Decimal(2**30)
 MINUTES_PER_HOUR = Decimal(60)
@@ -126,6 +126,21 @@ class PrometheusAllocations:
                 for name, text in promql.device_queries(seconds).items()
             }
         )
+
+    def node_hours(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[nodes.NodeHour]:
+        """Every node of ``[start, end)`` with its minutes, labels and capacity's cost
+        (``infra.prometheus.nodes``): what the operator's emission table is applied to."""
+        seconds = _seconds(start, end)
+        at = end - timedelta(milliseconds=1)
+        answers = {
+            name: self.client.query(text, at, retry_until=retry_until)
+            for name, text in promql.node_queries(seconds).items()
+        }
+        return nodes.node_hours(answers, self._capacity_cost)
+
+    def _capacity_cost(self, cpu: Decimal, ram: Decimal, gpu: Decimal) -> Decimal | None:
+        """What allocatable capacity (unit-minutes) costs, rounded as ``_idle`` rounds the cluster's."""
+        return self._costs(cpu=cpu.quantize(_NANO), ram=ram.quantize(_MILLI), gpu=gpu.quantize(_NANO))["totalCost"]
 
     # -- containers --------------------------------------------------------------------------
 

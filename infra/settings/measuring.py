@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+import yaml
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from finops.allocations import DEFAULT_AGGREGATION, parse_aggregation
+from finops.carbon import EmissionTable, parse_table
+from finops.errors import InvalidInput
 from finops.labels import validate_label_key
 from infra.settings.base import (
     CommonSettings,
@@ -58,6 +62,20 @@ class CollectAllocationsSettings(
     """How a MIG slice is priced as a share of its physical GPU: by ``compute`` slices (a 1g slice
     is 1 of 7) or by ``memory`` slices (a 10gb slice of an 80 GB GPU is 1 of 8)."""
 
+    CARBON_EMISSION_TABLE: str | None = None
+    """Path of the operator's emission table (a YAML file, e.g. a mounted ConfigMap): grams CO2e per
+    hour by node instance type or ``key=value`` node label, with the figures' ``source`` named
+    (docs/how-to/carbon.md, "The Prometheus source: an emission table"). Read and checked at cold
+    start. For ``ALLOCATION_SOURCE=prometheus`` only (OpenCost estimates its own); unset: the
+    Prometheus source stores no emissions."""
+
+    _emission_table: EmissionTable | None = PrivateAttr(default=None)
+
+    @property
+    def emission_table(self) -> EmissionTable | None:
+        """``CARBON_EMISSION_TABLE``, parsed at cold start; None when unset."""
+        return self._emission_table
+
     @field_validator("OPENCOST_URL")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:  # type: ignore[override]  # optional here
@@ -72,6 +90,11 @@ class CollectAllocationsSettings(
     def _source_endpoint(self) -> CollectAllocationsSettings:
         if self.ALLOCATION_SOURCE == "opencost" and not self.OPENCOST_URL:
             raise ValueError("OPENCOST_URL is required when ALLOCATION_SOURCE is opencost")
+        if self.ALLOCATION_SOURCE == "opencost" and self.CARBON_EMISSION_TABLE:
+            raise ValueError(
+                "CARBON_EMISSION_TABLE is for ALLOCATION_SOURCE prometheus: with opencost, emissions are "
+                "OpenCost's own estimates (start OpenCost with CARBON_ESTIMATES_ENABLED=true)"
+            )
         if self.ALLOCATION_SOURCE == "prometheus":
             if not self.PROMETHEUS_URL:
                 raise ValueError("PROMETHEUS_URL is required when ALLOCATION_SOURCE is prometheus")
@@ -152,10 +175,36 @@ class CollectAllocationsSettings(
     def _aggregation(cls, value: str) -> str:
         return as_config(lambda v, field: parse_aggregation(v), value, "OPENCOST_AGGREGATE")
 
+    @model_validator(mode="after")
+    def _read_emission_table(self) -> CollectAllocationsSettings:
+        if self.CARBON_EMISSION_TABLE:
+            self._emission_table = read_emission_table(self.CARBON_EMISSION_TABLE)
+        return self
+
     @field_validator("OWNER_LABEL", "COST_CENTER_LABEL")
     @classmethod
     def _label_key(cls, value: str) -> str:
         return as_config(validate_label_key, value, "label key")
+
+
+def read_emission_table(path: str) -> EmissionTable:
+    """The emission table in the YAML file ``path``; a ``ValueError`` naming the variable, the file
+    and the problem (the entry's field, ``finops.carbon.parse_table``) otherwise."""
+    where = f"CARBON_EMISSION_TABLE {path}"
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"{where}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{where} is not UTF-8 text (byte {exc.start})") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"{where}{line}: not valid YAML") from exc
+    try:
+        return parse_table(document, origin=where)
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from exc
 
 
 class OnSyncSettings(CommonSettings, OpenCostSettings, KubeSettings, EventReceiverSettings):

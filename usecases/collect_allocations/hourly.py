@@ -99,6 +99,7 @@ def options_from(s: CollectAllocationsSettings) -> CollectOptions:
         shards=ShardOptions(s.OPENCOST_SHARD_NAMESPACES, s.OPENCOST_SHARD_ABOVE_BYTES),
         pricing=Setting(s.PRICING_SOURCE, s.PRICING_CURRENCY),
         gpus=GpuOptions(GpuBasis(s.GPU_BASIS), MigBy(s.GPU_MIG_BY)),
+        carbon=s.emission_table,
         fleet=None
         if s.FLEET_BUCKET is None
         else FleetBucket(s.FLEET_BUCKET, s.FLEET_S3_ENDPOINT_URL, s.FLEET_TIMEOUT_SECONDS),

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from finops.carbon import EmissionTable
 from finops.errors import InvalidInput
 from finops.gpus import GpuDevice
 from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
@@ -52,7 +53,7 @@ from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
 from usecases.collect_allocations.assets import fetch_assets, store_assets
-from usecases.collect_allocations.carbon import store_emissions
+from usecases.collect_allocations.carbon import TableEmissions, fetch_table_emissions, store_emissions
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
 from usecases.collect_allocations.gpus import GpuOptions, fetch_devices, split_hour
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
@@ -83,6 +84,7 @@ class CollectOptions:
     )  # PRICING_SOURCE/PRICING_CURRENCY (when no FinOpsProvider decides)
     fleet: FleetBucket | None = None  # FLEET_BUCKET: final hours as Parquet files (usecases...fleet)
     gpus: GpuOptions = field(default_factory=GpuOptions)  # GPU_BASIS, GPU_MIG_BY: the GPU split
+    carbon: EmissionTable | None = None  # CARBON_EMISSION_TABLE: the Prometheus source's emissions (carbon)
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,8 @@ def _write_hour(db: Database, source: AllocationSource, ctx: HourContext, hour: 
     try:
         assets = fetch_assets(source, hour, retry_until=ctx.retry_until)
         devices = fetch_devices(source, hour, retry_until=ctx.retry_until)
-        return _store_hour(db, answer, Inventory(assets, devices), ctx, hour, finalize)
+        table = fetch_table_emissions(source, hour, ctx.options.carbon, retry_until=ctx.retry_until)
+        return _store_hour(db, answer, Inventory(assets, devices, table), ctx, hour, finalize)
     finally:
         answer.close()
 
@@ -310,6 +313,7 @@ class Inventory:
 
     assets: Assets | None
     devices: list[GpuDevice] | None
+    emissions: TableEmissions | None = None  # the nodes' grams by the operator's emission table
 
 
 def _store_hour(
@@ -405,7 +409,7 @@ def _store_hour(
         )
         db.execute("record_hour_gpus", conn, **key, **gpu_basis)
         store_assets(db, conn, key, inventory.assets)
-        store_emissions(db, conn, key, inventory.assets)  # the hour's grams CO2e, split as its cost (carbon)
+        store_emissions(db, conn, key, inventory.assets, inventory.emissions)  # grams CO2e, split as cost (carbon)
         fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)
     log.info("hour stored", extra={"fields": {"hour": str(hour), "rows": count, "state": written.value}})
     return Written(written, rows=count)
