@@ -76,7 +76,7 @@ def _families(world: World) -> Iterator[_Family]:
         "kube_node_status_allocatable",
         "gauge",
         [
-            (labels, _constant(world, *everywhere, value))
+            (labels, _constant(world, node.start, node.stop, value))
             for node in world.nodes
             for labels, value in (
                 ({"node": node.name, "resource": "cpu", "unit": "core"}, node.cpu_cores),
@@ -96,7 +96,7 @@ def _families(world: World) -> Iterator[_Family]:
         [
             (
                 {"node": node.name, **{"label_" + _INVALID.sub("_", k): v for k, v in node.labels}},
-                _constant(world, *everywhere, 1),
+                _constant(world, node.start, node.stop, 1),
             )
             for node in world.nodes
         ],

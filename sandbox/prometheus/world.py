@@ -58,6 +58,8 @@ class Node:
     gpus: int = 0
     allocatable: tuple[tuple[str, int], ...] = ()  # other resources (nvidia_com_mig_1g_10gb, ...)
     labels: tuple[tuple[str, str], ...] = ()  # the Node's labels kube-state-metrics is allowed to export
+    start: int = -WARM_UP  # minutes from first_hour: a node added (or, with stop, removed) mid-hour
+    stop: int | None = None
 
 
 @dataclass(frozen=True)
