@@ -47,6 +47,7 @@ PATH_PARAMS = {param.name: param for param in (p.APP_NAMESPACE, p.APP_NAME, p.NA
 TRAILING_DAYS = p.days(30, 400)
 INSIGHT_DAYS = p.days(7, 90, "trailing UTC days of cost")
 REFUSED = "Refused: unpriced hours, or gaps in the month under require_complete (`error`, `coverage`)"
+UNPRICED = "Refused: the days hold unpriced hours (`error`, `coverage`)"
 ROUTES = (
     Route(
         "/api/v1/apps/{appNamespace}/{appName}/actual",
@@ -154,6 +155,39 @@ ROUTES = (
             "415": "Body not application/json",
         },
         method="post",
+    ),
+    Route(
+        "/api/v1/apps/{appNamespace}/{appName}/gpus",
+        "app",
+        "The application's GPU-hours, GPU cost and cost per busy GPU-hour from its own stored rows",
+        "app_gpus",
+        (TRAILING_DAYS,),
+        no_record=True,
+    ),
+    Route(
+        "/api/v1/apps/{appNamespace}/{appName}/carbon",
+        "app",
+        "The application's grams CO2e beside its cost, with the factors' source and region"
+        " and the hours without emissions",
+        "app_carbon",
+        (TRAILING_DAYS,),
+        no_record=True,
+    ),
+    Route(
+        "/api/v1/gpus",
+        "cluster",
+        "GPU-hours, GPU cost and cost per busy GPU-hour per line, each GPU model's idle on its own line",
+        "gpus",
+        (TRAILING_DAYS, p.GPU_BY),
+        {"409": UNPRICED},
+    ),
+    Route(
+        "/api/v1/carbon",
+        "cluster",
+        "Grams CO2e per line beside its cost, with the factors' source and region and the hours without emissions",
+        "carbon",
+        (TRAILING_DAYS, p.CARBON_BY),
+        {"409": UNPRICED},
     ),
     Route("/api/v1/data-quality", "any", "How complete and priced the data is; is OpenCost reachable", "data_quality"),
     Route("/api/v1/config", "any", "The non-secret settings the UI needs", "config"),

@@ -20,6 +20,7 @@ from finops.errors import InvalidInput
 from finops.lines import LineKey
 from finops.reconcile_policy import Basis
 from infra.settings import CostApiSettings
+from usecases.reports import carbon, gpus
 
 # Argo CD application namespaces and Kubernetes namespaces are DNS labels; application names are
 # DNS subdomains (RFC 1123). The patterns are ASCII only: a Unicode digit is never a digit here.
@@ -125,6 +126,8 @@ def limit(default: int, most: int) -> Param:
 MONTH_PARAM = Param("month", "a UTC month such as 2026-10 (default: the current month)", pattern=MONTH)
 BASIS = Param("basis", "what the figures stand on (default: the policy's)", enum=tuple(b.value for b in Basis))
 BY = Param("by", "what one line stands for", enum=tuple(k.value for k in LineKey), default=LineKey.TEAM.value)
+GPU_BY = Param("by", "what one line stands for (a workload: namespace/controller)", enum=gpus.BY, default="team")
+CARBON_BY = Param("by", "what one line stands for", enum=carbon.BY, default="team")
 REQUIRE_COMPLETE = Param(
     "require_complete",
     "true: refuse (409) a month whose hours are not all final and priced",

@@ -10,7 +10,7 @@ from typing import Any
 
 from infra.postgres import Database
 from infra.settings import CostApiSettings
-from usecases.cost_api import anomalies, budget_views, cloud_estimates, cluster_views, daily_views, views
+from usecases.cost_api import anomalies, budget_views, cloud_estimates, cluster_views, daily_views, gpus_carbon, views
 from usecases.insights import views as insights
 
 
@@ -44,6 +44,8 @@ APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Identity, Args], Any]]
     "cloud_estimate": lambda db, s, who, _: cloud_estimates.listing(db, s.CLUSTER_ID, who),
     "rightsizing": lambda db, s, who, args: insights.app_rightsizing(db, s, args, who),
     "app_orphaned_pods": lambda db, s, who, args: insights.app_orphaned_pods(db, s, args, who),
+    "app_gpus": gpus_carbon.app_gpus,
+    "app_carbon": gpus_carbon.app_carbon,
 }
 CLUSTER_VIEWS: dict[str, Callable[[Database, CostApiSettings, Args], Any]] = {
     "namespaces": cluster_views.namespaces,
@@ -54,4 +56,6 @@ CLUSTER_VIEWS: dict[str, Callable[[Database, CostApiSettings, Args], Any]] = {
     "anomalies": anomalies.ranking,
     "orphaned_pods": insights.cluster_orphaned_pods,
     "namespace_orphaned_pods": insights.namespace_orphaned_pods,
+    "gpus": gpus_carbon.cluster_gpus,
+    "carbon": gpus_carbon.cluster_carbon,
 }
