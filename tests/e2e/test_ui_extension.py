@@ -24,6 +24,12 @@ local stack through the Argo CD stand-in (sandbox/argocd_host) and its proxy:
 - no page logs a console error (every screen fails its test on one): an application without a
   record and a user who may not read the gate application are states answered with 200; only
   the outage host's 503s have the browser's own line, as any failed load does.
+- GPUs and emissions, over a cluster with GPUs and carbon estimates (ui_world's ``GPU_SCENARIO``,
+  its figures computed by hand there): the tab shows the application's GPU-hours, GPU cost and
+  cost per busy GPU-hour, and its kg CO2e beside its cost with the factors' source and region;
+  the cluster view shows GPU-hours and GPU cost per team with each GPU model's idle on its own
+  line, and kg CO2e per team and namespace beside cost; an hour stored without emissions is
+  named, and a cluster with none shows no kg at all, never 0;
 - the README's screenshots (``make screenshots``): the demo's argocd/web Cost tab and the cluster
   view, every card loaded.
 Every test saves a screenshot under .local/artifacts/ui-extension/.
@@ -45,6 +51,7 @@ from tests.e2e.ui_world import Screen, formatted_change, money, through_proxy
 # The module's fixtures (one world and one browser for the module): ui_world.py.
 host, browser, screen = ui_world.host, ui_world.browser, ui_world.screen
 outage_host, outage_screen = ui_world.outage_host, ui_world.outage_screen
+gpu_host, gpu_screen = ui_world.gpu_host, ui_world.gpu_screen
 demo_run, demo = ui_world.demo_run, ui_world.demo
 
 RESOURCES = ("cpu", "ram", "gpu", "pv", "network", "lb")
@@ -481,3 +488,131 @@ def test_the_cluster_view_ranks_anomalies_and_lists_orphaned_pods(
     _orphan_rows(page, orphans)
     assert "NaN" not in page.inner_text("body")
     assert demo_screen.errors == []
+
+
+def _dark_hour() -> str:
+    """The GPU world's hour collected without emissions, as the API names it."""
+    return ui_world.gpu_world_hours()[1].strftime("%Y-%m-%dT%H:00Z")
+
+
+def test_the_tab_shows_the_apps_gpus_and_kg_beside_its_cost(gpu_screen: Screen, gpu_host: ArgoHost) -> None:
+    """argocd/web is recorded on ml, where research's train holds an A100 (ui_world.GPU_SCENARIO):
+    3 x 3.0625 = 9.1875 over three hours, 3 GPU-hours for 9.00 of which 0.9 busy (10.00 a busy
+    GPU-hour), and 2 x 1225 g = 2.450 kg in the two hours with emissions."""
+    gpus = through_proxy(gpu_host, "/apps/argocd/web/gpus?days=30", "argocd:web")
+    carbon = through_proxy(gpu_host, "/apps/argocd/web/carbon?days=30", "argocd:web")
+    assert gpus["gpu"] == {
+        "gpuHours": "3.000",
+        "cost": {"amount": "9.00", "micros": 9_000_000},
+        "busyGpuHours": "0.900",
+        "costPerBusyGpuHour": "10.00",
+    }
+    assert carbon["cost"] == gpus["cost"] == {"amount": "9.19", "micros": 9_187_500} and carbon["currency"] == "USD"
+    assert (carbon["grams"], carbon["kg"], carbon["hours"], carbon["hoursWithEmissions"]) == (2450, "2.450", 3, 2)
+    assert carbon["hoursWithout"] == _dark_hour()
+    assert carbon["factors"] == [{"kind": "node", "source": "opencost", "region": None, "hours": 2}]
+    page = gpu_screen.open("/?app=argocd/web")
+    page.get_by_test_id("footprint").wait_for()
+    assert gpu_screen.text("footprint-cost") == "9.19 USD"
+    assert gpu_screen.text("footprint-kg") == "2.450 kg CO2e"
+    assert gpu_screen.text("footprint-gpu-hours") == "3.000"
+    assert gpu_screen.text("footprint-gpu-cost") == "9.00 USD"
+    assert "10.00 USD a busy GPU-hour" in page.get_by_test_id("footprint-card").inner_text()
+    assert gpu_screen.text("footprint-factors") == "Factors: nodes: opencost (region not stated)."
+    hours = gpu_screen.text("footprint-hours")
+    assert "Emissions for 2 of 3 stored hours" in hours and f"none for {_dark_hour()}" in hours
+    assert "NaN" not in page.inner_text("body")
+    assert gpu_screen.errors == []
+
+
+def test_the_cluster_view_shows_gpus_per_model_and_kg_per_team_and_namespace(
+    gpu_screen: Screen, gpu_host: ArgoHost
+) -> None:
+    """ui_world.GPU_SCENARIO by hand, over three hours: research 3 GPU-hours for 9.00, serving
+    2.55 for 1.53, the idle A100 3 for 9.00 and the idle T4 0.45 for 0.27 (19.80, 9 GPU-hours).
+    Beside cost: research 9.1875 and 2450 g, serving 2.0925 and 558 g, idle 3 x (3.09 of idle GPUs
+    + 0.95 of idle CPU and RAM) = 12.12 and 2 x (1495 + 121) = 3232 g: 23.40, the nodes' 3 x 7.80,
+    and 6240 g, the nodes' 2 x 3120."""
+    gate = "argocd:cost-gate"
+    idle_a100, idle_t4 = f"__idle__/gpu:{ui_world.A100}", f"__idle__/gpu:{ui_world.T4}"
+    gpus = through_proxy(gpu_host, "/gpus?days=30", gate)
+    lines = [(x["team"], x["gpu_hours"], x["cost"], x["cost_per_busy_gpu_hour"]) for x in gpus["lines"]]
+    assert lines == [
+        ("research", "3.000", "9.00", "10.00"),
+        ("serving", "2.550", "1.53", "0.60"),
+        (idle_a100, "3.000", "9.00", None),
+        (idle_t4, "0.450", "0.27", None),
+    ]
+    assert [(t["gpu_hours"], t["cost"]) for t in gpus["totals"]] == [("9.000", "19.80")]
+    by_team = through_proxy(gpu_host, "/carbon?days=30&by=team", gate)
+    by_namespace = through_proxy(gpu_host, "/carbon?days=30&by=namespace", gate)
+    expected = [(9_187_500, 2450), (2_092_500, 558), (12_120_000, 3232)]
+    assert [(x["team"], x["cost"]["micros"], x["grams"]) for x in by_team["lines"]] == [
+        (name, *figures) for name, figures in zip(("research", "serving", "__idle__"), expected, strict=True)
+    ]
+    assert [(x["namespace"], x["cost"]["micros"], x["grams"]) for x in by_namespace["lines"]] == [
+        (name, *figures) for name, figures in zip(("ml", "infer", "__idle__"), expected, strict=True)
+    ]
+    assert by_team["total"] == {"cost": {"amount": "23.40", "micros": 23_400_000}, "grams": 6240, "kg": "6.240"}
+    assert (by_team["hoursStored"], by_team["hoursWithEmissions"], by_team["hoursWithout"]) == (3, 2, _dark_hour())
+    page = gpu_screen.open("/?view=finops")
+    page.get_by_test_id("gpus").wait_for()
+    rows = page.get_by_test_id("gpu-line")
+    assert [rows.nth(i).get_attribute("data-line") for i in range(rows.count())] == [x[0] for x in lines]
+    shown = [
+        (rows.nth(i).get_by_test_id("gpu-hours").inner_text(), rows.nth(i).get_by_test_id("gpu-cost").inner_text())
+        for i in range(rows.count())
+    ]
+    assert shown == [(hours, money(cost, "USD")) for _, hours, cost, _ in lines]
+    assert rows.nth(2).inner_text().startswith(f"Idle {ui_world.A100}")
+    assert rows.nth(3).inner_text().startswith(f"Idle {ui_world.T4}")
+    assert gpu_screen.text("gpu-total-cost") == "19.80 USD" and gpu_screen.text("gpu-total-hours") == "9.000"
+    assert "GPU_BASIS request" in gpu_screen.text("gpu-bases")
+    for by, body in (("team", by_team), ("namespace", by_namespace)):
+        table = page.get_by_test_id(f"carbon-{by}")
+        table.wait_for()
+        cells = table.get_by_test_id("carbon-line")
+        assert [cells.nth(i).get_attribute("data-line") for i in range(cells.count())] == [x[by] for x in body["lines"]]
+        assert [cells.nth(i).get_by_test_id("carbon-cost").inner_text() for i in range(cells.count())] == [
+            "9.19 USD",
+            "2.09 USD",
+            "12.12 USD",
+        ]
+        assert [cells.nth(i).get_by_test_id("carbon-kg").inner_text() for i in range(cells.count())] == [
+            "2.450",
+            "0.558",
+            "3.232",
+        ]
+        assert table.get_by_test_id("carbon-total-kg").inner_text() == "6.240"
+        assert table.get_by_test_id("carbon-total-cost").inner_text() == "23.40 USD"
+    assert gpu_screen.text("carbon-factors") == (
+        "Factors: nodes: opencost (region not stated), 6.240 kg CO2e over 2 hours."
+    )
+    assert f"Emissions for 2 of 3 stored hours; none for {_dark_hour()}" in gpu_screen.text("carbon-hours")
+    assert "NaN" not in page.inner_text("body")
+    assert gpu_screen.errors == []
+
+
+def test_hours_without_emissions_are_said_not_shown_as_zero(screen: Screen, host: ArgoHost) -> None:
+    """The test cluster's OpenCost serves no carbon estimates: no kg anywhere, and the pages say why."""
+    carbon = through_proxy(host, "/apps/argocd/web/carbon", "argocd:web")
+    assert carbon["grams"] is None and carbon["kg"] is None and carbon["hoursWithEmissions"] == 0
+    assert carbon["hours"] > 0 and carbon["hoursWithout"]
+    page = screen.open("/?app=argocd/web")
+    page.get_by_test_id("footprint").wait_for()
+    assert screen.text("footprint-kg") == "—"
+    assert f"No emissions for the {carbon['hours']} stored hours" in screen.text("footprint-hours")
+    assert screen.text("footprint-cost") == money(carbon["cost"]["amount"], carbon["currency"])
+    teams = through_proxy(host, "/carbon?days=30&by=team", "argocd:cost-gate")
+    namespaces = through_proxy(host, "/carbon?days=30&by=namespace", "argocd:cost-gate")
+    for body in (teams, namespaces):
+        assert body["total"]["grams"] is None and all(line["grams"] is None for line in body["lines"])
+    page = screen.open("/?view=finops")
+    page.get_by_test_id("carbon-team").wait_for()
+    page.get_by_test_id("carbon-namespace").wait_for()
+    kgs = page.get_by_test_id("carbon-kg")
+    assert kgs.count() == len(teams["lines"]) + len(namespaces["lines"]) >= 2
+    assert {kgs.nth(i).inner_text() for i in range(kgs.count())} == {"—"}
+    assert "No emissions for the" in screen.text("carbon-hours") and "not 0" in screen.text("carbon-hours")
+    assert "0.000" not in page.inner_text("body")
+    assert screen.errors == []

@@ -10,6 +10,11 @@
   days of history and the recorded days, VPAs of every kind, an orphaned pod, the demo syncs and
   a cloud estimate, in the same database under its own cluster name;
 
+- ``gpu_host``: a cluster with GPUs and carbon estimates (cluster ``gpu-ui``, ``GPU_SCENARIO``),
+  three hours collected by ``finops collect`` (the last without emissions), argocd/web recorded
+  on its namespace ``ml``, and its own ``cost_api`` and Argo CD stand-in; the figures the pages
+  must show are computed by hand in ``GPU_SCENARIO``'s comment;
+
 plus headless Chromium, and a page that records console errors and saves a screenshot of what it
 showed.
 """
@@ -40,9 +45,11 @@ from werkzeug.serving import make_server
 
 from finops.hours import truncate_to_hour
 from infra.postgres import connect
+from sandbox import opencost as sandbox_opencost
 from sandbox.argocd_host import ArgoHost, serve
 from sandbox.localstack import Stack, serve_function
 from tests.conftest import TABLES
+from tests.e2e.cli_runner import run_finops
 from tests.e2e.conftest import HOOK_TOKEN, TOKEN
 from tests.net import refused_port
 
@@ -178,6 +185,126 @@ def host(
         serve(kube_url=stack.kube_url, cost_api_url=api_url, proxy_token=PROXY) as argo,
     ):
         yield argo
+
+
+# A cluster with GPUs and carbon estimates (tests/e2e/test_gpu_chargeback.py's GPUs, with prices
+# for CPU and RAM, and test_carbon.py's estimates), per hour, under GPU_BASIS=request:
+#
+# - gpu-a100: 8 cores x 0.05 + 32 GiB x 0.0125 + 2 A100 x 3.00 = 6.80 an hour, 2720 g CO2e. ml/train
+#   (team research) requests 1 core, 1 GiB and one A100 (30 % busy): 0.05 + 0.0125 + 3.00 = 3.0625,
+#   1 GPU-hour, so 2720 x 3.0625 / 6.80 = 1225 g; the node's idle 1495 g. The other A100 is idle:
+#   3.00 and 1 GPU-hour on the line __idle__/gpu:NVIDIA A100-SXM4-80GB.
+# - gpu-t4: 4 x 0.05 + 16 x 0.0125 + a T4 at 0.60 = 1.00 an hour, 400 g. Three infer pods (team
+#   serving, 1 core and 1 GiB each) time-slice the T4 at 50, 25 and 10 % activity: GPU 0.30, 0.15
+#   and 0.06, so 0.3625, 0.2125 and 0.1225 in all: 145, 85 and 49 g; the idle 121 g; the idle T4
+#   0.09 and 0.15 GPU-hours.
+#
+# Three hours, the last collected from an OpenCost without carbon estimates: research pays
+# 3 x 3.0625 = 9.1875 for 3 GPU-hours (9.00) of which 0.9 busy (10.00 a busy GPU-hour) and emits
+# 2 x 1225 = 2450 g (2.450 kg); serving 3 x 0.6975 = 2.0925, 1.53 for 2.55 GPU-hours, 2 x 279 = 558 g.
+GPU_CLUSTER = "gpu-ui"
+A100, T4 = "NVIDIA A100-SXM4-80GB", "NVIDIA T4"
+
+
+def _gpu_pod(namespace: str, name: str, node: str, busy: str) -> dict[str, Any]:
+    return {
+        "namespace": namespace,
+        "kind": "Pod",
+        "name": name,
+        "node": node,
+        "containers": [
+            {
+                "name": "main",
+                "request": {"cpu": 1, "ramGiB": 1, "gpu": 1},
+                "usage": {"cpu": 1, "ramGiB": 1, "gpu": busy},
+            }
+        ],
+    }
+
+
+PRICES = {"cpuHourly": "0.05", "ramGiBHourly": "0.0125"}
+GPU_SCENARIO: dict[str, Any] = {
+    "cluster": GPU_CLUSTER,
+    "nodes": [
+        {"name": "gpu-a100", "cpuCores": 8, "ramGiB": 32, "gpus": 2, "gpuHourly": "3.00", "gpuModel": A100, **PRICES},
+        {
+            "name": "gpu-t4",
+            "cpuCores": 4,
+            "ramGiB": 16,
+            "gpus": 1,
+            "gpuHourly": "0.60",
+            "gpuModel": T4,
+            "gpuSharing": "time-sliced",
+            **PRICES,
+        },
+    ],
+    "namespaces": [{"name": "ml", "labels": {"team": "research"}}, {"name": "infer", "labels": {"team": "serving"}}],
+    "workloads": [
+        _gpu_pod("ml", "train", "gpu-a100", "0.3"),
+        _gpu_pod("infer", "infer-a", "gpu-t4", "0.5"),
+        _gpu_pod("infer", "infer-b", "gpu-t4", "0.25"),
+        _gpu_pod("infer", "infer-c", "gpu-t4", "0.1"),
+    ],
+    "carbon": {"nodes": {"gpu-a100": "0.00272", "gpu-t4": "0.0004"}},
+}
+GPU_HOURS = 3  # the last without emissions
+# argocd/web's record on ml over the three hours: train's 3 x (0.05 + 0.0125 + 3.00), 720 / 3 x that a month
+RECORD = json.dumps({"cpu": 150_000, "ram": 37_500, "gpu": 9_000_000})
+
+
+def gpu_world_hours() -> tuple[datetime, datetime]:
+    """The first hour of the GPU world and the one its OpenCost had no carbon estimates for."""
+    first = truncate_to_hour(datetime.now(UTC)) - timedelta(hours=GPU_HOURS + 1)
+    return first, first + timedelta(hours=GPU_HOURS - 1)
+
+
+def _collect(database_url: str, kube_url: str, opencost_url: str, start: datetime, end: datetime) -> None:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "OPENCOST_URL": opencost_url,
+        "KUBE_API_URL": kube_url,
+        "CLUSTER_ID": GPU_CLUSTER,
+        "GPU_BASIS": "request",
+    }
+    done = run_finops("collect", "--from", start.isoformat(), "--to", end.isoformat(), env=env)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def gpu_host(
+    stack: Stack, database_url: str, tmp_path_factory: Any, demo_run: Callable[[], tuple[str, list[str]]]
+) -> Iterator[ArgoHost]:
+    """The GPU world's Argo CD stand-in; argocd/web is recorded on namespace ``ml`` (namespace scope)."""
+    first, dark = gpu_world_hours()
+    without_carbon = {k: v for k, v in GPU_SCENARIO.items() if k != "carbon"}
+    with sandbox_opencost.serve(sandbox_opencost.parse_scenario(GPU_SCENARIO)) as lit:
+        _collect(database_url, stack.kube_url, lit.url, first, dark)
+    with sandbox_opencost.serve(sandbox_opencost.parse_scenario(without_carbon)) as unlit:
+        _collect(database_url, stack.kube_url, unlit.url, dark, dark + timedelta(hours=1))
+    db = connect(database_url)
+    try:
+        with db.connection() as conn:
+            conn.execute(
+                "INSERT INTO cost_actuals (cluster, app_namespace, app_name, destination_namespace, measured_on,"
+                " scope, measured_at, window_start, window_end, measured_hours, cost_micros, monthly_micros,"
+                " breakdown) VALUES (%s, 'argocd', 'web', 'ml', 'sync', 'namespace', now(), %s, %s, %s, %s, %s, %s)",
+                (GPU_CLUSTER, first, dark + timedelta(hours=1), GPU_HOURS, 9_187_500, 2_205_000_000, RECORD),
+            )
+    finally:
+        db.close()
+    policy = tmp_path_factory.mktemp("gpu-policy") / "policy.yaml"
+    policy.write_text(POLICY)
+    with (
+        serve_function(stack, "cost_api", PROXY_TOKEN=PROXY, POLICY_PATH=str(policy), CLUSTER_ID=GPU_CLUSTER) as api,
+        serve(kube_url=stack.kube_url, cost_api_url=api, proxy_token=PROXY) as argo,
+    ):
+        yield argo
+
+
+@pytest.fixture
+def gpu_screen(browser: Browser, gpu_host: ArgoHost, request: pytest.FixtureRequest) -> Iterator[Screen]:
+    yield from _screen(browser, gpu_host.url, request)
 
 
 @pytest.fixture(scope="module")

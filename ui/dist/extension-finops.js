@@ -199,6 +199,93 @@
     ), /* @__PURE__ */ React.createElement("figcaption", { style: styles.muted }, days[0].day, " to ", days[days.length - 1].day, ": one bar per day; highest ", formatMoney(peak.cost, currency), " on", " ", peak.day, days[days.length - 1].final === false ? "; hollow bars are not final (today, still counting, or a day not recorded yet)" : "", "."));
   }
 
+  // src/GpusCarbon.jsx
+  var DAYS = 30;
+  function formatKg(kg) {
+    return isAmount(kg) ? `${kg} kg CO2e` : "—";
+  }
+  function factorsText(factors) {
+    const plural = { node: "nodes", disk: "disks" };
+    return (factors || []).map(
+      (f) => `${plural[f.kind] || f.kind}: ${f.source} (${f.region ? `region ${f.region}` : "region not stated"})` + (isAmount(f.kg) ? `, ${f.kg} kg CO2e over ${f.hours} hours` : "")
+    ).join("; ");
+  }
+  function hoursText(withEmissions, stored, without) {
+    if (stored === 0) return "No stored hour in these days.";
+    if (withEmissions === 0) {
+      return `No emissions for the ${stored} stored hours: the source had no carbon estimates for them (OpenCost's CARBON_ESTIMATES_ENABLED), so no kg CO2e is shown, not 0.`;
+    }
+    if (withEmissions < stored) {
+      return `Emissions for ${withEmissions} of ${stored} stored hours; none for ${without}, which are not counted (not 0 kg).`;
+    }
+    return `Emissions for all ${stored} stored hours.`;
+  }
+  function Figure({ label, value, testid, note }) {
+    return /* @__PURE__ */ React.createElement("div", { style: styles.figure }, /* @__PURE__ */ React.createElement("div", { style: styles.figureLabel }, label), /* @__PURE__ */ React.createElement("div", { style: styles.figureValue, "data-testid": testid }, value), note ? /* @__PURE__ */ React.createElement("div", { style: styles.muted }, note) : null);
+  }
+  function AppGpusCarbon({ gpus, carbon, name }) {
+    return /* @__PURE__ */ React.createElement("section", { style: styles.section, "data-testid": "footprint-card" }, /* @__PURE__ */ React.createElement("h4", null, "GPUs and emissions, last ", DAYS, " days"), gpus.status === "loading" || carbon.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "the GPUs and emissions" }) : null, gpus.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: gpus.error, what: "the GPU figures", testid: "app-gpus" }) : null, carbon.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: carbon.error, what: "the emissions", testid: "app-carbon" }) : null, carbon.status === "ok" && !carbon.data.recorded ? /* @__PURE__ */ React.createElement(Note, { testid: "footprint-empty" }, "No cost record for ", name, " yet.") : null, carbon.status === "ok" && carbon.data.recorded && gpus.status !== "loading" ? /* @__PURE__ */ React.createElement(Footprint, { gpus: gpus.status === "ok" && gpus.data.recorded ? gpus.data : null, carbon: carbon.data }) : null);
+  }
+  function Footprint({ gpus, carbon }) {
+    const currency = carbon.currency;
+    const gpu = gpus && gpus.gpu;
+    return /* @__PURE__ */ React.createElement("div", { "data-testid": "footprint", "data-measured": String(carbon.grams !== null) }, /* @__PURE__ */ React.createElement("div", { style: styles.figures }, /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: `Cost, ${carbon.days} days`,
+        value: formatMoney(carbon.cost, currency),
+        testid: "footprint-cost",
+        note: `${carbon.hours} stored hours`
+      }
+    ), /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: "Emissions",
+        value: formatKg(carbon.kg),
+        testid: "footprint-kg",
+        note: carbon.grams === null ? "not measured" : `${carbon.grams} g, ${carbon.hoursWithEmissions} hours`
+      }
+    ), gpu ? /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: "GPU-hours",
+        value: gpu.gpuHours,
+        testid: "footprint-gpu-hours",
+        note: gpu.busyGpuHours === null ? "use not measured" : `${gpu.busyGpuHours} busy`
+      }
+    ), /* @__PURE__ */ React.createElement(
+      Figure,
+      {
+        label: "GPU cost",
+        value: formatMoney(gpu.cost, gpus.currency || currency),
+        testid: "footprint-gpu-cost",
+        note: gpu.costPerBusyGpuHour === null ? null : `${formatMoney(gpu.costPerBusyGpuHour, gpus.currency || currency)} a busy GPU-hour`
+      }
+    )) : null), carbon.factors.length ? /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "footprint-factors" }, "Factors: ", factorsText(carbon.factors), ".") : null, /* @__PURE__ */ React.createElement("p", { style: carbon.hoursWithEmissions < carbon.hours ? styles.warning : styles.muted, "data-testid": "footprint-hours" }, hoursText(carbon.hoursWithEmissions, carbon.hours, carbon.hoursWithout)));
+  }
+  function gpuLabel(line, by) {
+    return line.kind === "idle" ? line.model ? `Idle ${line.model}` : "Idle (GPUs not split)" : line[by];
+  }
+  function ClusterGpus({ data }) {
+    const by = data.by;
+    const lines = data.lines || [];
+    if (lines.length === 0) return /* @__PURE__ */ React.createElement("p", { "data-testid": "gpus-empty" }, "No GPU cost in the last ", data.days, " days.");
+    const bases = (data.bases || []).map((b) => `${b.hours} hours ${b.gpu_basis ? `split by GPU_BASIS ${b.gpu_basis} (MIG by ${b.gpu_mig_by})` : "not split"}`).join("; ");
+    return /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": "gpus" }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, by === "team" ? "Team" : by === "namespace" ? "Namespace" : "Workload"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "GPU-hours"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "GPU cost"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Busy GPU-hours"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Per busy GPU-hour"))), /* @__PURE__ */ React.createElement("tbody", null, lines.map((line) => /* @__PURE__ */ React.createElement("tr", { key: line[by], "data-testid": "gpu-line", "data-line": line[by], "data-kind": line.kind }, /* @__PURE__ */ React.createElement("td", { style: styles.cell }, gpuLabel(line, by)), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "gpu-hours" }, line.gpu_hours), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "gpu-cost" }, formatMoney(line.cost, line.currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number }, line.busy_gpu_hours === null ? "—" : line.busy_gpu_hours), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "gpu-per-busy" }, line.cost_per_busy_gpu_hour === null ? "—" : formatMoney(line.cost_per_busy_gpu_hour, line.currency))))), /* @__PURE__ */ React.createElement("tfoot", null, (data.totals || []).map((t) => /* @__PURE__ */ React.createElement("tr", { key: `${t.cluster}/${t.currency}`, "data-testid": "gpu-total" }, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Total"), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "gpu-total-hours" }, t.gpu_hours), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "gpu-total-cost" }, formatMoney(t.cost, t.currency)), /* @__PURE__ */ React.createElement("td", { colSpan: 2 }))))), /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "gpu-bases" }, "Each line's GPU cost is its share of its GPUs; what nobody used is idle, per GPU model. ", bases ? `Hours: ${bases}.` : ""));
+  }
+  function CarbonTable({ data, title }) {
+    const by = data.by;
+    return /* @__PURE__ */ React.createElement("table", { style: styles.table, "data-testid": `carbon-${by}` }, /* @__PURE__ */ React.createElement("thead", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, title), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "Cost"), /* @__PURE__ */ React.createElement("th", { style: styles.number }, "kg CO2e"))), /* @__PURE__ */ React.createElement("tbody", null, data.lines.map((line) => /* @__PURE__ */ React.createElement("tr", { key: line[by], "data-testid": "carbon-line", "data-line": line[by], "data-kind": line.kind }, /* @__PURE__ */ React.createElement("td", { style: styles.cell }, line.kind === "idle" ? "Idle" : line.kind === "unallocated" ? "No owner" : line[by]), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "carbon-cost" }, formatMoney(line.cost, line.currency || data.currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "carbon-kg" }, isAmount(line.kg) ? line.kg : "—")))), /* @__PURE__ */ React.createElement("tfoot", null, /* @__PURE__ */ React.createElement("tr", null, /* @__PURE__ */ React.createElement("th", { style: styles.cell }, "Total"), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "carbon-total-cost" }, formatMoney(data.total.cost, data.currency)), /* @__PURE__ */ React.createElement("td", { style: styles.number, "data-testid": "carbon-total-kg" }, isAmount(data.total.kg) ? data.total.kg : "—"))));
+  }
+  function ClusterCarbon({ team, namespace }) {
+    const states = [
+      [team, "Team"],
+      [namespace, "Namespace"]
+    ];
+    const loaded = team.status === "ok" ? team.data : namespace.status === "ok" ? namespace.data : null;
+    return /* @__PURE__ */ React.createElement("div", { "data-testid": "carbon" }, states.map(([state, title]) => /* @__PURE__ */ React.createElement(React.Fragment, { key: title }, state.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: `the emissions per ${title.toLowerCase()}` }) : null, state.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: state.error, what: `the emissions per ${title.toLowerCase()}`, testid: `carbon-${title.toLowerCase()}` }) : null, state.status === "ok" && state.data.lines.length ? /* @__PURE__ */ React.createElement(CarbonTable, { data: state.data, title }) : null)), loaded && loaded.lines.length === 0 ? /* @__PURE__ */ React.createElement("p", { "data-testid": "carbon-empty" }, "No cost in the last ", loaded.days, " days.") : null, loaded && loaded.factors.length ? /* @__PURE__ */ React.createElement("p", { style: styles.muted, "data-testid": "carbon-factors" }, "Factors: ", factorsText(loaded.factors), ".") : null, loaded ? /* @__PURE__ */ React.createElement("p", { style: loaded.hoursWithEmissions < loaded.hoursStored ? styles.warning : styles.muted, "data-testid": "carbon-hours" }, hoursText(loaded.hoursWithEmissions, loaded.hoursStored, loaded.hoursWithout)) : null);
+  }
+
   // src/Insights.jsx
   var STALE_DAYS = 7;
   function Anomaly({ anomaly, currency }) {
@@ -359,7 +446,7 @@
     ["network", "Network"],
     ["lb", "Load balancers"]
   ];
-  function Figure({ label, value, testid, note }) {
+  function Figure2({ label, value, testid, note }) {
     return /* @__PURE__ */ React.createElement("div", { style: styles.figure }, /* @__PURE__ */ React.createElement("div", { style: styles.figureLabel }, label), /* @__PURE__ */ React.createElement("div", { style: styles.figureValue, "data-testid": testid }, value), note ? /* @__PURE__ */ React.createElement("div", { style: styles.muted }, note) : null);
   }
   function ScopeLabel({ actual }) {
@@ -370,8 +457,8 @@
     const figures = actual.scope === "application" && actual.application ? actual.application : actual.namespace;
     const breakdown = figures.breakdown || {};
     const efficiency = figures.efficiency || {};
-    return /* @__PURE__ */ React.createElement("section", { style: styles.section, "data-testid": "actual" }, /* @__PURE__ */ React.createElement(ScopeLabel, { actual }), actual.measuredAtInstall ? /* @__PURE__ */ React.createElement("p", { "data-testid": "install-label" }, /* @__PURE__ */ React.createElement("span", { style: styles.badge }, "measured at install"), "This figure was taken when finops was installed, not after a sync; it is never the baseline of a change.") : null, /* @__PURE__ */ React.createElement("div", { style: styles.figures }, /* @__PURE__ */ React.createElement(Figure, { label: "Monthly projection", value: formatMoney(figures.monthly, currency), testid: "monthly" }), /* @__PURE__ */ React.createElement(
-      Figure,
+    return /* @__PURE__ */ React.createElement("section", { style: styles.section, "data-testid": "actual" }, /* @__PURE__ */ React.createElement(ScopeLabel, { actual }), actual.measuredAtInstall ? /* @__PURE__ */ React.createElement("p", { "data-testid": "install-label" }, /* @__PURE__ */ React.createElement("span", { style: styles.badge }, "measured at install"), "This figure was taken when finops was installed, not after a sync; it is never the baseline of a change.") : null, /* @__PURE__ */ React.createElement("div", { style: styles.figures }, /* @__PURE__ */ React.createElement(Figure2, { label: "Monthly projection", value: formatMoney(figures.monthly, currency), testid: "monthly" }), /* @__PURE__ */ React.createElement(
+      Figure2,
       {
         label: "Last 24 h",
         value: formatMoney(figures.cost, currency),
@@ -379,7 +466,7 @@
         note: `measured over ${formatHours(actual.measuredHours)} h`
       }
     ), /* @__PURE__ */ React.createElement(
-      Figure,
+      Figure2,
       {
         label: "Workload idle (24 h)",
         value: formatMoney(figures.workloadIdle, currency),
@@ -387,7 +474,7 @@
         note: `${formatMoney(figures.workloadIdleMonthly, currency)} a month`
       }
     ), /* @__PURE__ */ React.createElement(
-      Figure,
+      Figure2,
       {
         label: "Efficiency",
         value: formatRatio(efficiency.total),
@@ -416,6 +503,8 @@
     const rightsizing = useLoad(() => remote ? skip() : costApi(appPath(app, "rightsizing"), app), [key, remote]);
     const orphans = useLoad(() => remote ? skip() : costApi(appPath(app, "orphaned-pods"), app), [key, remote]);
     const quality = useLoad(() => remote ? skip() : costApi("/data-quality", app), [key, remote]);
+    const gpus = useLoad(() => remote ? skip() : costApi(appPath(app, "gpus", { days: DAYS }), app), [key, remote]);
+    const carbon = useLoad(() => remote ? skip() : costApi(appPath(app, "carbon", { days: DAYS }), app), [key, remote]);
     if (remote) {
       return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab" }, /* @__PURE__ */ React.createElement("p", { style: styles.notice, "data-testid": "remote-notice" }, app.namespace, "/", app.name, " deploys to another cluster (", destination.server || destination.name, "). finops measures only the cluster it runs in, so it has no cost for this application here; see the finops of that cluster."));
     }
@@ -426,7 +515,7 @@
     const currency = recorded && actual.data.currency || daily.status === "ok" && daily.data.currency || null;
     const noRecord = `No cost record for ${app.namespace}/${app.name} yet.`;
     const unrecorded = (state) => state.status === "ok" && !state.data.recorded;
-    return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab", "data-currency": currency || "" }, /* @__PURE__ */ React.createElement("h3", { style: { marginTop: 0 } }, "Cost of ", app.namespace, "/", app.name), quality.status === "ok" ? /* @__PURE__ */ React.createElement(DataQuality, { dq: quality.data }) : null, quality.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "how complete the data is" }) : null, quality.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: quality.error, what: "how complete the data is", testid: "data-quality" }) : null, recorded ? /* @__PURE__ */ React.createElement(Actual, { actual: actual.data, currency }) : null, unrecorded(actual) ? /* @__PURE__ */ React.createElement("p", { className: "finops-empty", "data-testid": "actual-empty" }, "No cost record for ", app.namespace, "/", app.name, " yet: it is measured after its next successful sync (or by the install backfill).") : null, actual.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: actual.error, what: "this application's cost", testid: "actual" }) : null, /* @__PURE__ */ React.createElement(Card, { title: "Anomaly score (today)", state: actual, what: "the anomaly score", testid: "anomaly" }, (data) => data.recorded ? /* @__PURE__ */ React.createElement(Anomaly, { anomaly: data.anomaly, currency }) : /* @__PURE__ */ React.createElement(Note, { testid: "anomaly-empty" }, noRecord)), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Change since the previous sync"), trend.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "the trend" }) : null, trend.status === "ok" && trend.data.recorded ? /* @__PURE__ */ React.createElement(Trend, { trend: trend.data, currency: trend.data.currency || currency }) : null, unrecorded(trend) ? /* @__PURE__ */ React.createElement(Note, { testid: "trend-empty" }, "No record yet, so no trend.") : null, trend.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: trend.error, what: "the trend", testid: "trend" }) : null), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Last 30 days"), unrecorded(daily) ? /* @__PURE__ */ React.createElement(Note, { testid: "daily-empty" }, "No daily history yet.") : null, daily.status === "ok" && daily.data.recorded ? /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Chart, { days: daily.data.days, currency: daily.data.currency || currency }), /* @__PURE__ */ React.createElement("p", { "data-testid": "daily-total" }, "Total ", daily.data.from, " to ", daily.data.to, ": ", formatMoney(daily.data.total, daily.data.currency || currency), daily.data.scope === "namespace" ? " (namespace scope)" : "")) : null, daily.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: daily.error, what: "the daily history", testid: "daily" }) : null), /* @__PURE__ */ React.createElement(Card, { title: "Rightsizing (VerticalPodAutoscalers)", state: rightsizing, what: "the rightsizing advice", testid: "rightsizing" }, (data) => /* @__PURE__ */ React.createElement(Rightsizing, { data, currency })), /* @__PURE__ */ React.createElement(Card, { title: "Orphaned pods", state: orphans, what: "the orphaned pods", testid: "orphans" }, (data) => /* @__PURE__ */ React.createElement(OrphanedPods, { data, currency, where: data.destinationNamespace || "its namespace" })), /* @__PURE__ */ React.createElement(Card, { title: "Cloud estimates (CI)", state: actual, what: "the cloud estimates", testid: "estimates" }, (data) => data.recorded ? /* @__PURE__ */ React.createElement(CloudEstimates, { estimates: data.cloudEstimates }) : /* @__PURE__ */ React.createElement(Note, { testid: "estimates-empty" }, noRecord)));
+    return /* @__PURE__ */ React.createElement("div", { style: styles.tab, "data-testid": "finops-app-tab", "data-currency": currency || "" }, /* @__PURE__ */ React.createElement("h3", { style: { marginTop: 0 } }, "Cost of ", app.namespace, "/", app.name), quality.status === "ok" ? /* @__PURE__ */ React.createElement(DataQuality, { dq: quality.data }) : null, quality.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "how complete the data is" }) : null, quality.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: quality.error, what: "how complete the data is", testid: "data-quality" }) : null, recorded ? /* @__PURE__ */ React.createElement(Actual, { actual: actual.data, currency }) : null, unrecorded(actual) ? /* @__PURE__ */ React.createElement("p", { className: "finops-empty", "data-testid": "actual-empty" }, "No cost record for ", app.namespace, "/", app.name, " yet: it is measured after its next successful sync (or by the install backfill).") : null, actual.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: actual.error, what: "this application's cost", testid: "actual" }) : null, /* @__PURE__ */ React.createElement(AppGpusCarbon, { gpus, carbon, name: `${app.namespace}/${app.name}` }), /* @__PURE__ */ React.createElement(Card, { title: "Anomaly score (today)", state: actual, what: "the anomaly score", testid: "anomaly" }, (data) => data.recorded ? /* @__PURE__ */ React.createElement(Anomaly, { anomaly: data.anomaly, currency }) : /* @__PURE__ */ React.createElement(Note, { testid: "anomaly-empty" }, noRecord)), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Change since the previous sync"), trend.status === "loading" ? /* @__PURE__ */ React.createElement(Loading, { what: "the trend" }) : null, trend.status === "ok" && trend.data.recorded ? /* @__PURE__ */ React.createElement(Trend, { trend: trend.data, currency: trend.data.currency || currency }) : null, unrecorded(trend) ? /* @__PURE__ */ React.createElement(Note, { testid: "trend-empty" }, "No record yet, so no trend.") : null, trend.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: trend.error, what: "the trend", testid: "trend" }) : null), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Last 30 days"), unrecorded(daily) ? /* @__PURE__ */ React.createElement(Note, { testid: "daily-empty" }, "No daily history yet.") : null, daily.status === "ok" && daily.data.recorded ? /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Chart, { days: daily.data.days, currency: daily.data.currency || currency }), /* @__PURE__ */ React.createElement("p", { "data-testid": "daily-total" }, "Total ", daily.data.from, " to ", daily.data.to, ": ", formatMoney(daily.data.total, daily.data.currency || currency), daily.data.scope === "namespace" ? " (namespace scope)" : "")) : null, daily.status === "error" ? /* @__PURE__ */ React.createElement(Problem, { error: daily.error, what: "the daily history", testid: "daily" }) : null), /* @__PURE__ */ React.createElement(Card, { title: "Rightsizing (VerticalPodAutoscalers)", state: rightsizing, what: "the rightsizing advice", testid: "rightsizing" }, (data) => /* @__PURE__ */ React.createElement(Rightsizing, { data, currency })), /* @__PURE__ */ React.createElement(Card, { title: "Orphaned pods", state: orphans, what: "the orphaned pods", testid: "orphans" }, (data) => /* @__PURE__ */ React.createElement(OrphanedPods, { data, currency, where: data.destinationNamespace || "its namespace" })), /* @__PURE__ */ React.createElement(Card, { title: "Cloud estimates (CI)", state: actual, what: "the cloud estimates", testid: "estimates" }, (data) => data.recorded ? /* @__PURE__ */ React.createElement(CloudEstimates, { estimates: data.cloudEstimates }) : /* @__PURE__ */ React.createElement(Note, { testid: "estimates-empty" }, noRecord)));
   }
 
   // src/ClusterView.jsx
@@ -511,6 +600,9 @@
     const ranking = useLoad(() => costApi("/idle-ranking?limit=10", gate), [key]);
     const anomalies = useLoad(() => costApi("/anomalies?limit=20", gate), [key]);
     const orphans = useLoad(() => costApi("/orphaned-pods", gate), [key]);
+    const gpus = useLoad(() => costApi(`/gpus?days=${DAYS}`, gate), [key]);
+    const carbonByTeam = useLoad(() => costApi(`/carbon?days=${DAYS}&by=team`, gate), [key]);
+    const carbonByNamespace = useLoad(() => costApi(`/carbon?days=${DAYS}&by=namespace`, gate), [key]);
     const currency = chargeback.status === "ok" ? chargeback.data.currency : null;
     return /* @__PURE__ */ React.createElement(React.Fragment, null, /* @__PURE__ */ React.createElement(Section, { title: "Namespaces, last 30 days", state: namespaces, what: "the namespaces", testid: "namespaces" }, (data) => /* @__PURE__ */ React.createElement(Namespaces, { data, currency })), /* @__PURE__ */ React.createElement(
       Section,
@@ -522,7 +614,7 @@
         empty: "No chargeback: the cost API has no policy (POLICY_PATH) or no data for this month."
       },
       (data) => /* @__PURE__ */ React.createElement(Chargeback, { data })
-    ), /* @__PURE__ */ React.createElement(Section, { title: "Anomalies today", state: anomalies, what: "the anomaly ranking", testid: "anomaly-ranking" }, (data) => /* @__PURE__ */ React.createElement(AnomalyRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Idle spend ranking", state: ranking, what: "the idle ranking", testid: "idle-ranking" }, (data) => /* @__PURE__ */ React.createElement(IdleRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Orphaned pods", state: orphans, what: "the orphaned pods", testid: "orphans" }, (data) => /* @__PURE__ */ React.createElement(OrphanedPods, { data, currency, where: "the managed namespaces" })), /* @__PURE__ */ React.createElement(Section, { title: "Unlabelled namespaces", state: namespaces, what: "the namespaces", testid: "unlabelled" }, (data) => /* @__PURE__ */ React.createElement(Unlabelled, { data, currency })));
+    ), /* @__PURE__ */ React.createElement(Section, { title: `GPUs, last ${DAYS} days`, state: gpus, what: "the GPUs", testid: "gpus" }, (data) => /* @__PURE__ */ React.createElement(ClusterGpus, { data })), /* @__PURE__ */ React.createElement("section", { style: styles.section }, /* @__PURE__ */ React.createElement("h4", null, "Emissions beside cost, last ", DAYS, " days"), /* @__PURE__ */ React.createElement(ClusterCarbon, { team: carbonByTeam, namespace: carbonByNamespace })), /* @__PURE__ */ React.createElement(Section, { title: "Anomalies today", state: anomalies, what: "the anomaly ranking", testid: "anomaly-ranking" }, (data) => /* @__PURE__ */ React.createElement(AnomalyRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Idle spend ranking", state: ranking, what: "the idle ranking", testid: "idle-ranking" }, (data) => /* @__PURE__ */ React.createElement(IdleRanking, { data, currency })), /* @__PURE__ */ React.createElement(Section, { title: "Orphaned pods", state: orphans, what: "the orphaned pods", testid: "orphans" }, (data) => /* @__PURE__ */ React.createElement(OrphanedPods, { data, currency, where: "the managed namespaces" })), /* @__PURE__ */ React.createElement(Section, { title: "Unlabelled namespaces", state: namespaces, what: "the namespaces", testid: "unlabelled" }, (data) => /* @__PURE__ */ React.createElement(Unlabelled, { data, currency })));
   }
   function ClusterView() {
     const gate = useLoad(loadGate, []);

@@ -1,9 +1,11 @@
 // The application tab: the latest cost record (monthly projection, last 24 h, breakdown, workload
 // idle and efficiency), today's anomaly score, the change since the previous sync, the daily chart,
-// rightsizing from VPAs, orphaned pods in its namespace and the cloud estimates CI pushed; above
+// its GPUs and kg CO2e beside its cost over 30 days, rightsizing from VPAs, orphaned pods in its
+// namespace and the cloud estimates CI pushed; above
 // them, a notice when the data explains a missing or partial figure.
 import { appPath, costApi } from "./api.js";
 import { Chart } from "./Chart.jsx";
+import { AppGpusCarbon, DAYS } from "./GpusCarbon.jsx";
 import { Anomaly, CloudEstimates, DataQuality } from "./Insights.jsx";
 import { formatChange, formatMoney, formatRatio } from "./money.js";
 import { Card, Loading, Note, Problem, styles, useLoad } from "./states.jsx";
@@ -152,6 +154,8 @@ export function AppTab(props) {
   const rightsizing = useLoad(() => (remote ? skip() : costApi(appPath(app, "rightsizing"), app)), [key, remote]);
   const orphans = useLoad(() => (remote ? skip() : costApi(appPath(app, "orphaned-pods"), app)), [key, remote]);
   const quality = useLoad(() => (remote ? skip() : costApi("/data-quality", app)), [key, remote]);
+  const gpus = useLoad(() => (remote ? skip() : costApi(appPath(app, "gpus", { days: DAYS }), app)), [key, remote]);
+  const carbon = useLoad(() => (remote ? skip() : costApi(appPath(app, "carbon", { days: DAYS }), app)), [key, remote]);
 
   if (remote) {
     return (
@@ -194,6 +198,7 @@ export function AppTab(props) {
         </p>
       ) : null}
       {actual.status === "error" ? <Problem error={actual.error} what="this application's cost" testid="actual" /> : null}
+      <AppGpusCarbon gpus={gpus} carbon={carbon} name={`${app.namespace}/${app.name}`} />
       <Card title="Anomaly score (today)" state={actual} what="the anomaly score" testid="anomaly">
         {(data) => (data.recorded ? <Anomaly anomaly={data.anomaly} currency={currency} /> : <Note testid="anomaly-empty">{noRecord}</Note>)}
       </Card>

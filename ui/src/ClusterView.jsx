@@ -1,9 +1,11 @@
 // The cluster view (Argo CD's sidebar): namespaces with owner and cost, the month's chargeback
-// (idle and shared as the policy says), the anomaly ranking, the idle spend ranking, orphaned pods
-// across the managed namespaces and the unlabelled namespaces.
+// (idle and shared as the policy says), the GPUs (each model's idle on its own line) and kg CO2e per
+// team and namespace beside cost over 30 days, the anomaly ranking, the idle spend ranking, orphaned
+// pods across the managed namespaces and the unlabelled namespaces.
 // Cluster-wide reads are authorised by the gate application (cost_api's CLUSTER_SCOPE_APP): the
 // calls name it in Argocd-Application-Name, so only those who may read it see anything.
 import { ApiError, argoApplication, costApi } from "./api.js";
+import { ClusterCarbon, ClusterGpus, DAYS } from "./GpusCarbon.jsx";
 import { formatMoney } from "./money.js";
 import { Loading, Problem, styles, useLoad } from "./states.jsx";
 import { OrphanedPods } from "./Workloads.jsx";
@@ -229,6 +231,9 @@ function Reports({ gate }) {
   const ranking = useLoad(() => costApi("/idle-ranking?limit=10", gate), [key]);
   const anomalies = useLoad(() => costApi("/anomalies?limit=20", gate), [key]);
   const orphans = useLoad(() => costApi("/orphaned-pods", gate), [key]);
+  const gpus = useLoad(() => costApi(`/gpus?days=${DAYS}`, gate), [key]);
+  const carbonByTeam = useLoad(() => costApi(`/carbon?days=${DAYS}&by=team`, gate), [key]);
+  const carbonByNamespace = useLoad(() => costApi(`/carbon?days=${DAYS}&by=namespace`, gate), [key]);
   // One cluster, one currency: the chargeback's (its policy's) labels every amount of the view.
   const currency = chargeback.status === "ok" ? chargeback.data.currency : null;
   return (
@@ -245,6 +250,13 @@ function Reports({ gate }) {
       >
         {(data) => <Chargeback data={data} />}
       </Section>
+      <Section title={`GPUs, last ${DAYS} days`} state={gpus} what="the GPUs" testid="gpus">
+        {(data) => <ClusterGpus data={data} />}
+      </Section>
+      <section style={styles.section}>
+        <h4>Emissions beside cost, last {DAYS} days</h4>
+        <ClusterCarbon team={carbonByTeam} namespace={carbonByNamespace} />
+      </section>
       <Section title="Anomalies today" state={anomalies} what="the anomaly ranking" testid="anomaly-ranking">
         {(data) => <AnomalyRanking data={data} currency={currency} />}
       </Section>
