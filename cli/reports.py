@@ -165,8 +165,8 @@ def _fleet_reader(args: argparse.Namespace) -> Any:
 def _print_chargeback(form: str, report: Any) -> None:
     from usecases.reports import formats as out
 
-    if form != "table" and (warned := out.warning([report.coverage])):
-        print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warning
+    if form != "table" and (warned := out.chargeback_warnings(report)):
+        print(warned, file=sys.stderr)  # stdout stays parseable; the table prints its own warnings
     print(
         {
             "json": lambda: out.as_json(report.to_document()),

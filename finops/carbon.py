@@ -56,6 +56,11 @@ def tonnes_to_grams(value: Decimal, field: str) -> int:
     return grams
 
 
+def kilograms(grams: int) -> str:
+    """Grams as kilograms, exactly (three decimals): what reports print beside the grams."""
+    return str((Decimal(grams) / 1000).quantize(Decimal("0.001")))
+
+
 def apportion(grams: int, weights: Sequence[int], rest: int) -> tuple[list[int], int]:
     """``grams`` over ``weights`` and a remainder weighing ``rest`` (idle): whole grams, one part per
     weight and the rest's part, adding up to ``grams`` exactly. Negative weights count as zero;

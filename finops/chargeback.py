@@ -60,6 +60,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from finops.allocations import UNALLOCATED
+from finops.carbon import kilograms
 from finops.coverage import Coverage
 from finops.directcosts import DirectCost as DirectCost  # re-exported: callers build them with rows
 from finops.directcosts import direct_line, share_out, whole_micros
@@ -127,8 +128,9 @@ class Line:
     shared: Decimal
     total: Decimal
     share: Decimal  # total / grand total, four decimals
+    grams: int | None = None  # grams CO2e (finops.chargeback_carbon); None: not measured
 
-    def as_document(self) -> dict[str, str]:
+    def as_document(self) -> dict[str, str | int | None]:
         return {
             "owner": self.owner,
             "allocated": str(self.allocated),
@@ -136,6 +138,8 @@ class Line:
             "shared": str(self.shared),
             "total": str(self.total),
             "share": str(self.share),
+            "grams_co2e": self.grams,
+            "kg_co2e": None if self.grams is None else kilograms(self.grams),
         }
 
 
@@ -152,6 +156,7 @@ class Report:
     coverage: Coverage | None = None  # the hours the figures stand on; set by the reports that read data
     basis: str = "estimate"  # estimate | billed | amortised (finops.reconcile_policy.Basis)
     reconciliation: Mapping[str, object] | None = None  # what the bill covered, and the variance
+    carbon: Mapping[str, object] | None = None  # the grams' total and the hours with emissions; None: not read
 
     @property
     def currency(self) -> str:
@@ -181,6 +186,7 @@ class Report:
             "coverage": self.coverage.as_document() if self.coverage else None,
             "basis": self.basis,
             "reconciliation": self.reconciliation,
+            "carbon": self.carbon,
         }
 
 

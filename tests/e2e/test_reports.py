@@ -134,7 +134,7 @@ def test_option_b_the_worked_example_to_the_cent(example: Database, database_url
     assert document["total"] == "10000.00" and document["currency"] == "USD"
     assert document["period"] == {"start": "2026-10-01T00:00:00Z", "end": "2026-11-01T00:00:00Z"}
     assert set(document) == {
-        *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation")
+        *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation", "carbon")
     }
     assert document["by"] == "team"  # the default: each line's owner is a team
     assert document["basis"] == "estimate" and document["reconciliation"] is None

@@ -122,8 +122,8 @@ def test_the_document_shape() -> None:
     report = allocate(TEAMS, IDLE, policy(shared=FIXED_2000), period=NOVEMBER)
     document = json.loads(json.dumps(report.to_document()))
     assert list(document) == [
-        *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation")
-    ]  # the stable shape of docs/reference/http-api.md, in its order
+        *("period", "currency", "policy", "by", "lines", "total", "coverage", "basis", "reconciliation", "carbon")
+    ]  # the stable shape of docs/reference/http-api.md, in its order; new keys only at the end
     assert document["coverage"] is None  # a report built from rows alone; the reports that read data set it
     covered = dataclasses.replace(report, coverage=Coverage(NOVEMBER, datetime(2026, 12, 2, tzinfo=UTC), ()))
     assert covered.to_document()["coverage"] == Coverage(NOVEMBER, datetime(2026, 12, 2, tzinfo=UTC), ()).as_document()
@@ -139,7 +139,10 @@ def test_the_document_shape() -> None:
         "shared": "1142.86",
         "total": "5142.86",
         "share": "0.5143",
+        "grams_co2e": None,  # a report built from rows alone has no grams read: not measured, not 0
+        "kg_co2e": None,
     }
+    assert document["carbon"] is None
     assert [line["share"] for line in document["lines"]] == ["0.5143", "0.2571", "0.1286", "0.1000"]
 
 

@@ -14,21 +14,16 @@ hour is never read as 0 g. The factors' sources and regions are listed with thei
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any, Literal
 
 from finops.allocations import IDLE, UNALLOCATED
+from finops.carbon import kilograms
 from finops.ledger import ranges
 from infra.postgres import Database
 from usecases.reports.service import ReportDocument, ReportQuery, period_coverage
 
 By = Literal["team", "cost-center", "namespace", "application"]
 BY: tuple[By, ...] = ("team", "cost-center", "namespace", "application")
-
-
-def kilograms(grams: int) -> str:
-    """Grams as kilograms, exactly (three decimals)."""
-    return str((Decimal(grams) / 1000).quantize(Decimal("0.001")))
 
 
 def carbon_report(db: Database, query: ReportQuery, by: By = "team") -> ReportDocument:

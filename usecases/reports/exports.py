@@ -49,7 +49,7 @@ from infra.objectstore import ObjectStore, resolve_target
 from infra.postgres import Database
 from usecases.reports import focus_files, reconciled
 from usecases.reports.focus_files import FileFormat
-from usecases.reports.formats import chargeback_csv, warning
+from usecases.reports.formats import chargeback_csv, chargeback_warnings, warning
 from usecases.reports.service import DEFAULT_CLUSTER, ReportQuery, chargeback, month_period, period_coverage
 
 
@@ -311,7 +311,7 @@ def export_chargeback_csv_command(
     sidecar = write_with_coverage(
         ObjectStore(endpoint_url=s3_endpoint), url, "text/csv", report, lambda out: out.write(data)
     )
-    if warned := warning([report.coverage]):
+    if warned := chargeback_warnings(report):
         print(warned, file=sys.stderr)
     coverage = report.coverage.as_document() if report.coverage else None
     print(

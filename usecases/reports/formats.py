@@ -22,6 +22,7 @@ from finops.chargeback import Report
 from finops.coverage import Coverage
 from finops.errors import InvalidInput
 from finops.policy import Policy, parse_policy
+from usecases.reports.chargeback_carbon import carbon_note
 from usecases.reports.text_table import render
 
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")
@@ -60,17 +61,32 @@ def warning(coverages: Iterable[Coverage | None]) -> str | None:
 
 
 def chargeback_csv(report: Report) -> str:
-    """The report's lines as CSV, with a final total row; amounts are decimal strings."""
+    """The report's lines as CSV, with a final total row; amounts are decimal strings. The grams
+    CO2e and kilograms of each line follow (``finops.chargeback_carbon``); an empty field is a
+    line without measured emissions, never 0 g (which hours have none goes to stderr:
+    ``chargeback_warnings``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["owner", "allocated", "idle", "shared", "total", "share", "currency"])
+    writer.writerow(["owner", "allocated", "idle", "shared", "total", "share", "currency", "grams_co2e", "kg_co2e"])
     for line in report.lines:
         doc = line.as_document()
-        writer.writerow(
-            [doc["owner"], doc["allocated"], doc["idle"], doc["shared"], doc["total"], doc["share"], report.currency]
-        )
-    writer.writerow(["TOTAL", report.allocated, report.idle, report.shared, report.total, "1.0000", report.currency])
+        money = [doc["owner"], doc["allocated"], doc["idle"], doc["shared"], doc["total"], doc["share"]]
+        writer.writerow([*money, report.currency, _blank(doc["grams_co2e"]), _blank(doc["kg_co2e"])])
+    carbon = report.carbon or {}
+    total: list[object] = ["TOTAL", report.allocated, report.idle, report.shared, report.total, "1.0000"]
+    writer.writerow([*total, report.currency, _blank(carbon.get("total_grams")), _blank(carbon.get("total_kg"))])
     return out.getvalue()
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
+def chargeback_warnings(report: Report) -> str | None:
+    """The report's coverage warning and its carbon note (stored hours without emissions), one
+    line each, or None."""
+    found = [w for w in (warning([report.coverage]), carbon_note(report)) if w]
+    return "\n".join(found) or None
 
 
 Rows = list[tuple[object, ...]]
@@ -142,18 +158,29 @@ def budgets_rows(body: dict[str, Any]) -> tuple[str, list[str], Rows]:
 
 
 def chargeback_table(report: Report) -> str:
+    """The report as a table; with a ``kg CO2e`` column when some hour of it has emissions ("-":
+    a line with none measured)."""
+    grams = report.carbon is not None and report.carbon.get("total_grams") is not None
     rows: list[tuple[object, ...]] = [
-        (li.owner, li.allocated, li.idle, li.shared, li.total, li.share) for li in report.lines
+        (li.owner, li.allocated, li.idle, li.shared, li.total, li.share)
+        + ((_dash(li.as_document()["kg_co2e"]),) if grams else ())
+        for li in report.lines
     ]
-    rows.append(("TOTAL", report.allocated, report.idle, report.shared, report.total, ""))
+    total = ("TOTAL", report.allocated, report.idle, report.shared, report.total, "")
+    rows.append(total + ((report.carbon["total_kg"],) if grams and report.carbon else ()))
     period = report.period.as_document()
     title = (
         f"Chargeback {period['start']} to {period['end']} ({report.currency}, basis {report.basis}), "
         f"clusters: {', '.join(report.clusters)}"
     )
-    table = render(["owner", "allocated", "idle", "shared", "total", "share"], rows, right=(1, 2, 3, 4, 5))
-    warned = warning([report.coverage])
+    headers = ["owner", "allocated", "idle", "shared", "total", "share"] + (["kg CO2e"] if grams else [])
+    table = render(headers, rows, right=(1, 2, 3, 4, 5, 6))
+    warned = chargeback_warnings(report)
     return (f"{warned}\n" if warned else "") + title + "\n" + table + _variance(report.reconciliation)
+
+
+def _dash(value: object) -> object:
+    return "-" if value is None else value
 
 
 def _variance(summary: Any) -> str:

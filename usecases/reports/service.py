@@ -39,6 +39,7 @@ from finops.policy import Policy
 from finops.reconcile_policy import Basis, parse_basis
 from infra.postgres import Database
 from usecases.reports import reconciled
+from usecases.reports.chargeback_carbon import add_carbon
 from usecases.rollups import rebuild_marked_days
 
 
@@ -133,10 +134,16 @@ def chargeback(
     query: ReportQuery,
     by: LineKey | str = LineKey.TEAM,
     basis: Basis | str | None = None,
+    *,
+    carbon: bool = True,
 ) -> Report:
     """The period's chargeback: allocated, idle and shared cost per line, exact to the cent, with
     the period's coverage. Every covered cluster is settled, with or without rows, so the
     policy's fixed costs are billed (on ``__shared__`` when nobody has cost there).
+
+    With ``carbon`` each line also carries its grams CO2e, split as its money is
+    (``usecases.reports.chargeback_carbon``); the team report and the budgets, which show no
+    grams, skip reading them.
 
     ``basis`` (default: the policy's) says what the figures stand on: on ``billed`` or
     ``amortised``, the days an imported bill covers are reconciled to it (``reconciled``) and the
@@ -160,10 +167,13 @@ def chargeback(
     direct = bill.direct if query.cluster is None else []
     settle = partial(allocate, policy=policy, period=query.period, by=by, clusters=clusters, direct=direct)
     report = settle(rows, idle)
+    grams = partial(add_carbon, db, aggregation=query.aggregation, cluster=query.cluster)
     if basis is Basis.ESTIMATE:
-        return replace(report, coverage=coverage)
+        return replace(grams(report, rows, idle) if carbon else report, coverage=coverage)
     on_bill = settle(bill.rows, bill.idle, bills=bill.bills)
     summary = reconciled.document(bill, on_bill, report)
+    if carbon:  # the grams go as the money on the bill's basis does: the same receivers and weights
+        on_bill = grams(on_bill, bill.rows, bill.idle)
     return replace(on_bill, coverage=coverage, basis=basis.value, reconciliation=summary)
 
 
@@ -192,7 +202,7 @@ class DatabaseLedger:
     def chargeback(
         self, policy: Policy, query: ReportQuery, by: LineKey | str = LineKey.TEAM, basis: Basis | str | None = None
     ) -> Report:
-        return chargeback(self.db, policy, query, by, basis)
+        return chargeback(self.db, policy, query, by, basis, carbon=False)  # the team report and budgets show no grams
 
     def owner_namespaces(self, query: ReportQuery) -> list[dict[str, Any]]:
         return self.db.fetch_all("owner_namespaces", **query.params())

@@ -87,3 +87,14 @@ WHERE h.aggregation = %(aggregation)s AND h.hour >= %(start)s AND h.hour < %(end
   AND (%(cluster)s::text IS NULL OR h.cluster = %(cluster)s) AND h.state IN ('final', 'open')
 GROUP BY h.cluster
 ORDER BY h.cluster;
+
+-- name: chargeback_grams
+-- Grams CO2e per cluster, namespace, owner and cost centre over [start, end), idle apart (namespace
+-- ''): the chargeback's carbon column (finops.chargeback_carbon splits them as the money).
+SELECT cluster, namespace, entry_kind = 'idle' AS is_idle, nullif(team, '') AS owner,
+       nullif(cost_center, '') AS cost_center, sum(grams)::bigint AS grams
+FROM allocation_emissions
+WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+  AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+GROUP BY cluster, namespace, entry_kind = 'idle', team, cost_center
+ORDER BY cluster, namespace, is_idle, owner NULLS FIRST, cost_center NULLS FIRST;
