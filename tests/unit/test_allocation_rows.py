@@ -114,6 +114,7 @@ def test_every_cost_column_includes_its_adjustment() -> None:
     # Shared and external costs have no adjustment; totalCost is OpenCost's, already adjusted.
     assert (row["shared_cost_micros"], row["external_cost_micros"]) == (500_000, 250_000)
     assert row["total_cost_micros"] == 1_796_090
+    assert row["gpu_adjustment_micros"] == -190_000  # kept apart too: the GPU split keeps it on the row
 
 
 @pytest.mark.parametrize(("column", "fields"), list(COST_COLUMNS.items()), ids=list(COST_COLUMNS))
@@ -346,6 +347,8 @@ def test_every_column_comes_from_its_own_field() -> None:
             "gpuDevice": "nvidia0",
             "gpuModel": "NVIDIA L4",
             "gpuUUID": "GPU-5f2a",
+            "gpuSharing": "mig",
+            "gpuProfile": "1g.10gb",
         },
     }
     # The key differs from the name: the row is named after the allocation's own name.
@@ -413,6 +416,9 @@ def test_every_column_comes_from_its_own_field() -> None:
         "gpu_device": "nvidia0",
         "gpu_model": "NVIDIA L4",
         "gpu_uuid": "GPU-5f2a",
+        "gpu_sharing": "mig",
+        "gpu_profile": "1g.10gb",
+        "gpu_adjustment_micros": None,
     }
     # Without a name, the row is named after its key.
     del entry["name"]

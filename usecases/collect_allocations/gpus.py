@@ -6,14 +6,17 @@ The source's own GPU figures are replaced: OpenCost bills requested whole GPUs t
 HAMi ``gpucores=25`` pod pays a whole GPU, a pod using a tenth of its GPU pays all of it), and its
 ``__idle__`` line holds the GPUs nobody requested, whatever their model. After the split:
 
-- each GPU row's ``gpu_cost_micros`` is its share, and its ``total_cost_micros`` moves by the
-  difference; its ``gpu_hours`` are the GPU-hours it is billed for (its part of its GPU's hours);
+- each GPU row's ``gpu_cost_micros`` is its share, plus OpenCost's ``gpuCostAdjustment`` for the
+  row (its reconciliation with the bill, which the node's ``gpuCost`` does not hold), and its
+  ``total_cost_micros`` moves by the difference; its ``gpu_hours`` are the GPU-hours it is billed
+  for (its part of its GPU's hours);
 - the source's idle rows lose their GPU cost (``gpu_cost_micros`` 0, the total lowered by it);
 - a row ``__idle__/gpu:<model>`` per GPU model holds that model's idle GPU cost and GPU-hours.
   It is an idle row like ``__idle__``, so the chargeback policy's ``idle`` option distributes it
   or keeps it separate, as it does CPU and memory idle.
 
-So the hour's GPU cost is exactly what its GPUs cost, to the micro: every GPU's parts add up to it.
+So the hour's GPU cost is exactly what its GPUs cost (with the rows' adjustments), to the micro:
+every GPU's parts add up to it.
 
 Where each GPU's cost comes from:
 

@@ -74,6 +74,7 @@ COLUMNS = (
     "collected_at",
     "source",
     *GPU_COLUMNS,
+    "gpu_adjustment_micros",  # the GPU split keeps it on the row (usecases.collect_allocations.gpus)
 )
 
 # OpenCost's placeholders where a namespace would be; stored as '' (no namespace).
@@ -219,6 +220,7 @@ class RowBuilder:
                     ),
                 )
             )
+            gpu_adjustment = _micros(c[3])
         except (ValueError, ArithmeticError):
             raise OpenCostUnavailable(_not_finite(name, a)) from None
         except InvalidInput:  # cost_micros: beyond what a bigint column holds
@@ -230,12 +232,14 @@ class RowBuilder:
         kind = entry_kind(name).value if "__" in name else _WORKLOAD
         gpu = _gpu_text(a.get("gpuAllocation"), name)
         nulls += gpu.count("\\")
+        adjustment = _NULL if gpu_adjustment is None else str(gpu_adjustment)
+        nulls += adjustment == _NULL
         texts = (*places, team, cost_center)
         nulls += texts.count(None)
         p = [_NULL if v is None else v for v in texts]
         line = (
             f"{self._prefix}{namespace}\t{name}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\t{p[4]}"
-            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\n"
+            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\t{adjustment}\n"
         )
         if (
             line.count("\t") == self._tabs
@@ -247,7 +251,7 @@ class RowBuilder:
         p = [_NULL if v is None else _text(v) for v in texts]  # a text value to escape
         return (
             f"{self._prefix}{_text(namespace)}\t{_text(name)}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}"
-            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\n"
+            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\t{adjustment}\n"
         )
 
     def late_owners(self) -> dict[str, tuple[str | None, str | None]]:
@@ -287,6 +291,7 @@ class RowBuilder:
             cost_center,
             *self._tail,
             *gpu_values(a.get("gpuAllocation"), name),
+            _micros(costs[3]),  # the GPU's cost adjustment, kept by the split
         )
 
 

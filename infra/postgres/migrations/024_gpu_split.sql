@@ -3,10 +3,12 @@
 --
 -- gpu_sharing: whole | mig | hami | time-sliced (NULL: no GPU, or a source that does not say; an
 -- OpenCost row is then time-sliced when gpu_shared, else whole). gpu_profile: the MIG profile
--- (1g.10gb) of a mig row.
+-- (1g.10gb) of a mig row. gpu_adjustment_micros: the part of gpu_cost_micros that is OpenCost's
+-- gpuCostAdjustment (its reconciliation with the bill), which the split keeps on the row.
 ALTER TABLE provider_allocations
     ADD COLUMN gpu_sharing text,
-    ADD COLUMN gpu_profile text;
+    ADD COLUMN gpu_profile text,
+    ADD COLUMN gpu_adjustment_micros bigint;
 
 -- The basis and MIG rule the hour's GPUs were split by (NULL: the hour's GPU cost is the source's
 -- own, not split: it had no GPU, or its GPUs had no price).

@@ -256,9 +256,12 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
 ORDER BY name;
 
 -- name: set_gpu_costs
--- Each GPU row's share of its GPU and the GPU-hours it is billed for; its total moves by the difference.
+-- Each GPU row's share of its GPU and the GPU-hours it is billed for; its total moves by the
+-- difference. OpenCost's gpuCostAdjustment (its reconciliation with the bill) stays on the row.
 UPDATE provider_allocations p
-SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros, gpu_cost_micros = s.micros,
+SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros
+                        + coalesce(p.gpu_adjustment_micros, 0),
+    gpu_cost_micros = s.micros + coalesce(p.gpu_adjustment_micros, 0),
     gpu_hours = s.hours
 FROM unnest(%(names)s::text[], %(micros)s::bigint[], %(hours)s::numeric[]) AS s (name, micros, hours)
 WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
