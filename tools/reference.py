@@ -812,7 +812,8 @@ def metrics_page() -> str:
             ),
             "`cost_api` answers `GET /metrics` for `Authorization: Bearer $METRICS_TOKEN` only (404 without "
             "`METRICS_TOKEN`). Every figure is read from PostgreSQL at each scrape, so every replica answers the "
-            "same. Money is in currency units (the `currency` label).\n",
+            "same. Money is in currency units (the `currency` label); emissions in whole grams CO2e (`*_co2e_grams`, "
+            "absent for an hour stored without emissions); GPUs in GPU-hours.\n",
             table(
                 ["Metric", "Type", "Labels", "Help"],
                 (

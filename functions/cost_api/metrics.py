@@ -29,6 +29,7 @@ from infra.settings import CostApiSettings, current_secret
 from usecases.cost_api.app_metrics import application_families
 from usecases.cost_api.budget_views import budget_families
 from usecases.cost_api.metric_families import cost_families, health_families, last_complete_hour
+from usecases.cost_api.resource_metrics import emission_families, gpu_families
 
 PATH = "/metrics"
 
@@ -63,6 +64,8 @@ def families(db: Database, s: CostApiSettings) -> list[Metric]:
     hour = last_complete_hour(db, cluster, DEFAULT_AGGREGATION)
     found: list[Metric] = [
         *cost_families(db, cluster, DEFAULT_AGGREGATION, hour),
+        *gpu_families(db, cluster, DEFAULT_AGGREGATION, hour),
+        *emission_families(db, cluster, DEFAULT_AGGREGATION, hour),
         *application_families(db, cluster, DEFAULT_AGGREGATION, hour),
         *health_families(db, cluster, DEFAULT_AGGREGATION),
         *budget_families(db, s),

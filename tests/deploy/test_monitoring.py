@@ -35,7 +35,10 @@ ROOT = Path(__file__).resolve().parents[2]
 UNIT_TESTS = Path(__file__).resolve().parent / "monitoring" / "rules_test.yaml"
 EXPORTER = [
     ROOT / "functions" / "cost_api" / "metrics.py",
-    *(ROOT / "usecases" / "cost_api" / name for name in ("metric_families.py", "app_metrics.py", "budget_views.py")),
+    *(
+        ROOT / "usecases" / "cost_api" / name
+        for name in ("metric_families.py", "app_metrics.py", "budget_views.py", "resource_metrics.py")
+    ),
 ]
 
 
