@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from bench import chargeback, charges, fleet, focus_export, ingest, reconcile, rollups, webhook
+from bench import chargeback, charges, fleet, focus_export, ingest, ingest_gpu, reconcile, rollups, webhook
 
 
 def main() -> int:
     ingest.main()
+    ingest_gpu.main()
     rollups.main()
     webhook.main()
     chargeback.main()

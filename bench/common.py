@@ -30,10 +30,12 @@ def database() -> Iterator[Database]:
 
 
 @contextlib.contextmanager
-def sandbox_opencost(containers: int) -> Iterator[str]:
-    """The sandbox OpenCost in its own process, so our process's memory is ours alone."""
+def sandbox_opencost(containers: int, gpu_containers: int = 0) -> Iterator[str]:
+    """The sandbox OpenCost in its own process, so our process's memory is ours alone; with
+    ``gpu_containers``, that many of the synthetic cluster's containers share time-sliced GPUs."""
+    argv = [sys.executable, "-m", "sandbox.opencost", "--synthetic", str(containers), "--port", "0"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "sandbox.opencost", "--synthetic", str(containers), "--port", "0"],
+        argv + (["--gpu-containers", str(gpu_containers)] if gpu_containers else []),
         stdout=subprocess.PIPE,
         text=True,
     )

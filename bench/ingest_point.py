@@ -4,7 +4,10 @@ Why a process per figure: peak RSS (``ru_maxrss``) only ever grows, so a figure 
 another would report the larger of the two. Each process warms up untimed (ours: the same ingest
 of another hour, itself streamed, so within the same memory bound; the floor: a small COPY), then
 does one thing and prints ``{"seconds", "cpu_seconds", "rows", "rss_mib"}`` as JSON (CPU: this
-process's own, PostgreSQL's excluded, a steadier figure than wall time on a busy machine):
+process's own, PostgreSQL's excluded, a steadier figure than wall time on a busy machine; ours also
+``split_seconds``, the part of its hour's transaction that split the hour's GPUs, and
+``postgres_cpu_seconds``, the CPU of the database's own backends meanwhile, read from ``/proc``
+when the server runs on this machine, else null):
 
 - ``ours``: ``collect_allocations``' per-hour path (``_write_hour``: fetch to a spool file, stream
   it through validation and conversion into ``COPY``, record the hour) for a fresh hour;
@@ -20,11 +23,14 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
 import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -34,6 +40,7 @@ from infra.objectstore import ObjectStore
 from infra.opencost import OpenCostClient
 from infra.opencost.models import RESPONSE
 from infra.postgres import Database, connect
+from usecases.collect_allocations import service
 from usecases.collect_allocations.answers import ShardOptions
 from usecases.collect_allocations.fleet import upload_final_hours
 from usecases.collect_allocations.pricing import ActivePricing
@@ -62,6 +69,7 @@ def main() -> int:
             args.cluster, DEFAULT_AGGREGATION, 0, "team", "cost-center", shards=ShardOptions(args.shard_namespaces, 0)
         )
         client = OpenCostClient(args.url, timeout=600)
+        split_seconds = timed_split()
 
         def ingest(target: Hour) -> int:
             pricing = ActivePricing(None, "USD", "bench", None)
@@ -75,9 +83,15 @@ def main() -> int:
             ingest(Hour(hour.start + timedelta(days=7)))
         if args.fleet:  # untimed: the warm-up hour's file, so the timed upload is this hour's alone
             upload(db, args.fleet, args.cluster)
+        split_seconds.clear()
+        backends = backend_cpu(db)
         start, cpu = time.perf_counter(), time.process_time()
         rows = ingest(hour)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        after = backend_cpu(db)
+        postgres_cpu = None
+        if backends is not None and after is not None:  # a backend started in between counts from zero
+            postgres_cpu = sum(cpu - backends.get(pid, 0.0) for pid, cpu in after.items())
         if args.fleet:
             start = time.perf_counter()
             upload(db, args.fleet, args.cluster)
@@ -112,8 +126,49 @@ def main() -> int:
     db.close()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     figures = {"seconds": seconds, "cpu_seconds": cpu, "rows": rows, "rss_mib": rss}
+    if args.mode == "ours":
+        figures |= {"split_seconds": sum(split_seconds), "postgres_cpu_seconds": postgres_cpu}
     print(json.dumps(figures | ({"fleet_seconds": fleet_seconds} if args.fleet else {})))
     return 0
+
+
+def backend_cpu(db: Database) -> dict[int, float] | None:
+    """CPU seconds so far of each server process of this database (the scratch database: its
+    backends are this process's connections), from ``/proc``; None when it cannot be read (a
+    server on another machine)."""
+    with db.connection() as conn:
+        pids = [
+            row["pid"] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        ]
+    seconds: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        if text[text.index("(") + 1 : text.rindex(")")] != "postgres":  # not a backend of this machine's server
+            return None
+        fields = text[text.rindex(")") + 2 :].split()
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
+def timed_split() -> list[float]:
+    """Time the hour's GPU split (``split_hour``, as ``_store_hour`` calls it): the seconds of each
+    call are appended to the list returned."""
+    seconds: list[float] = []
+    split = service.split_hour
+
+    def split_hour(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return split(*args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - start)
+
+    service.split_hour = split_hour  # type: ignore[assignment]
+    return seconds
 
 
 def upload(db: Database, folder: str, cluster: str) -> None:
