@@ -107,6 +107,16 @@ def gpu_queries(seconds: int) -> dict[str, str]:
     }
 
 
+def presence_queries(seconds: int) -> dict[str, str]:
+    """Each container's minutes and each pod's node: what ``gpu_queries``' answers are read with."""
+    w, last = window(seconds), f"[{seconds}s]"
+    return {
+        "gpu_request": f"sum_over_time(({GPU_REQUESTS}){w})",
+        "minutes": f"count_over_time(({PRESENT}){w})",
+        "pod_node": f'last_over_time(kube_pod_info{{node!=""}}{last})',
+    }
+
+
 def device_queries(seconds: int) -> dict[str, str]:
     """The inventory of one window: per GPU the minutes DCGM saw it and, per label set, how long."""
     w, last = window(seconds), f"[{seconds}s]"
@@ -147,12 +157,10 @@ def queries(seconds: int) -> dict[str, str]:
         "ram_request": f"sum_over_time(({MEMORY_REQUESTS}){w})",
         "ram_usage": f"sum_over_time(({MEMORY_USAGE}){w})",
         "ram_billed": f"sum_over_time(({MEMORY_BILLED}){w})",
-        "gpu_request": f"sum_over_time(({GPU_REQUESTS}){w})",
-        "minutes": f"count_over_time(({PRESENT}){w})",
+        **presence_queries(seconds),  # gpu_request, minutes, pod_node
         "first": f"min_over_time((0 * ({PRESENT}) + time()){w})",
         "last": f"max_over_time((0 * ({PRESENT}) + time()){w})",
-        # who runs where, and who owns what
-        "pod_node": f'last_over_time(kube_pod_info{{node!=""}}{last})',
+        # who owns what
         "pod_owner": f'last_over_time(kube_pod_owner{{owner_is_controller="true"}}{last})',
         "replicaset_owner": f'last_over_time(kube_replicaset_owner{{owner_is_controller="true"}}{last})',
         "namespace_labels": f"last_over_time(kube_namespace_labels{last})",

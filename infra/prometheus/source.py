@@ -127,6 +127,21 @@ class PrometheusAllocations:
             }
         )
 
+    def gpu_allocations(
+        self, start: datetime, end: datetime, *, retry_until: float | None = None
+    ) -> dict[Container, dict[str, Any]]:
+        """Each container's ``gpuAllocation`` in ``[start, end)`` (``infra.prometheus.gpus``), by
+        (namespace, pod, container): how an OpenCost cluster's GPUs are shared and used, which
+        OpenCost's allocations do not say for MIG and HAMi (``GPU_FIGURES=prometheus``)."""
+        seconds = _seconds(start, end)
+        at = end - timedelta(milliseconds=1)
+        texts = {**promql.gpu_queries(seconds), **promql.presence_queries(seconds)}
+        answers = {name: self.client.query(text, at, retry_until=retry_until) for name, text in texts.items()}
+        nodes = {
+            (s.labels.get("namespace", ""), s.labels.get("pod", "")): s.labels["node"] for s in answers["pod_node"]
+        }
+        return gpus.allocations(answers, _by_container(answers["minutes"]), nodes)
+
     def node_hours(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[nodes.NodeHour]:
         """Every node of ``[start, end)`` with its minutes, labels and capacity's cost
         (``infra.prometheus.nodes``): what the operator's emission table is applied to."""

@@ -58,6 +58,12 @@ class CollectAllocationsSettings(
     the rule for CPU and memory). A time-sliced GPU is split by measured use whatever the basis.
     Set per cluster: each cluster's collector has its own."""
 
+    GPU_FIGURES: Literal["source", "prometheus"] = "source"
+    """Where each container's GPU figures (how its GPU is shared, what it requested and used of it)
+    come from: ``source`` (the allocation source's) or ``prometheus`` (kube-state-metrics and DCGM
+    through ``PROMETHEUS_URL``, with OpenCost's allocations and prices: OpenCost does not say which
+    MIG slice or HAMi fraction a pod holds)."""
+
     GPU_MIG_BY: Literal["compute", "memory"] = "compute"
     """How a MIG slice is priced as a share of its physical GPU: by ``compute`` slices (a 1g slice
     is 1 of 7) or by ``memory`` slices (a 10gb slice of an 80 GB GPU is 1 of 8)."""
@@ -95,6 +101,14 @@ class CollectAllocationsSettings(
                 "CARBON_EMISSION_TABLE is for ALLOCATION_SOURCE prometheus: with opencost, emissions are "
                 "OpenCost's own estimates (start OpenCost with CARBON_ESTIMATES_ENABLED=true)"
             )
+        if self.ALLOCATION_SOURCE == "opencost" and self.GPU_FIGURES == "prometheus":
+            if not self.PROMETHEUS_URL:
+                raise ValueError("PROMETHEUS_URL is required when GPU_FIGURES is prometheus")
+            if self.OPENCOST_AGGREGATE != DEFAULT_AGGREGATION:
+                raise ValueError(
+                    f"OPENCOST_AGGREGATE must be {DEFAULT_AGGREGATION} when GPU_FIGURES is prometheus "
+                    "(its figures are per container)"
+                )
         if self.ALLOCATION_SOURCE == "prometheus":
             if not self.PROMETHEUS_URL:
                 raise ValueError("PROMETHEUS_URL is required when ALLOCATION_SOURCE is prometheus")

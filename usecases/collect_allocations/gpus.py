@@ -77,6 +77,55 @@ class GpuInventory(Protocol):
     def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = ...) -> list[GpuDevice]: ...
 
 
+Container = tuple[str, str, str]  # namespace, pod, container
+
+
+@runtime_checkable
+class GpuFigures(Protocol):
+    """OpenCost's allocations with each container's GPU figures from Prometheus
+    (``sources.WithGpuFigures``, ``GPU_FIGURES=prometheus``)."""
+
+    def gpu_figures(
+        self, start: datetime, end: datetime, *, retry_until: float | None = ...
+    ) -> dict[Container, dict[str, Any]]: ...
+
+
+def fetch_figures(
+    source: object, hour: Hour, *, retry_until: float | None = None
+) -> dict[Container, dict[str, Any]] | None:
+    """Each container's ``gpuAllocation`` from Prometheus, for a source that has them; fetched
+    before the transaction and written over the rows' by ``apply_figures``."""
+    if not isinstance(source, GpuFigures):
+        return None
+    return source.gpu_figures(hour.start, hour.end, retry_until=retry_until)
+
+
+def apply_figures(
+    db: Database, conn: Connection, key: dict[str, Any], figures: dict[Container, dict[str, Any]]
+) -> None:
+    """Inside the hour's transaction, after its rows: each container's GPU figures from Prometheus
+    replace OpenCost's (which say nothing of MIG slices or HAMi fractions). A container Prometheus
+    has no figures for keeps OpenCost's."""
+    keys = sorted(figures)
+    values = [figures[k] for k in keys]
+    db.execute(
+        "set_gpu_figures",
+        conn,
+        **key,
+        namespaces=[k[0] for k in keys],
+        pods=[k[1] for k in keys],
+        containers=[k[2] for k in keys],
+        requests=[v.get("gpuRequestAverage") for v in values],
+        usages=[v.get("gpuUsageAverage") for v in values],
+        shared=[v.get("isGPUShared") for v in values],
+        devices=[v.get("gpuDevice") for v in values],
+        models=[v.get("gpuModel") for v in values],
+        uuids=[v.get("gpuUUID") for v in values],
+        sharings=[v.get("gpuSharing") for v in values],
+        profiles=[v.get("gpuProfile") for v in values],
+    )
+
+
 def fetch_devices(source: object, hour: Hour, *, retry_until: float | None = None) -> list[GpuDevice] | None:
     """The hour's GPUs from a source that lists them; None for one that does not (OpenCost,
     whose GPUs are its node assets). Fetched before the transaction, like the assets."""
@@ -96,19 +145,30 @@ class _Gpu:
     minutes: Decimal = Decimal(60)
 
 
-def from_assets(assets: Assets) -> list[_Gpu]:
-    """OpenCost's node assets as GPUs: a node's GPU cost split evenly over its ``gpuCount``."""
+def from_assets(assets: Assets, devices: Sequence[GpuDevice] | None = None) -> list[_Gpu]:
+    """OpenCost's node assets as GPUs: a node's GPU cost split evenly over its ``gpuCount``; with
+    DCGM's ``devices`` (``GPU_FIGURES=prometheus``), each GPU is also given its UUID and model."""
     gpus: list[_Gpu] = []
+    seen: dict[str, list[GpuDevice]] = defaultdict(list)
+    for device in sorted(devices or (), key=lambda d: d.uuid):
+        seen[device.node].append(device)
     for node in assets.nodes:
         count = node.gpu_count
-        if count <= 0:
+        if count <= 0 and not seen.get(node.name):
             continue
         if count != count.to_integral_value():
             raise InvalidInput(f"node {node.name}: gpuCount {count} is not a whole number of GPUs")
-        parts = largest_remainder(
-            [Fraction(to_micros(node.gpu_cost), int(count))] * int(count), to_micros(node.gpu_cost)
-        )
-        gpus.extend(_Gpu(node.name, None, None, part, min(node.minutes, Decimal(60))) for part in parts)
+        mine = seen.pop(node.name, [])
+        if devices is not None and len(mine) != count:
+            raise InvalidInput(f"node {node.name}: OpenCost counts {count} GPUs, DCGM saw {len(mine)}")
+        cost = to_micros(node.gpu_cost)
+        parts = largest_remainder([Fraction(cost, int(count))] * int(count), cost)
+        minutes = min(node.minutes, Decimal(60))
+        for index, part in enumerate(parts):
+            uuid, model = (mine[index].uuid, mine[index].model) if mine else (None, None)
+            gpus.append(_Gpu(node.name, uuid, model, part, minutes))
+    if seen:
+        raise InvalidInput(f"node {min(seen)}: DCGM saw GPUs OpenCost's assets do not have")
     return gpus
 
 
@@ -278,13 +338,16 @@ def split_hour(
         try:
             rows = [GpuRow.of(row) for row in stored]
             _check_splittable(rows, assets, devices, rates, priced)
-            gpus = from_devices(devices, (rates or {})["gpuHour"]) if devices is not None else from_assets(assets)  # type: ignore[arg-type]
+            if assets is None:  # the Prometheus source: each GPU DCGM saw, at the PriceBook's rate
+                gpus = from_devices(devices or [], (rates or {})["gpuHour"])
+            else:  # OpenCost: its node assets, with DCGM's UUIDs when GPU_FIGURES=prometheus
+                gpus = from_assets(assets, devices)
             result = plan(rows, gpus, options)
             basis = options
         except InvalidInput as exc:
             log.warning(
-                "the hour's GPUs are not split: their cost stays the source's",
-                extra={"fields": {"hour": str(key["hour"]), "reason": exc.message}},
+                f"the hour's GPUs are not split, their cost stays the source's: {exc.message}",
+                extra={"fields": {"hour": str(key["hour"])}},
             )
     written = 0
     if basis is not None:
@@ -328,7 +391,7 @@ def _check_splittable(
         raise InvalidInput("the hour is unpriced")
     if devices is None and assets is None:
         raise InvalidInput("OpenCost answered no assets: the GPUs' cost is unknown")
-    if devices is not None and "gpuHour" not in (rates or {}):
+    if assets is None and "gpuHour" not in (rates or {}):
         raise InvalidInput("the PriceBook has no gpuHour rate")
     if missing := next((row.name for row in rows if row.request is None), None):  # an older OpenCost
         raise InvalidInput(f"{missing}: OpenCost sent no gpuAllocation")

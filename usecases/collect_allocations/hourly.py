@@ -28,7 +28,7 @@ from usecases.collect_allocations.answers import ShardOptions
 from usecases.collect_allocations.gpus import GpuOptions
 from usecases.collect_allocations.retention import Retention, RowRetention, apply_retention
 from usecases.collect_allocations.service import CollectOptions, CollectResult, FleetBucket, collect, collect_range
-from usecases.collect_allocations.sources import AllocationSource
+from usecases.collect_allocations.sources import AllocationSource, WithGpuFigures
 from usecases.jobs import Done, Jobs, run_jobs
 
 
@@ -82,7 +82,12 @@ def allocation_source(s: CollectAllocationsSettings, timeout: float | None = Non
         return PrometheusAllocations(
             client, cluster=s.CLUSTER_ID, owner_label=s.OWNER_LABEL, cost_center_label=s.COST_CENTER_LABEL
         )
-    return opencost_from(s, timeout)
+    opencost = opencost_from(s, timeout)
+    if s.GPU_FIGURES == "prometheus":  # OpenCost's allocations, kube-state-metrics' and DCGM's GPUs
+        assert s.PROMETHEUS_URL is not None  # the settings require it
+        client = prometheus_from(s.PROMETHEUS_URL, timeout or s.PROMETHEUS_TIMEOUT_SECONDS, s.PROMETHEUS_BEARER_TOKEN)
+        return WithGpuFigures(opencost, PrometheusAllocations(client, cluster=s.CLUSTER_ID))
+    return opencost
 
 
 def options_from(s: CollectAllocationsSettings) -> CollectOptions:

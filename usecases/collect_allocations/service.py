@@ -55,7 +55,14 @@ from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hou
 from usecases.collect_allocations.assets import fetch_assets, store_assets
 from usecases.collect_allocations.carbon import TableEmissions, fetch_table_emissions, store_emissions
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
-from usecases.collect_allocations.gpus import GpuOptions, fetch_devices, split_hour
+from usecases.collect_allocations.gpus import (
+    Container,
+    GpuOptions,
+    apply_figures,
+    fetch_devices,
+    fetch_figures,
+    split_hour,
+)
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
@@ -301,8 +308,9 @@ def _write_hour(db: Database, source: AllocationSource, ctx: HourContext, hour: 
     try:
         assets = fetch_assets(source, hour, retry_until=ctx.retry_until)
         devices = fetch_devices(source, hour, retry_until=ctx.retry_until)
+        figures = fetch_figures(source, hour, retry_until=ctx.retry_until)
         table = fetch_table_emissions(source, hour, ctx.options.carbon, retry_until=ctx.retry_until)
-        return _store_hour(db, answer, Inventory(assets, devices, table), ctx, hour, finalize)
+        return _store_hour(db, answer, Inventory(assets, devices, table, figures), ctx, hour, finalize)
     finally:
         answer.close()
 
@@ -314,6 +322,7 @@ class Inventory:
     assets: Assets | None
     devices: list[GpuDevice] | None
     emissions: TableEmissions | None = None  # the nodes' grams by the operator's emission table
+    figures: dict[Container, dict[str, Any]] | None = None  # GPU_FIGURES=prometheus: each container's GPU
 
 
 def _store_hour(
@@ -381,6 +390,8 @@ def _store_hour(
             "collected_at": ctx.now,
             "source": ctx.options.source,
         }
+        if inventory.figures is not None:
+            apply_figures(db, conn, key, inventory.figures)
         gpu_rows, gpu_basis = split_hour(
             db,
             conn,

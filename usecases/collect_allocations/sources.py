@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+from finops.gpus import GpuDevice
 from infra.opencost import Allocation
+from infra.prometheus.source import PrometheusAllocations
 
 Source = Literal["opencost", "prometheus"]
 
@@ -37,3 +39,27 @@ class PricedSource(Protocol):
     """A source that prices with the run's active PriceBook (Prometheus); OpenCost prices itself."""
 
     def priced(self, rates: Mapping[str, Decimal] | None) -> AllocationSource: ...
+
+
+class WithGpuFigures:
+    """OpenCost's allocations and assets, with each container's GPU figures and the hour's GPUs
+    from Prometheus (``GPU_FIGURES=prometheus``): OpenCost's allocations do not say which MIG slice
+    or HAMi fraction a pod holds, kube-state-metrics and DCGM do. Everything else is OpenCost's."""
+
+    def __init__(self, opencost: AllocationSource, prometheus: PrometheusAllocations) -> None:
+        self._opencost = opencost
+        self._prometheus = prometheus
+
+    def __getattr__(self, name: str) -> Any:  # allocation(), assets(), base_url...: OpenCost's
+        return getattr(self._opencost, name)
+
+    def allocation(self, start: datetime, end: datetime, **options: Any) -> list[dict[str, Allocation]]:
+        return self._opencost.allocation(start, end, **options)
+
+    def gpu_figures(
+        self, start: datetime, end: datetime, *, retry_until: float | None = None
+    ) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return self._prometheus.gpu_allocations(start, end, retry_until=retry_until)
+
+    def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[GpuDevice]:
+        return self._prometheus.gpu_devices(start, end, retry_until=retry_until)

@@ -291,3 +291,15 @@ FROM unnest(%(names)s::text[], %(models)s::text[], %(micros)s::bigint[], %(hours
 -- The basis and MIG rule the hour's GPUs were split by (NULL: not split).
 UPDATE allocation_hours SET gpu_basis = %(gpu_basis)s, gpu_mig_by = %(gpu_mig_by)s
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
+
+-- name: set_gpu_figures
+-- Each container's GPU figures from Prometheus (GPU_FIGURES=prometheus) over OpenCost's.
+UPDATE provider_allocations p
+SET gpu_request_avg = f.request, gpu_usage_avg = f.usage, gpu_shared = f.shared, gpu_device = f.device,
+    gpu_model = f.model, gpu_uuid = f.uuid, gpu_sharing = f.sharing, gpu_profile = f.profile
+FROM unnest(%(namespaces)s::text[], %(pods)s::text[], %(containers)s::text[], %(requests)s::numeric[],
+            %(usages)s::numeric[], %(shared)s::boolean[], %(devices)s::text[], %(models)s::text[],
+            %(uuids)s::text[], %(sharings)s::text[], %(profiles)s::text[])
+    AS f (namespace, pod, container, request, usage, shared, device, model, uuid, sharing, profile)
+WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
+  AND p.entry_kind = 'workload' AND p.namespace = f.namespace AND p.pod = f.pod AND p.container = f.container;
