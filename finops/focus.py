@@ -63,6 +63,13 @@ What our FOCUS columns mean (an empty CSV field is null; nothing else stands for
 - ``Tags``: a JSON object with the policy's owner and cost-centre label keys and ``namespace``
   (an overhead row carries the cost centre when the owner has one in that cluster).
 
+- ``x_GpuHours``, ``x_GpuModel``, ``x_CarbonGramsCO2e`` (``finops.focus_rows.Extras``, on the
+  estimate): a namespace's billed GPU-hours and grams CO2e on its rows; a GPU model's idle on rows
+  of its own (``x_GpuModel``; ``focus_origins.with_extras`` splits it from the day's idle); the
+  nodes' idle grams on the idle rows. In 1.3 an idle or shared pile's grams and GPU-hours follow
+  its money's rows (``focus_split._spread``); 1.2's month of overhead carries none. Null: not
+  measured, never 0.
+
 Amounts have two decimals, in the policy's currency (ISO 4217); timestamps are ISO 8601 UTC
 (``2026-10-01T00:00:00Z``), periods half-open. Columns FOCUS defines come first, ours (``x_``)
 last.
@@ -96,7 +103,7 @@ from finops.errors import InvalidInput
 from finops.focus_origins import DailyCost as DailyCost  # re-exported: the exports build these
 from finops.focus_origins import bill_origins, estimate_origins
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
-from finops.focus_rows import DATETIMES, DECIMALS, Draft, FocusVersion, record
+from finops.focus_rows import DATETIMES, DECIMALS, Draft, Extras, FocusVersion, record
 from finops.focus_split import (
     UNMOUNTED,
     LineTags,
@@ -164,7 +171,7 @@ def build_focus(
     # One order whatever the reader's (a database's collation, an engine's hash table): the cents
     # that rounding moves between rows of equal remainders go to the same rows.
     daily = sorted(daily, key=lambda d: (d.day, d.cluster, d.namespace, d.is_idle, d.owner or "", d.cost_center or "",
-                                         d.micros, d.core_hours))  # fmt: skip
+                                         d.gpu_model or "", d.micros, d.core_hours))  # fmt: skip
     bills = None
     if reconciled is None:
         rows = [CostRow(d.cluster, d.namespace, d.owner, d.cost_center, d.micros) for d in daily if not d.is_idle]
@@ -222,6 +229,7 @@ def _allocated(daily: list[DailyCost], policy: Policy) -> list[Draft]:
                 ),
                 tags=tags_of(policy, d.owner, d.cost_center, d.namespace or None),
                 quantity=d.core_hours,
+                extras=Extras(d.gpu_hours, d.grams),
             )
         )
     return drafts
@@ -243,6 +251,14 @@ def _overhead(
                 for d in daily:
                     if d.is_idle and d.cluster == cluster:
                         start, end = day_span(d.day)
+                        resource, name, description = (
+                            f"{cluster}/__idle__",
+                            "idle capacity",
+                            (f"Idle capacity of cluster {cluster}: supplied, neither requested nor used"),
+                        )
+                        if d.gpu_model is not None:
+                            resource, name = f"{cluster}/__idle__/gpu:{d.gpu_model}", f"idle {d.gpu_model} GPUs"
+                            description = f"Idle {d.gpu_model} GPUs of cluster {cluster}: supplied, not used"
                         drafts.append(
                             Draft(
                                 line=line,
@@ -250,12 +266,13 @@ def _overhead(
                                 start=start,
                                 end=end,
                                 cluster=cluster,
-                                resource=f"{cluster}/__idle__",
-                                resource_name="idle capacity",
+                                resource=resource,
+                                resource_name=name,
                                 resource_type="Kubernetes Idle Capacity",
-                                description=f"Idle capacity of cluster {cluster}: supplied, neither requested nor used",
+                                description=description,
                                 tags=tags_of(policy, owner, None),
                                 quantity=d.core_hours,
+                                extras=Extras(d.gpu_hours, d.grams, d.gpu_model),
                             )
                         )
                 continue

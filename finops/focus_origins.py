@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
 from fractions import Fraction
 
+from finops.focus_rows import Extras
 from finops.periods import day_span
 from finops.reconciliation import ClusterReconciliation, row_order
 
@@ -31,6 +32,49 @@ class DailyCost:
     micros: int
     core_hours: Decimal = Decimal(0)
     is_idle: bool = False
+    gpu_hours: Decimal | None = None  # the GPU-hours billed (None: none); on an idle day, its GPU model's
+    grams: int | None = None  # grams CO2e (None: the day has no emissions stored)
+    gpu_model: str | None = None  # on an idle day: the GPU model whose idle this is (None: the rest of the idle)
+
+
+@dataclass(frozen=True)
+class DailyExtra:
+    """What the hourly rows add to a ``DailyCost`` (the rollups hold neither): its GPU-hours and
+    grams CO2e; on idle, per GPU model (``gpu_model``) the model's idle cost and GPU-hours."""
+
+    day: date
+    cluster: str
+    namespace: str
+    owner: str | None
+    cost_center: str | None
+    is_idle: bool
+    gpu_model: str | None
+    gpu_hours: Decimal | None
+    idle_micros: int
+    grams: int | None
+
+
+def with_extras(days: Iterable[DailyCost], extras: Iterable[DailyExtra]) -> list[DailyCost]:
+    """``days`` with their GPU-hours and grams, and each day's idle split: a ``DailyCost`` per GPU
+    model's idle (its cost, GPU-hours, ``gpu_model``), the rest of the idle keeping its core-hours
+    and the nodes' idle grams. The money is unchanged: the idle parts add up to the day's idle.
+    An extra with no day (grams of a row whose cost is zero) is a day of zero cost: nothing dropped."""
+    found = {(d.day, d.cluster, d.namespace, d.owner, d.cost_center, d.is_idle): d for d in days}
+    models: list[DailyCost] = []
+    for e in extras:
+        key = (e.day, e.cluster, e.namespace, e.owner, e.cost_center, e.is_idle)
+        if e.gpu_model is not None:  # a GPU model's idle: split from the day's idle
+            idle = found.get(key) or DailyCost(e.day, e.cluster, e.namespace, None, None, 0, is_idle=True)
+            found[key] = replace(idle, micros=idle.micros - e.idle_micros)
+            models.append(
+                DailyCost(
+                    e.day, e.cluster, "", None, None, e.idle_micros, Decimal(0), True, e.gpu_hours, None, e.gpu_model
+                )
+            )
+            continue
+        day = found.get(key) or DailyCost(e.day, e.cluster, e.namespace, e.owner, e.cost_center, 0, is_idle=e.is_idle)
+        found[key] = replace(day, gpu_hours=e.gpu_hours or None, grams=e.grams)
+    return [*found.values(), *models]
 
 
 @dataclass
@@ -63,6 +107,7 @@ class Share:
     is_idle: bool
     amount: Fraction
     core_hours: Decimal | None = None
+    extras: Extras | None = None  # GPU-hours, grams and GPU model (the estimate's shares only)
 
 
 def estimate_origins(days: list[DailyCost]) -> list[ClusterOrigin]:
@@ -84,7 +129,8 @@ def estimate_origins(days: list[DailyCost]) -> list[ClusterOrigin]:
             ("Usage", "Usage-Based"),
         )
         for d in entries:
-            share = Share(d.namespace, d.owner, d.cost_center, d.is_idle, Fraction(d.micros), d.core_hours)
+            extras = Extras(d.gpu_hours, d.grams, d.gpu_model)
+            share = Share(d.namespace, d.owner, d.cost_center, d.is_idle, Fraction(d.micros), d.core_hours, extras)
             origin.shares.append(share)
         origins.append(origin)
     return origins

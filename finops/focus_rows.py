@@ -94,7 +94,10 @@ _ADDED_IN_1_3 = (
     "HostProviderName",
     "ServiceProviderName",
 )
-CUSTOM = ("x_Cluster", "x_Owner", "x_LineKind", "x_AllocatedCost", "x_IdleCost", "x_SharedCost", "x_CoreHours")
+CUSTOM = (
+    *("x_Cluster", "x_Owner", "x_LineKind", "x_AllocatedCost", "x_IdleCost", "x_SharedCost", "x_CoreHours"),
+    *("x_GpuHours", "x_GpuModel", "x_CarbonGramsCO2e"),
+)
 COLUMNS: dict[FocusVersion, tuple[str, ...]] = {
     FocusVersion.V1_2: _FOCUS_1_2 + CUSTOM,
     FocusVersion.V1_3: tuple(sorted(_FOCUS_1_2 + _ADDED_IN_1_3)) + CUSTOM,
@@ -118,6 +121,8 @@ DECIMALS = frozenset(
         "x_IdleCost",
         "x_SharedCost",
         "x_CoreHours",
+        "x_GpuHours",
+        "x_CarbonGramsCO2e",
     }
 )
 DATETIMES = frozenset({"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"})
@@ -138,6 +143,16 @@ class Split:
     resource_name: str | None
     tags: dict[str, str]
     usage: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What a row measured beside its money: its GPU-hours, its grams CO2e and, on GPU idle, the
+    GPU model (``x_GpuHours``, ``x_CarbonGramsCO2e``, ``x_GpuModel``); None: not measured."""
+
+    gpu_hours: Decimal | None = None
+    grams: int | None = None
+    gpu_model: str | None = None
 
 
 @dataclass
@@ -163,6 +178,7 @@ class Draft:
     ratio: Decimal | None = None
     cents: list[int] = field(default_factory=lambda: [0, 0, 0])
     applied: dict[str, int] = field(default_factory=dict)  # cents of the row each commitment covered
+    extras: Extras | None = None
 
 
 def _money(cents: int) -> str:
@@ -234,11 +250,24 @@ def record(draft: Draft, policy: Policy, period: Period, issuer: str, version: F
         if version is FocusVersion.V1_2:  # 1.3: null without a SkuPriceId, and we publish no price list
             fields |= {"PricingQuantity": quantity, "ConsumedQuantity": quantity}
             fields |= {"PricingUnit": CORE_HOURS, "ConsumedUnit": CORE_HOURS, "PricingCategory": "Standard"}
+    if draft.extras is not None:
+        fields |= _extras(draft.extras)
     if draft.split is not None and draft.ratio is not None:
         fields |= _allocation(draft.split, draft.ratio)
     if draft.applied and version is FocusVersion.V1_3:
         fields["ContractApplied"] = _contract_applied(draft.applied, policy)
     return {name: fields.get(name, "") for name in COLUMNS[version]}
+
+
+def _extras(extras: Extras) -> dict[str, str]:
+    fields = {}
+    if extras.gpu_hours is not None:
+        fields["x_GpuHours"] = _quantity(extras.gpu_hours)
+    if extras.grams is not None:
+        fields["x_CarbonGramsCO2e"] = str(extras.grams)
+    if extras.gpu_model is not None:
+        fields["x_GpuModel"] = extras.gpu_model
+    return fields
 
 
 def _allocation(split: Split, ratio: Decimal) -> dict[str, str]:

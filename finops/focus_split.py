@@ -66,7 +66,7 @@ from fractions import Fraction
 from finops.chargeback import MICROS_PER_CENT, CostRow, Period, Report, line_of
 from finops.directcosts import DirectCost, direct_line, share_out
 from finops.focus_origins import ClusterOrigin
-from finops.focus_rows import Draft, Split
+from finops.focus_rows import Draft, Extras, Split
 from finops.lines import SHARED, LineId, LineKey, LineKind
 from finops.policy import IdlePolicy, Policy, SharedSplit
 from finops.reconciliation import UNRECONCILED
@@ -112,12 +112,21 @@ class _Origin:
         self.drafts: list[Draft] = []
         self.commitments = commitments or {}  # the part of the charge each commitment covered
 
-    def add(self, line: LineId, column: int, amount: Fraction, split: Split, quantity: Decimal | None = None) -> None:
-        if not amount and quantity is None:
+    def add(
+        self,
+        line: LineId,
+        column: int,
+        amount: Fraction,
+        split: Split,
+        quantity: Decimal | None = None,
+        extras: Extras | None = None,
+    ) -> None:
+        if not amount and quantity is None and not (extras and (extras.grams or extras.gpu_hours)):
             return  # no idle or shared that day: no share rows
         exact = [Fraction(0)] * 3
         exact[column] = amount
-        self.drafts.append(Draft(line=line, exact=exact, quantity=quantity, split=split, **self.fields))  # type: ignore[arg-type]
+        draft = Draft(line=line, exact=exact, quantity=quantity, split=split, extras=extras, **self.fields)  # type: ignore[arg-type]
+        self.drafts.append(draft)
 
 
 def split_drafts(
@@ -183,14 +192,32 @@ class _Overhead:
     policy: Policy
     line_tags: LineTags
 
-    def __call__(self, origin: _Origin, column: int, amount: Fraction) -> None:
-        for line, weight in self.weights[column].items():
+    def __call__(self, origin: _Origin, column: int, amount: Fraction, extras: Extras | None = None) -> None:
+        weights = self.weights[column]
+        parts = _spread(extras, list(weights.values()))
+        for (line, weight), part in zip(weights.items(), parts, strict=True):
             if column == 1:
                 method = "idle-separate" if line[0] is LineKind.IDLE else "idle-proportional"
             else:
                 method = _shared_method(self.policy, line)
             split = _share(self.cluster, line, method, self.line_tags(self.cluster, line))
-            origin.add(line, column, amount * weight, split)
+            origin.add(line, column, amount * weight, split, extras=part)
+
+
+def _spread(extras: Extras | None, weights: list[Fraction]) -> list[Extras | None]:
+    """An idle or shared pile's grams and GPU-hours over the rows that receive it, by the same
+    weights as its money (adding up to 1): whole grams and micro-GPU-hours by largest remainder,
+    so the rows add up to the pile's (``x_CarbonGramsCO2e`` sums to the stored grams)."""
+    if extras is None or (extras.grams is None and extras.gpu_hours is None and extras.gpu_model is None):
+        return [None] * len(weights)
+    grams: list[int | None] = [None] * len(weights)
+    if extras.grams is not None:
+        grams = list(largest_remainder([extras.grams * w for w in weights], extras.grams))
+    hours: list[Decimal | None] = [None] * len(weights)
+    if extras.gpu_hours is not None:
+        units = round(Fraction(extras.gpu_hours) * 10**6)
+        hours = [Decimal(u).scaleb(-6) for u in largest_remainder([units * w for w in weights], units)]
+    return [Extras(h, g, extras.gpu_model) for h, g in zip(hours, grams, strict=True)]
 
 
 def _cluster_origins(
@@ -228,20 +255,27 @@ def _cluster_origins(
                 line = (LineKind.UNRECONCILED, UNRECONCILED)
                 origin.drafts.append(Draft(line=line, exact=whole, **origin.fields))  # type: ignore[arg-type]
             overhead(origin, 2, charge.pooled)
-            idle = shared = Fraction(0)
+            idle: dict[str | None, tuple[Fraction, Extras | None]] = {}  # per GPU model (None: the rest)
+            shared, shared_extras = Fraction(0), Extras()
             for d in charge.shares:
                 if d.is_idle:
-                    idle += d.amount
+                    model = d.extras.gpu_model if d.extras else None
+                    before, extras = idle.get(model, (Fraction(0), None))
+                    idle[model] = (before + d.amount, _add(extras, d.extras))
                 elif d.namespace in shared_namespaces:
                     shared += d.amount
+                    shared_extras = _add(shared_extras, d.extras) or shared_extras
                 else:
                     row = CostRow(cluster, d.namespace, d.owner, d.cost_center, 0)
                     namespace = d.namespace or UNMOUNTED
                     tags = tags_of(policy, d.owner, d.cost_center, d.namespace or None)
                     split = Split(charge.method, f"{cluster}/{namespace}", namespace, tags, d.core_hours)
-                    origin.add(line_of(row, LineKey.TEAM), 0, d.amount, split, d.core_hours)
-            overhead(origin, 1, idle)
-            overhead(origin, 2, shared)
+                    origin.add(line_of(row, LineKey.TEAM), 0, d.amount, split, d.core_hours, d.extras)
+            if not idle:
+                idle[None] = (Fraction(0), None)
+            for model in sorted(idle, key=lambda m: (m is not None, m or "")):
+                overhead(origin, 1, *idle[model])
+            overhead(origin, 2, shared, shared_extras)
             origins.append(origin)
         fees: dict[str, Fraction] = defaultdict(Fraction)  # by name: two entries of one name are one charge
         for fixed in policy.shared.fixed:
@@ -264,6 +298,17 @@ def _cluster_origins(
     if of_cluster:  # pragma: no cover - every cluster with charges is settled
         raise RuntimeError(f"charges of clusters outside the report: {sorted(of_cluster)}")
     return origins
+
+
+def _add(a: Extras | None, b: Extras | None) -> Extras | None:
+    """Two piles' grams and GPU-hours summed (None when neither measured); the GPU model kept."""
+    if a is None or b is None:
+        return a or b
+    grams = None if a.grams is None and b.grams is None else (a.grams or 0) + (b.grams or 0)
+    hours = None
+    if a.gpu_hours is not None or b.gpu_hours is not None:
+        hours = (a.gpu_hours or Decimal(0)) + (b.gpu_hours or Decimal(0))
+    return Extras(hours, grams, a.gpu_model or b.gpu_model)
 
 
 OwnedKey = tuple[LineId, str | None, str]  # the line, cost centre and label of owned cloud spend

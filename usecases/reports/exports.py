@@ -42,6 +42,7 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.chargeback import Report
 from finops.coverage import Coverage
 from finops.focus import DEFAULT_ISSUER, DailyCost, FocusExport, build_focus
+from finops.focus_origins import DailyExtra, with_extras
 from finops.focus_rows import FocusVersion
 from finops.policy import Policy
 from finops.reconcile_policy import Basis, parse_basis
@@ -170,11 +171,22 @@ def focus_export(
                 is_idle=row["is_idle"],
             )
         )
+    window: dict[str, Any] = {"aggregation": aggregation, "cluster": cluster, "start": period.start, "end": period.end}
+    extras = [_extra(r) for r in db.fetch_all("focus_daily_extras", **window)]
+    daily = with_extras(daily, extras)
     direct = [] if cluster is not None else reconciled.direct_costs(db, policy, period, coverage.cluster_names)
     export = build_focus(
         daily, policy, period=period, clusters=coverage.cluster_names, direct=direct, issuer=issuer, version=version
     )
     return replace(export, report=replace(export.report, coverage=coverage))
+
+
+def _extra(r: dict[str, Any]) -> DailyExtra:
+    """A ``focus_daily_extras`` row."""
+    hours = None if r["gpu_hours"] is None else Decimal(r["gpu_hours"])
+    grams = None if r["grams"] is None else int(r["grams"])
+    where = (r["day"], r["cluster"], r["namespace"], r["owner"], r["cost_center"], r["is_idle"], r["gpu_model"])
+    return DailyExtra(*where, hours, int(r["idle_micros"] or 0), grams)
 
 
 def export_focus(

@@ -98,3 +98,39 @@ WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
   AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
 GROUP BY cluster, namespace, entry_kind = 'idle', team, cost_center
 ORDER BY cluster, namespace, is_idle, owner NULLS FIRST, cost_center NULLS FIRST;
+
+-- name: focus_daily_extras
+-- Per UTC day, cluster, namespace, owner and cost centre over [start, end): the GPU-hours and the
+-- grams CO2e of the FOCUS export's rows (finops.focus), from the hourly rows (the daily rollups
+-- hold neither). Idle apart (namespace ''), per GPU model: gpu_model set on a GPU model's idle
+-- (its cost and GPU-hours), NULL on the rest of the idle (the nodes' idle grams).
+WITH gpu AS (
+    SELECT (hour AT TIME ZONE 'UTC')::date AS day, cluster, namespace, entry_kind = 'idle' AS is_idle,
+           nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center,
+           CASE WHEN entry_kind = 'idle' THEN gpu_model END AS gpu_model,
+           sum(coalesce(gpu_hours, 0)) AS gpu_hours,
+           sum(CASE WHEN entry_kind = 'idle' THEN coalesce(gpu_cost_micros, 0) ELSE 0 END)::bigint AS idle_micros
+    FROM provider_allocations
+    WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+      AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+      AND (coalesce(gpu_hours, 0) <> 0 OR name LIKE '\_\_idle\_\_/gpu:%%')
+    GROUP BY 1, 2, 3, 4, 5, 6, 7
+), grams AS (
+    SELECT (hour AT TIME ZONE 'UTC')::date AS day, cluster, namespace, entry_kind = 'idle' AS is_idle,
+           nullif(team, '') AS owner, nullif(cost_center, '') AS cost_center, NULL::text AS gpu_model,
+           sum(grams)::bigint AS grams
+    FROM allocation_emissions
+    WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
+      AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
+    GROUP BY 1, 2, 3, 4, 5, 6
+)
+SELECT day, cluster, namespace, is_idle, owner, cost_center, gpu_model,
+       sum(gpu_hours) AS gpu_hours, sum(idle_micros)::bigint AS idle_micros, sum(grams)::bigint AS grams
+FROM (
+    SELECT day, cluster, namespace, is_idle, owner, cost_center, gpu_model, gpu_hours, idle_micros, NULL::bigint AS grams
+    FROM gpu
+    UNION ALL
+    SELECT day, cluster, namespace, is_idle, owner, cost_center, gpu_model, NULL, NULL, grams FROM grams
+) both_
+GROUP BY 1, 2, 3, 4, 5, 6, 7
+ORDER BY 1, 2, 3, 4, 5 NULLS FIRST, 6 NULLS FIRST, 7 NULLS FIRST;
