@@ -279,6 +279,10 @@ def test_openapi_lists_exactly_the_routes_served(api: str, db: Database) -> None
         "/api/v1/apps/{appNamespace}/{appName}/orphaned-pods",
         "/api/v1/orphaned-pods",
         "/api/v1/namespaces/{namespace}/orphaned-pods",
+        "/api/v1/apps/{appNamespace}/{appName}/gpus",
+        "/api/v1/apps/{appNamespace}/{appName}/carbon",
+        "/api/v1/gpus",
+        "/api/v1/carbon",
     }
     assert documented == served
     for template in documented:

@@ -70,8 +70,9 @@ def add_carbon(
 
 def carbon_note(report: Report) -> str | None:
     """One ``WARNING:`` line naming the covered clusters' stored hours without emissions (their
-    grams are not in the column), or None when every stored hour has them."""
-    if report.carbon is None:
+    grams are not in the column), or None when every stored hour has them, or when none has: with
+    no emissions at all the column is empty, not partial, and says so itself."""
+    if report.carbon is None or report.carbon["total_grams"] is None:
         return None
     gaps = [
         f"cluster {h['cluster']}: {h['hours_stored'] - h['hours_with_emissions']} of {h['hours_stored']} stored hours"
