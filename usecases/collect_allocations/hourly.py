@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from finops.gpu_hours import GpuOptions
 from finops.gpus import GpuBasis, MigBy
 from finops.pricing import Setting
 from infra.clients import kube_from, opencost_from, prometheus_from
@@ -25,7 +26,6 @@ from infra.settings import CollectAllocationsSettings
 from usecases.app_history.recorder import RecorderOptions, record_daily
 from usecases.appcost.syncs import redrive
 from usecases.collect_allocations.answers import ShardOptions
-from usecases.collect_allocations.gpus import GpuOptions
 from usecases.collect_allocations.retention import Retention, RowRetention, apply_retention
 from usecases.collect_allocations.service import CollectOptions, CollectResult, FleetBucket, collect, collect_range
 from usecases.collect_allocations.sources import AllocationSource, WithGpuFigures

@@ -40,6 +40,7 @@ from typing import Any
 
 from finops.carbon import EmissionTable
 from finops.errors import InvalidInput
+from finops.gpu_hours import GpuOptions
 from finops.gpus import GpuDevice
 from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
 from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
@@ -57,7 +58,6 @@ from usecases.collect_allocations.carbon import TableEmissions, fetch_table_emis
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
 from usecases.collect_allocations.gpus import (
     Container,
-    GpuOptions,
     apply_figures,
     fetch_devices,
     fetch_figures,
