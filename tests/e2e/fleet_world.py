@@ -3,15 +3,12 @@ the collector driver with a fleet bucket, and reading the bucket back."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from infra.postgres import Database
+from tests.e2e.collect_driver import run_driver
 
-ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "fleet-files"
 AGGREGATION = "namespace,controllerKind,controller,pod,container"
 EARLIER = "2026-11-20T20:00:00Z"
@@ -20,11 +17,9 @@ NEXT = "2026-11-21T04:00:00Z"
 
 
 def run(env: dict[str, str], cluster: str, scheduled: str, prefix: str, endpoint: str, **flags: Any) -> Any:
-    argv = [sys.executable, "-m", "tests.e2e.collect_driver", "--cluster", cluster, "--scheduled", scheduled,
-            "--fleet-bucket", prefix, "--fleet-endpoint", endpoint]  # fmt: skip
-    for flag, value in flags.items():
-        argv += [f"--{flag.replace('_', '-')}"] + ([] if value is True else [str(value)])
-    return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    """One collector run with a fleet bucket, in a process of its own (``tests/e2e/collect_driver.py``)."""
+    return run_driver(env, "--cluster", cluster, "--scheduled", scheduled, "--fleet-bucket", prefix,
+                      "--fleet-endpoint", endpoint, **flags)  # fmt: skip
 
 
 def files(s3: Any, prefix: str) -> dict[str, bytes]:

@@ -29,10 +29,10 @@ import pytest
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from tests.e2e.collect_driver import run_driver
 from tests.e2e.conftest import Pinger
 from usecases.verify import verify
 
-ROOT = Path(__file__).resolve().parents[2]
 FINOPS = str(Path(sys.executable).with_name("finops"))
 # The killed run catches up 20:00 (open) to 02:00 across a UTC day boundary, so a kill can
 # separate a day's hours from its rollup.
@@ -59,11 +59,9 @@ def collector(stack: Any) -> Iterator[Callable[..., Pinger]]:
 
 
 def driver(database_url: str, opencost: Any, kube: Any, cluster: str, scheduled: str, **flags: Any) -> Any:
+    """One collector run in a process of its own (``tests/e2e/collect_driver.py``)."""
     env = {**os.environ, "DATABASE_URL": database_url, "OPENCOST_URL": opencost.url, "KUBE_API_URL": kube.url}
-    argv = [sys.executable, "-m", "tests.e2e.collect_driver", "--cluster", cluster, "--scheduled", scheduled]
-    for flag, value in flags.items():
-        argv += [f"--{flag.replace('_', '-')}"] + ([] if value is True else [str(value)])
-    return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    return run_driver(env, "--cluster", cluster, "--scheduled", scheduled, **flags)
 
 
 def snapshot(db: Database, cluster: str) -> dict[str, list[tuple[Any, ...]]]:
