@@ -20,7 +20,6 @@ Decisions:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -31,8 +30,7 @@ from infra.opencost import Assets, EndpointMissing
 from infra.postgres import Database
 from infra.postgres.database import Connection
 from usecases.collect_allocations.carbon import with_carbon
-
-log = logging.getLogger(__name__)
+from usecases.collect_allocations.optional_apis import OptionalApi
 
 COLUMNS = (
     "cluster",
@@ -52,7 +50,9 @@ COLUMNS = (
     "total_cost_micros",
 )
 
-_warned: set[str] = set()  # OpenCost URLs already reported as lacking the assets API
+_NO_ASSETS = OptionalApi(
+    "OpenCost has no assets API: hours are stored without assets (allocation_hours.asset_count NULL)"
+)
 
 
 @runtime_checkable
@@ -72,12 +72,7 @@ def fetch_assets(source: object, hour: Hour, *, retry_until: float | None = None
     try:
         assets = source.assets(hour.start, hour.end, retry_until=retry_until)
     except EndpointMissing as exc:
-        if source.base_url not in _warned:
-            _warned.add(source.base_url)
-            log.warning(
-                "OpenCost has no assets API: hours are stored without assets (allocation_hours.asset_count NULL)",
-                extra={"fields": {"opencost": source.base_url, "error": str(exc)}},
-            )
+        _NO_ASSETS.missing(source.base_url, exc)
         return None
     return with_carbon(source, hour, assets, retry_until=retry_until)  # and its emissions (``carbon``)
 

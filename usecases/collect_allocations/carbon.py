@@ -55,6 +55,7 @@ from infra.opencost import Assets, EndpointMissing
 from infra.postgres import Database
 from infra.postgres.database import Connection
 from infra.prometheus.nodes import NodeHour
+from usecases.collect_allocations.optional_apis import OptionalApi
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,9 @@ ROW_COLUMNS = (
     "grams",
 )
 
-_warned: set[str] = set()  # OpenCost URLs already reported as without carbon estimates
+_NO_CARBON = OptionalApi(
+    "OpenCost has no carbon estimates (CARBON_ESTIMATES_ENABLED): hours are stored without emissions"
+)
 
 
 @runtime_checkable
@@ -98,12 +101,7 @@ def with_carbon(
     try:
         tonnes = source.carbon(hour.start, hour.end, retry_until=retry_until)
     except EndpointMissing as exc:
-        if source.base_url not in _warned:
-            _warned.add(source.base_url)
-            log.warning(
-                "OpenCost has no carbon estimates (CARBON_ESTIMATES_ENABLED): hours are stored without emissions",
-                extra={"fields": {"opencost": source.base_url, "error": str(exc)}},
-            )
+        _NO_CARBON.missing(source.base_url, exc)
         return assets
     keys = [n.key for n in assets.nodes] + [d.key for d in assets.disks]
     missing = [key for key in keys if key not in tonnes]
