@@ -5,7 +5,8 @@ from the same asset set, as in OpenCost, where ``ComputeAssetsCarbonHandler`` co
 assets and maps each key to ``{"co2e": coefficient x minutes / 60}`` (``pkg/carbon/carbonassets.go``;
 the coefficient is metric tonnes CO2e per hour). Here the coefficients are the scenario's
 ``carbon`` section: per node by name, one for every disk; a load balancer has none (0), as in
-OpenCost, which looks up nodes and disks only. Numbers are sent unrounded, as Go marshals a
+OpenCost, which looks up nodes and disks only; the section's ``omit`` leaves assets out, as an
+answer computed from another fetch of the assets would. Numbers are sent unrounded, as Go marshals a
 ``float64``. A scenario without ``carbon`` answers 404, as OpenCost does when
 ``CARBON_ESTIMATES_ENABLED`` is off (the route is not registered).
 """
@@ -29,6 +30,8 @@ def carbon(cluster: Cluster, args: Mapping[str, str], now: int) -> dict[str, dic
     every = assets(cluster, {"window": args.get("window", "")}, now)
     out: dict[str, dict[str, float]] = {}
     for key, asset in every.items():
+        if asset["properties"].get("name") in factors.omit:
+            continue
         hours = float(asset["minutes"]) / 60
         kind = asset["type"]
         if kind == "Node":

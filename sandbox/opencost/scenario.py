@@ -42,6 +42,7 @@ Format (YAML; camelCase keys; prices are decimal strings or numbers)::
     carbon:                     # optional: serve /assets/carbon (OpenCost's CARBON_ESTIMATES_ENABLED)
       nodes: {node-a: "0.00012"}              # metric tonnes CO2e per hour; unlisted nodes 0
       diskHourly: "0.0000032"                 # per disk
+      omit: [node-b]                          # optional: nodes or disks (by name) the answer leaves out
 
 Times (``start``/``end`` of workloads and unmounted PVs) are either absolute (RFC3339 string or a
 YAML timestamp; naive means UTC) or relative to *query time*: ``now``, ``-6h``, ``+30m``, ``-2d``,
@@ -217,6 +218,9 @@ class Carbon(_Model):
 
     nodes: dict[str, Price] = Field(default_factory=dict)
     disk_hourly: Price = 0
+    # Nodes and disks by name whose keys the answer leaves out, as an estimate computed from another
+    # fetch of the assets than /assets' (a node added between the two calls) would.
+    omit: list[str] = Field(default_factory=list)
 
 
 class Request(_Model):

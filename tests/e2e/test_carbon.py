@@ -6,6 +6,8 @@ OpenCost serving ``/assets/carbon`` into a real PostgreSQL, then ``finops report
   disks' grams exactly, per team, namespace and application, as a table, JSON and CSV;
 - an OpenCost without carbon estimates (404) stores the hours without emissions, and the report
   says which stored hours have none rather than reading them as 0 g;
+- an answer of ``/assets/carbon`` lacking a node's key of ``/assets`` stores the hours' rows and
+  costs without emissions (the ledger does not stall), with a warning naming the missing key;
 - ``--from``/``--to`` and ``--month`` are exclusive.
 
 The cluster (prices chosen so every share is exact): node-a 4 cores x 0.05 + 8 GiB x 0.0125 =
@@ -90,7 +92,8 @@ def carbon_opencost() -> Iterator[sandbox_opencost.OpenCostServer]:
         yield server
 
 
-def collect(database_url: str, opencost_url: str, kube: sandbox_kube.KubeServer, cluster: str) -> None:
+def collect(database_url: str, opencost_url: str, kube: sandbox_kube.KubeServer, cluster: str) -> str:
+    """Collect the hours; what the command logged."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -101,6 +104,7 @@ def collect(database_url: str, opencost_url: str, kube: sandbox_kube.KubeServer,
     done = run_finops("collect", "--from", FROM, "--to", TO, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"written={HOURS}, skipped=0, empty=0, lost=0"
+    return done.stderr
 
 
 def report(database_url: str, *args: str) -> tuple[int, str, str]:
@@ -175,6 +179,35 @@ def test_hours_without_estimates_are_named_not_counted_as_zero(
     assert body["emissions"] == [
         {
             "cluster": "plain",
+            "hours_stored": HOURS,
+            "hours_with_emissions": 0,
+            "hours_without": "2026-11-20T07:00Z..2026-11-20T09:00Z",
+        }
+    ]
+
+
+def test_an_answer_lacking_an_assets_key_stores_the_hours_without_emissions(
+    db: Database, database_url: str, kube: sandbox_kube.KubeServer
+) -> None:
+    lagging = {**SCENARIO, "cluster": "lagging", "carbon": {**SCENARIO["carbon"], "omit": ["node-b"]}}
+    with sandbox_opencost.serve(sandbox_opencost.parse_scenario(lagging)) as server:
+        logged = collect(database_url, server.url, kube, "lagging")
+    assert logged.count("answered /assets/carbon without lagging/Node/node-b of /assets") == HOURS, logged
+    with db.connection() as conn:
+        emitted = conn.execute("SELECT count(*) AS n FROM emission_hours WHERE cluster = 'lagging'").fetchone()
+        stored = conn.execute(
+            "SELECT count(DISTINCT hour) AS hours, sum(total_cost_micros) AS micros"
+            " FROM provider_allocations WHERE cluster = 'lagging'"
+        ).fetchone()
+        assets = conn.execute("SELECT count(*) AS n FROM cluster_assets WHERE cluster = 'lagging'").fetchone()
+    assert emitted == {"n": 0}
+    assert stored == {"hours": HOURS, "micros": 465_000 * HOURS}  # node-a 0.30 + node-b 0.15 + disks 0.015
+    assert assets["n"] == 4 * HOURS
+    code, out, err = report(database_url, "--cluster", "lagging", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["emissions"] == [
+        {
+            "cluster": "lagging",
             "hours_stored": HOURS,
             "hours_with_emissions": 0,
             "hours_without": "2026-11-20T07:00Z..2026-11-20T09:00Z",

@@ -12,9 +12,13 @@ Decisions:
 * **OpenCost without carbon estimates** (404 on ``/assets/carbon``: ``CARBON_ESTIMATES_ENABLED``
   off): the hour is stored without emissions (no ``emission_hours`` row, so reports say the hour
   is not covered, never 0 g), and a warning is logged once per OpenCost URL and process.
-* **The carbon call fails** otherwise, or its answer lacks a node's or disk's key: the hour fails
-  like an OpenCost outage (left as it was, retried by the next run): stored without emissions, a
-  final hour would keep the hole for good.
+* **The carbon call fails** otherwise: the hour fails like an OpenCost outage (left as it was,
+  retried by the next run): stored without emissions, a final hour would keep the hole for good.
+* **Its answer lacks a node's or disk's key** of ``/assets``: the hour is stored with its rows and
+  costs but without emissions (no ``emission_hours`` row: reports name it as not covered, never a
+  total short of that asset), and a warning names the hour and the missing keys. Failing it would
+  fail it again on every run (OpenCost answers the same), stalling the cost ledger behind an
+  optional feature; a final hour keeps the hole, named, as a node no factor matches does (below).
 * **No assets** (an OpenCost without the assets API): no emissions.
 * **The Prometheus source** has no assets; with the operator's emission table
   (``CARBON_EMISSION_TABLE``, ``finops.carbon.EmissionTable``) each node of the hour
@@ -104,12 +108,16 @@ def with_carbon(
         _NO_CARBON.missing(source.base_url, exc)
         return assets
     keys = [n.key for n in assets.nodes] + [d.key for d in assets.disks]
-    missing = [key for key in keys if key not in tonnes]
+    missing = sorted({key for key in keys if key not in tonnes})
     if missing:
-        raise OpenCostUnavailable(
-            f"OpenCost at {source.base_url} answered /assets/carbon without {len(missing)} asset(s) of /assets, "
-            f"e.g. {missing[0]!r}"
+        log.warning(
+            "OpenCost at %s answered /assets/carbon without %s of /assets: hour %s stored without emissions",
+            source.base_url,
+            ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""),
+            f"{hour.start:%Y-%m-%dT%H:%MZ}",
+            extra={"fields": {"opencost": source.base_url, "hour": hour.start.isoformat(), "assets": missing}},
         )
+        return assets
     return replace(assets, carbon=tonnes)
 
 
