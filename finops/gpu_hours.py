@@ -22,6 +22,7 @@ from typing import Any
 from finops.errors import InvalidInput
 from finops.gpus import GpuBasis, GpuDevice, GpuUse, MigBy, PhysicalGpu, Sharing, mig_fraction, split_gpu_hour
 from finops.money import to_micros
+from finops.rounding import largest_remainder
 
 UNKNOWN_MODEL = "unknown"
 _MEMORY = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
@@ -90,11 +91,12 @@ class GpuRow:
 
 @dataclass(frozen=True)
 class Plan:
-    """The split of one hour: micros and GPU-hours per row name, and per model the idle micros and
-    GPU-hours."""
+    """The split of one hour: per row name its micros, GPU-hours and busy GPU-hours (its measured
+    use, in GPUs x hours; None: not measured), and per model the idle micros and GPU-hours."""
 
     owed: dict[str, int]
     hours: dict[str, Decimal]
+    busy: dict[str, Decimal | None]
     idle: dict[str, int]
     idle_hours: dict[str, Decimal]
 
@@ -116,28 +118,44 @@ def plan(rows: Sequence[GpuRow], gpus: Sequence[HourGpu], options: GpuOptions) -
         units.extend(_units(node, by_node[node], on_node[node]))
     uses = [_use(row, unit, options) for unit in units for row in unit.rows]
     split = split_gpu_hour([unit.gpu for unit in units], uses, options.basis)
-    hours: dict[str, Decimal] = defaultdict(Decimal)
-    billed: dict[str, Decimal] = defaultdict(Decimal)
-    for unit in units:  # each part of a unit's GPU-hours, exactly as split
-        gpu_hours = unit.size * Fraction(unit.minutes) / 60
-        hours[unit.gpu.model] += _decimal(split.unused[unit.gpu.uuid] * gpu_hours)
-        for row in unit.rows:
-            billed[row.name] += _decimal(split.billed[row.name] * gpu_hours)
-    return Plan(split.owed, dict(billed), split.idle, dict(hours))
+    hours: dict[str, Decimal] = {}
+    idle_hours: dict[str, Decimal] = defaultdict(Decimal)
+    for unit in units:  # each unit's GPU-hours, split as its cost was, rounded once to 10^-10
+        gpu_hours = Fraction(unit.gpu_minutes) / 60
+        parts = [split.billed[row.name] * gpu_hours for row in unit.rows] + [split.unused[unit.gpu.uuid] * gpu_hours]
+        rounded = largest_remainder([part / _HOURS for part in parts], round(gpu_hours / _HOURS))
+        for row, tenths in zip(unit.rows, rounded, strict=False):
+            hours[row.name] = _decimal(tenths)
+        idle_hours[unit.gpu.model] += _decimal(rounded[-1])
+    busy = {  # measured use in GPU-hours (a MIG slice's use is of its slice: use x slice)
+        use.key: None if use.usage is None else _decimal(round(use.usage * Fraction(unit.gpu_minutes) / 60 / _HOURS))
+        for unit, use in zip((unit for unit in units for _ in unit.rows), uses, strict=True)
+    }
+    return Plan(split.owed, hours, busy, split.idle, dict(idle_hours))
 
 
-def _decimal(value: Fraction) -> Decimal:
-    """GPU-hours as stored (numeric): exact to 10 decimals, far below what a report shows."""
-    return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(Decimal("1e-10"))
+_HOURS = Fraction(1, 10**10)  # GPU-hours are stored to 10 decimals, far below what a report shows
+
+
+def _decimal(tenths: int) -> Decimal:
+    return Decimal(tenths).scaleb(-10)
+
+
+def scaled_adjustment(adjustment: int, share: int, original: int) -> int:
+    """OpenCost's ``gpuCostAdjustment`` (its reconciliation with the bill, sized against its own
+    whole-GPU ``gpuCost``, ``original``) scaled to the row's ``share`` of its GPU, rounded half-even
+    to micros: a 20 % discount stays 20 % of what the row now pays, never more than it pays."""
+    if not original or not adjustment:
+        return adjustment
+    return round(Fraction(adjustment * share, original))
 
 
 @dataclass(frozen=True)
 class _Unit:
-    """What one split is over: a shared GPU (by UUID), or a node's pool of whole GPUs."""
+    """What one split is over: a shared GPU (by UUID), or a node's pool of whole GPUs of a model."""
 
     gpu: PhysicalGpu
-    size: int  # GPUs in it
-    minutes: Decimal  # how long it was seen
+    gpu_minutes: Decimal  # its GPUs' minutes seen, added up (a pool of 2 GPUs for the hour: 120)
     rows: list[GpuRow]
 
 
@@ -152,31 +170,42 @@ def _units(node: str, gpus: list[HourGpu], rows: list[GpuRow]) -> list[_Unit]:
         free.remove(gpu)
         mine = [row for row in rows if row.uuid == uuid and row.sharing is not Sharing.WHOLE]
         model = gpu.model or next((row.model for row in mine if row.model), None) or UNKNOWN_MODEL
-        units.append(_Unit(PhysicalGpu(uuid, model, gpu.cost_micros), 1, gpu.minutes, mine))
+        units.append(_Unit(PhysicalGpu(uuid, model, gpu.cost_micros), gpu.minutes, mine))
     whole = [row for row in rows if row.sharing is Sharing.WHOLE]
-    if free:
-        model = free[0].model or next((row.model for row in whole or rows if row.model), None) or UNKNOWN_MODEL
-        pool = PhysicalGpu(f"node:{node}", model, sum(g.cost_micros for g in free))
-        units.append(_Unit(pool, len(free), max(g.minutes for g in free), whole))
-    elif whole:
+    pools: dict[str | None, list[HourGpu]] = defaultdict(list)  # the free GPUs, a pool per model
+    for gpu in free:
+        pools[gpu.model].append(gpu)
+    if not pools and whole:
         raise InvalidInput(f"{whole[0].name}: holds a whole GPU, but every GPU of node {node} is shared")
+    for kind, pool in sorted(pools.items(), key=lambda item: item[0] or ""):
+        mine = whole if len(pools) == 1 else [row for row in whole if row.model == kind]
+        name = kind or next((row.model for row in whole or rows if row.model), None) or UNKNOWN_MODEL
+        uuid = f"node:{node}" if len(pools) == 1 else f"node:{node}:{kind}"
+        cost = sum(g.cost_micros for g in pool)
+        units.append(_Unit(PhysicalGpu(uuid, name, cost), sum((g.minutes for g in pool), Decimal(0)), mine))
+    if len(pools) > 1 and (stray := [row for row in whole if row.model not in pools]):
+        raise InvalidInput(f"{stray[0].name}: its GPU model {stray[0].model!r} is none of node {node}'s")
     return units
 
 
 def _use(row: GpuRow, unit: _Unit, options: GpuOptions) -> GpuUse:
-    """The row's request and use as fractions of its unit, for the part of the unit's time it ran."""
+    """The row's request and use as fractions of its unit: GPUs x the minutes it ran, over the
+    unit's GPU-minutes (at most all of it: a pod seen a minute longer than its GPU is not more)."""
     request, usage = Fraction(row.request or 0), None if row.usage is None else Fraction(row.usage)
     if row.sharing is Sharing.MIG:
         if not row.profile:
             raise InvalidInput(f"{row.name}: a mig GPU row has no gpuProfile")
-        slice_ = mig_fraction(row.profile, options.mig_by, _memory_gb(unit.gpu.model, row, options.mig_by))
+        memory = _memory_gb(unit.gpu.model, row, options.mig_by)
+        slice_ = mig_fraction(row.profile, options.mig_by, memory, unit.gpu.model)
         request, usage = request * slice_, None if usage is None else usage * slice_
-    elif row.sharing is Sharing.WHOLE:
-        request, usage = request / unit.size, None if usage is None else usage / unit.size
-    if unit.minutes and row.minutes == unit.minutes:  # the usual row: it ran as long as its GPU was seen
-        return GpuUse(row.name, unit.gpu.uuid, row.sharing, request, usage)
-    ran = Fraction(row.minutes) / Fraction(unit.minutes) if unit.minutes else Fraction(0)
-    return GpuUse(row.name, unit.gpu.uuid, row.sharing, request * ran, None if usage is None else usage * ran)
+    ran = Fraction(row.minutes) / Fraction(unit.gpu_minutes) if unit.gpu_minutes else Fraction(0)
+    return GpuUse(
+        row.name,
+        unit.gpu.uuid,
+        row.sharing,
+        min(request * ran, Fraction(1)),
+        None if usage is None else min(usage * ran, Fraction(1)),
+    )
 
 
 def _memory_gb(model: str, row: GpuRow, by: MigBy) -> int:

@@ -64,24 +64,38 @@ class MigBy(StrEnum):
 
 COMPUTE_SLICES = 7
 MEMORY_SLICES = 8
-_MIG = re.compile(r"(?:nvidia\.com/mig-)?(?P<compute>[1-7])g\.(?P<memory>\d+)gb")
+# MIG-capable GPUs whose slices are not 7 of compute and 8 of memory (A100, H100, H200, B200 are)
+_SLICES = {re.compile(r"\bA30\b"): (4, 4)}
+_MIG = re.compile(r"(?:nvidia\.com/mig-)?(?P<compute>[1-7])g\.(?P<memory>\d+)gb(?:\+me)?")
 
 
-def mig_fraction(profile: str, by: MigBy, gpu_memory_gb: int) -> Fraction:
-    """The share of the physical GPU a MIG ``profile`` (``nvidia.com/mig-3g.40gb`` or ``3g.40gb``)
-    holds: its compute slices of 7, or its memory of ``gpu_memory_gb`` in eighths (a slice of
-    memory is an eighth of the GPU's: 10 GB on an 80 GB A100/H100)."""
+def mig_slices(model: str) -> tuple[int, int]:
+    """A MIG-capable GPU model's compute and memory slices: 7 and 8, or 4 and 4 for an A30."""
+    return next((slices for pattern, slices in _SLICES.items() if pattern.search(model)), (7, 8))
+
+
+def mig_fraction(profile: str, by: MigBy, gpu_memory_gb: int, model: str = "") -> Fraction:
+    """The share of the physical GPU a MIG ``profile`` (``nvidia.com/mig-3g.40gb``, ``3g.40gb``, or
+    with the media extensions, ``1g.10gb+me``) holds: its compute slices of the model's (7; 4 on an
+    A30), or its memory of ``gpu_memory_gb`` in the model's memory slices (8: 10 GB of an 80 GB
+    A100/H100; 4 on an A30)."""
     match = _MIG.fullmatch(profile)
     if match is None:
         raise InvalidInput(f"MIG profile {profile!r} is not <n>g.<m>gb (nvidia.com/mig-1g.10gb)")
+    compute_slices, memory_slices = mig_slices(model)
     if by is MigBy.COMPUTE:
-        return Fraction(int(match["compute"]), COMPUTE_SLICES)
-    if gpu_memory_gb <= 0 or gpu_memory_gb % MEMORY_SLICES:
-        raise InvalidInput(f"GPU memory {gpu_memory_gb} GB is not eight memory slices of whole gigabytes")
-    slices = Fraction(int(match["memory"]), gpu_memory_gb // MEMORY_SLICES)
-    if slices.denominator != 1 or not 1 <= slices <= MEMORY_SLICES:
+        compute = Fraction(int(match["compute"]), compute_slices)
+        if compute > 1:
+            raise InvalidInput(f"MIG profile {profile!r} is more than the {compute_slices} compute slices of {model}")
+        return compute
+    if gpu_memory_gb <= 0 or gpu_memory_gb % memory_slices:
+        raise InvalidInput(
+            f"GPU memory {gpu_memory_gb} GB is not {memory_slices} memory slices of whole gigabytes"
+        )
+    slices = Fraction(int(match["memory"]), gpu_memory_gb // memory_slices)
+    if slices.denominator != 1 or not 1 <= slices <= memory_slices:
         raise InvalidInput(f"MIG profile {profile!r} is not whole memory slices of a {gpu_memory_gb} GB GPU")
-    return slices / MEMORY_SLICES
+    return slices / memory_slices
 
 
 @dataclass(frozen=True)

@@ -243,3 +243,35 @@ def test_a_gpu_nodes_bill_line_is_split_by_the_same_shares(
         "platform": "4.89",
     }
     assert report["total"] == "10.20"
+
+
+DISCOUNTED = {
+    "cluster": "gpus-discounted",
+    "nodes": [SCENARIO["nodes"][0]],
+    "namespaces": [{"name": "ml", "labels": {"team": "research"}}],
+    "workloads": [{**_pod("ml", "train", "gpu-a100", "0.3"), "costAdjustment": {"gpu": -0.2}}],
+}
+
+
+@pytest.mark.parametrize(("basis", "train", "idle"), [("request", 2_400_000, 3_000_000), ("usage", 720_000, 5_100_000)])
+def test_opencosts_gpu_discount_is_scaled_to_the_rows_share(
+    basis: str, train: int, idle: int, db: Database, database_url: str, kube: sandbox_kube.KubeServer
+) -> None:
+    """OpenCost bills train a whole A100 at 3.00 with a 20 % discount (gpuCostAdjustment -0.60).
+    Under ``request`` its share is that GPU: 3.00 - 0.60 = 2.40. Under ``usage`` its share is 0.90
+    (0.3 of one of the two GPUs), and the discount is 20 % of that: 0.90 - 0.18 = 0.72; the
+    unused GPUs are idle at their price. The row's total is its GPU cost (CPU and memory are free)."""
+    cluster = f"gpus-discounted-{basis}"
+    with sandbox_opencost.serve(sandbox_opencost.parse_scenario(DISCOUNTED)) as server:
+        collect(database_url, server.url, kube, cluster, basis)
+    for hour_rows in _by_hour(gpu_rows(db, cluster)).values():
+        got = {r["who"]: (r["gpu_cost_micros"], r["total_cost_micros"]) for r in hour_rows if r["gpu_cost_micros"]}
+        assert got == {"train": (train, train), IDLE_A100: (idle, idle)}
+
+
+def _by_hour(rows: list[dict[str, Any]]) -> dict[Any, list[dict[str, Any]]]:
+    hours: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        hours.setdefault(r["hour"], []).append(r)
+    assert len(hours) == HOURS
+    return hours

@@ -22,7 +22,7 @@ from decimal import Decimal
 import pytest
 
 from finops.errors import InvalidInput
-from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, from_devices, plan
+from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, from_devices, plan, scaled_adjustment
 from finops.gpus import GpuBasis, GpuDevice, MigBy, Sharing
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -175,3 +175,54 @@ def test_a_row_that_cannot_be_placed_is_refused_naming_it(
 ) -> None:
     with pytest.raises(InvalidInput, match=message):
         plan(rows, gpus, options)
+
+
+def test_a_pools_gpus_count_each_for_the_minutes_it_was_seen() -> None:
+    """2,800,000 for a GPU seen all hour, 700,000 for one seen 15 minutes: 75 GPU-minutes, of which
+    the row held 60, so 4/5 of the pool's 3,500,000."""
+    gpus = [HourGpu("a", "GPU-1", "T4", 2_800_000, Decimal(60)), HourGpu("a", "GPU-2", "T4", 700_000, Decimal(15))]
+    result = plan([row("train", "a")], gpus, GpuOptions())
+    assert (result.owed, result.idle) == ({"train": 2_800_000}, {"T4": 700_000})
+    assert (result.hours, result.idle_hours) == ({"train": Decimal(1)}, {"T4": Decimal("0.25")})
+
+
+def test_a_row_seen_longer_than_its_gpu_holds_all_of_it_not_more() -> None:
+    gpus = [HourGpu("a", "GPU-1", "T4", 2_800_000, Decimal(59))]
+    result = plan([row("asr", "a", Sharing.TIME_SLICED, usage="1", uuid="GPU-1")], gpus, GpuOptions())
+    assert (result.owed, result.idle) == ({"asr": 2_800_000}, {"T4": 0})
+
+
+def test_a_node_with_two_models_has_a_pool_per_model() -> None:
+    gpus = [gpu("a", 7_000_000, "GPU-1", "A100"), gpu("a", 8_000_000, "GPU-2", "L4")]
+    rows = [row("train", "a", usage="0.5", model="L4")]
+    result = plan(rows, gpus, GpuOptions(GpuBasis.USAGE))
+    assert (result.owed, result.idle) == ({"train": 4_000_000}, {"A100": 7_000_000, "L4": 4_000_000})
+    with pytest.raises(InvalidInput, match="other: its GPU model 'H100' is none of node a's"):
+        plan([row("other", "a", model="H100")], gpus, GpuOptions())
+
+
+def test_busy_gpu_hours_are_in_gpus_a_mig_slices_use_counted_as_its_share() -> None:
+    rows = [
+        row("small", "h", Sharing.MIG, usage="0.5", uuid="GPU-h", profile="1g.10gb"),
+        row("train", "a", usage="0.5", minutes=30),
+        row("idle-pod", "a"),
+    ]
+    result = plan(rows, [gpu("h", uuid="GPU-h", model=H100), gpu("a"), gpu("a")], GpuOptions())
+    assert result.busy == {"small": Decimal("0.0714285714"), "train": Decimal("0.25"), "idle-pod": None}
+
+
+@pytest.mark.parametrize(
+    ("adjustment", "share", "original", "scaled"),
+    [
+        (-190_000, 950_000, 950_000, -190_000),  # the share is OpenCost's: its adjustment as it was
+        (-190_000, 95_000, 950_000, -19_000),  # a tenth of the GPU: a tenth of its discount
+        (-1, 1, 2, 0),  # -0.5 micro: half-even
+        (-3, 1, 2, -2),  # -1.5 micros: half-even
+        (50_000, 400_000, 0, 50_000),  # no cost of OpenCost's to scale by: kept
+        (0, 400_000, 950_000, 0),
+    ],
+)
+def test_opencosts_adjustment_is_scaled_to_the_rows_share(
+    adjustment: int, share: int, original: int, scaled: int
+) -> None:
+    assert scaled_adjustment(adjustment, share, original) == scaled

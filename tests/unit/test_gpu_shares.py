@@ -143,7 +143,7 @@ def test_an_unmeasured_gpu_is_used_by_nobody() -> None:
 
 
 def test_bad_input_is_refused_naming_it() -> None:
-    with pytest.raises(InvalidInput, match="GPU memory 81 GB is not eight memory slices"):
+    with pytest.raises(InvalidInput, match="GPU memory 81 GB is not 8 memory slices"):
         mig_fraction("1g.10gb", MigBy.MEMORY, 81)
     for profile in ("1g.5gb", "1g.90gb"):  # half a slice; more than the GPU
         with pytest.raises(InvalidInput, match=re.escape(f"{profile!r} is not whole memory slices of a 80 GB GPU")):
@@ -198,3 +198,22 @@ def test_every_gpus_parts_add_up_to_its_cost_exactly(
                 assert fraction == (u.usage or 0)
     whole = split_gpu_hour(gpus, uses, basis)
     assert whole.total == sum(g.cost_micros for g in gpus)
+
+
+@pytest.mark.parametrize(
+    ("profile", "by", "memory", "model", "share"),
+    [
+        ("1g.10gb+me", MigBy.COMPUTE, 80, "NVIDIA H100 80GB HBM3", Fraction(1, 7)),  # with the media extensions
+        ("1g.10gb+me", MigBy.MEMORY, 80, "NVIDIA H100 80GB HBM3", Fraction(1, 8)),
+        ("1g.6gb", MigBy.COMPUTE, 24, "NVIDIA A30", Fraction(1, 4)),  # an A30 has 4 compute slices
+        ("2g.12gb", MigBy.MEMORY, 24, "NVIDIA A30", Fraction(2, 4)),  # and 4 memory slices of 6 GB
+        ("4g.24gb", MigBy.COMPUTE, 24, "NVIDIA A30", Fraction(1)),
+    ],
+)
+def test_mig_slices_follow_the_gpus_model(profile: str, by: MigBy, memory: int, model: str, share: Fraction) -> None:
+    assert mig_fraction(profile, by, memory, model) == share
+
+
+def test_an_a30_has_no_seventh_slice() -> None:
+    with pytest.raises(InvalidInput, match="more than the 4 compute slices"):
+        mig_fraction("7g.80gb", MigBy.COMPUTE, 24, "NVIDIA A30")

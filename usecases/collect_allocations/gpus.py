@@ -7,8 +7,9 @@ HAMi ``gpucores=25`` pod pays a whole GPU, a pod using a tenth of its GPU pays a
 ``__idle__`` line holds the GPUs nobody requested, whatever their model. After the split:
 
 - each GPU row's ``gpu_cost_micros`` is its share, plus OpenCost's ``gpuCostAdjustment`` for the
-  row (its reconciliation with the bill, which the node's ``gpuCost`` does not hold), and its
-  ``total_cost_micros`` moves by the difference; its ``gpu_hours`` are the GPU-hours it is billed
+  row (its reconciliation with the bill, which the node's ``gpuCost`` does not hold) scaled to the
+  share, and its ``total_cost_micros`` moves by the difference; ``gpu_busy_hours`` is its measured
+  use in GPU-hours; its ``gpu_hours`` are the GPU-hours it is billed
   for (its part of its GPU's hours);
 - the source's idle rows lose their GPU cost (``gpu_cost_micros`` 0, the total lowered by it);
 - a row ``__idle__/gpu:<model>`` per GPU model holds that model's idle GPU cost and GPU-hours.
@@ -35,7 +36,6 @@ OpenCost sent no ``gpuAllocation``; no asset or inventory at all), the source's 
 from __future__ import annotations
 
 import logging
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -45,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from finops.allocations import IDLE
 from finops.errors import InvalidInput
-from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, from_devices, plan
+from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, from_devices, plan, scaled_adjustment
 from finops.gpus import GpuDevice
 from finops.hours import Hour
 from finops.money import to_micros
@@ -56,8 +56,6 @@ from infra.postgres.database import Connection
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_MODEL = "unknown"
-_MEMORY = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
 
 
 @runtime_checkable
@@ -186,13 +184,16 @@ def split_hour(
     written = 0
     if basis is not None:
         names = sorted(result.owed)
+        adjustments = {row["name"]: row for row in stored}  # OpenCost's gpuCostAdjustment, scaled to the share
+        micros = [result.owed[name] + _adjustment(adjustments[name], result.owed[name]) for name in names]
         db.execute(
             "set_gpu_costs",
             conn,
             **key,
             names=names,
-            micros=[result.owed[name] for name in names],
+            micros=micros,
             hours=[result.hours[name] for name in names],
+            busy=[result.busy[name] for name in names],
         )
         db.execute("clear_idle_gpu_costs", conn, **key)
         models = sorted(result.idle)
@@ -213,6 +214,12 @@ def split_hour(
     return written, ledger
 
 
+def _adjustment(row: Mapping[str, Any], share: int) -> int:
+    """The row's GPU cost adjustment scaled to its share (``finops.gpu_hours.scaled_adjustment``)."""
+    adjustment = row["gpu_adjustment_micros"] or 0
+    return scaled_adjustment(adjustment, share, (row["gpu_cost_micros"] or 0) - adjustment)
+
+
 def _check_splittable(
     rows: list[GpuRow],
     assets: Assets | None,
@@ -227,5 +234,5 @@ def _check_splittable(
         raise InvalidInput("OpenCost answered no assets: the GPUs' cost is unknown")
     if assets is None and "gpuHour" not in (rates or {}):
         raise InvalidInput("the PriceBook has no gpuHour rate")
-    if missing := next((row.name for row in rows if row.request is None), None):  # an older OpenCost
-        raise InvalidInput(f"{missing}: OpenCost sent no gpuAllocation")
+    if missing := next((row.name for row in rows if row.request is None), None):
+        raise InvalidInput(f"{missing}: no GPU request (an OpenCost without gpuAllocation, or no DCGM figure)")

@@ -8,11 +8,12 @@ used is an ``__idle__/gpu:<model>`` row. So the lines add up to what the GPUs co
 rounded once, to cents, by largest remainder within each cluster and currency, so they add up to
 its total rounded half-even.
 
-**Cost per busy GPU-hour** (the insight): a line's GPU cost over its busy GPU-hours (DCGM's
-measured use x the hours it ran). A workload that holds a whole GPU and keeps it 10 % busy pays
-ten times what the GPU's hour costs per hour of work; it leads the ranking. A line nobody measured
-has none (``null``), never 0. Under ``GPU_BASIS=usage`` it is the GPU's price for every line, so
-the ranking says most under ``request`` and ``max``.
+**Cost per busy GPU-hour** (the insight): a line's GPU cost over its busy GPU-hours (its measured
+use in GPUs x hours, a MIG slice's use counted as its share of the GPU), both over its measured
+rows only. A workload that holds a whole GPU and keeps it 10 % busy pays ten times what the GPU's
+hour costs per hour of work; it leads the ranking. A line nobody measured has none (``null``),
+never 0. Under ``GPU_BASIS=usage`` a line pays for what it used, so the figure is close to its
+GPUs' price; the ranking says most under ``request`` and ``max``.
 
 Like every report it states its coverage, and per cluster which basis split its hours: an hour
 that was not split (``gpu_basis`` NULL) keeps its source's GPU figures, and is counted as such.
@@ -80,9 +81,7 @@ def gpu_report(db: Database, query: ReportQuery, by: By = "team") -> ReportDocum
 def _line(row: dict[str, Any], by: By, cost: Decimal) -> dict[str, Any]:
     idle = str(row["line"] or "").startswith("__idle__")
     busy = row["busy_hours"]
-    per_busy = None
-    if busy is not None and busy > 0 and not idle:
-        per_busy = str((from_micros(int(row["micros"])) / Decimal(busy)).quantize(_CENT, rounding=ROUND_HALF_EVEN))
+    per_busy = None if idle else per_busy_hour(row["measured_micros"], busy)
     return {
         "cluster": row["cluster"],
         "currency": row["currency"],
@@ -93,6 +92,14 @@ def _line(row: dict[str, Any], by: By, cost: Decimal) -> dict[str, Any]:
         "busy_gpu_hours": None if busy is None else _hours(Decimal(busy)),
         "cost_per_busy_gpu_hour": per_busy,
     }
+
+
+def per_busy_hour(measured_micros: int | None, busy_hours: Decimal | None) -> str | None:
+    """What a busy GPU-hour cost: the measured rows' GPU cost over their busy GPU-hours, to the
+    cent; None when nothing was measured, or nothing was busy."""
+    if measured_micros is None or busy_hours is None or busy_hours <= 0:
+        return None
+    return str((from_micros(int(measured_micros)) / Decimal(busy_hours)).quantize(_CENT, rounding=ROUND_HALF_EVEN))
 
 
 def _hours(value: Decimal) -> str:

@@ -248,7 +248,7 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
 -- The hour's workload rows that ran on a GPU (usecases.collect_allocations.gpus): those with a
 -- gpuAllocation, and those with GPU cost or GPUs but none (an OpenCost too old to send it).
 SELECT name, node, minutes, gpu_request_avg, gpu_usage_avg, gpu_shared, gpu_model, gpu_uuid, gpu_sharing,
-       gpu_profile
+       gpu_profile, gpu_cost_micros, gpu_adjustment_micros
 FROM provider_allocations
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND entry_kind = 'workload'
   AND (gpu_request_avg IS NOT NULL OR gpu_usage_avg IS NOT NULL OR gpu_uuid IS NOT NULL
@@ -256,14 +256,13 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
 ORDER BY name;
 
 -- name: set_gpu_costs
--- Each GPU row's share of its GPU and the GPU-hours it is billed for; its total moves by the
--- difference. OpenCost's gpuCostAdjustment (its reconciliation with the bill) stays on the row.
+-- Each GPU row's GPU cost (its share, with OpenCost's adjustment scaled to it), the GPU-hours it is
+-- billed for and its measured use in GPU-hours; its total moves by the difference.
 UPDATE provider_allocations p
-SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros
-                        + coalesce(p.gpu_adjustment_micros, 0),
-    gpu_cost_micros = s.micros + coalesce(p.gpu_adjustment_micros, 0),
-    gpu_hours = s.hours
-FROM unnest(%(names)s::text[], %(micros)s::bigint[], %(hours)s::numeric[]) AS s (name, micros, hours)
+SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros,
+    gpu_cost_micros = s.micros, gpu_hours = s.hours, gpu_busy_hours = s.busy
+FROM unnest(%(names)s::text[], %(micros)s::bigint[], %(hours)s::numeric[], %(busy)s::numeric[])
+    AS s (name, micros, hours, busy)
 WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
   AND p.entry_kind = 'workload' AND p.name = s.name;
 

@@ -3,14 +3,16 @@
 
 -- name: app_scope_hours
 -- One application's own rows (finops_in_app_scope, as the daily history selects them) per stored
--- hour of [start, end): their cost, GPU-hours, GPU cost and busy GPU-hours (DCGM's measured use x
--- the minutes it ran; NULL when none of the hour's rows was measured), their currencies, and
+-- hour of [start, end): their cost, GPU-hours, GPU cost and busy GPU-hours (the GPU split's
+-- measured use in GPU-hours; NULL when none of the hour's rows was measured) with the GPU cost of
+-- the measured rows, their currencies, and
 -- whether the hour was stored with emissions.
 SELECT pa.hour,
        coalesce(sum(pa.total_cost_micros), 0)::bigint AS micros,
        coalesce(sum(pa.gpu_hours), 0) AS gpu_hours,
        coalesce(sum(pa.gpu_cost_micros), 0)::bigint AS gpu_micros,
-       sum(pa.gpu_usage_avg * pa.minutes / 60) FILTER (WHERE coalesce(pa.gpu_hours, 0) <> 0) AS busy_hours,
+       sum(pa.gpu_busy_hours) AS busy_hours,
+       sum(pa.gpu_cost_micros) FILTER (WHERE pa.gpu_busy_hours IS NOT NULL)::bigint AS measured_gpu_micros,
        coalesce(array_agg(DISTINCT btrim(pa.currency)) FILTER (WHERE pa.currency IS NOT NULL), '{}') AS currencies,
        EXISTS (SELECT 1 FROM emission_hours e
                WHERE e.cluster = %(cluster)s AND e.aggregation = %(aggregation)s AND e.hour = pa.hour) AS emitted

@@ -2,8 +2,8 @@
 -- GPU-hours, GPU cost and busy GPU-hours per cluster, currency and line over [start, end)
 -- (usecases.reports.gpus): by team, namespace or workload (namespace/controller, or the pod when
 -- it has none). Idle rows keep their own name: __idle__/gpu:<model> per GPU model, or __idle__
--- for an hour whose GPUs were not split. busy_hours: DCGM's measured use x the minutes it ran
--- (NULL when no row of the line was measured).
+-- for an hour whose GPUs were not split. busy_hours: the split's measured use in GPU-hours (NULL
+-- when no row of the line was measured); measured_micros: the GPU cost of the measured rows.
 SELECT cluster,
        currency,
        CASE WHEN entry_kind = 'idle' THEN name
@@ -12,7 +12,8 @@ SELECT cluster,
             ELSE namespace || '/' || coalesce(nullif(controller, ''), pod, name) END AS line,
        sum(coalesce(gpu_hours, 0)) AS gpu_hours,
        sum(coalesce(gpu_cost_micros, 0))::bigint AS micros,
-       sum(gpu_usage_avg * minutes / 60) AS busy_hours
+       sum(gpu_busy_hours) AS busy_hours,
+       sum(gpu_cost_micros) FILTER (WHERE gpu_busy_hours IS NOT NULL)::bigint AS measured_micros
 FROM provider_allocations
 WHERE aggregation = %(aggregation)s AND hour >= %(start)s AND hour < %(end)s
   AND (%(cluster)s::text IS NULL OR cluster = %(cluster)s)
