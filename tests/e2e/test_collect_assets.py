@@ -12,7 +12,9 @@
   transaction leaves each hour with its rows and assets together or with neither, and the next
   run ends exactly as an uninterrupted one;
 - the assets call failing fails the hour like an allocation outage (nothing stored); an OpenCost
-  without the assets API (404) stores the hours without assets (``asset_count`` NULL).
+  without the assets API (404) stores the hours without assets (``asset_count`` NULL);
+- retention deletes the expired hours' assets, emissions and node days in one transaction: a
+  failure of any delete leaves all of them for the next run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from infra.postgres import Database
 from sandbox import kube as sandbox_kube
@@ -176,3 +180,44 @@ def test_assets_expire_with_the_allocations_partitions(db: Database) -> None:
     # ALLOCATION_RETENTION_MONTHS=2 in November: August's month is dropped, September's kept.
     drop_expired_partitions(db, 2, datetime(2026, 11, 20, 10, tzinfo=UTC))
     assert [a["hour"] for a in assets(db, "old")] == [datetime(2026, 9, 1, tzinfo=UTC)]
+
+
+def test_expired_assets_and_emissions_are_deleted_together_or_not_at_all(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from usecases.collect_allocations.retention import drop_expired_partitions
+
+    hour = "2026-08-31T23:00:00Z"
+    with db.connection() as conn:
+        conn.execute(
+            "INSERT INTO cluster_assets (cluster, aggregation, hour, kind, name, provider_id, total_cost_micros)"
+            " VALUES ('expiring', 'pod', %s, 'node', 'n1', 'i-1', 1)",
+            (hour,),
+        )
+        conn.execute(
+            "INSERT INTO emission_hours (cluster, aggregation, hour, factor_source, asset_count, grams)"
+            " VALUES ('expiring', 'pod', %s, 'opencost', 1, 10)",
+            (hour,),
+        )
+
+    def emissions() -> int:
+        with db.connection() as conn:
+            found = conn.execute("SELECT count(*) AS n FROM emission_hours WHERE cluster = 'expiring'").fetchone()
+        assert found is not None
+        return int(found["n"])
+
+    execute = db.execute
+
+    def failing(query: str, /, conn: Any = None, **params: Any) -> int:
+        if query == "delete_expired_node_days":
+            raise RuntimeError("the run stops here")
+        return execute(query, conn, **params)
+
+    now = datetime(2026, 11, 20, 10, tzinfo=UTC)
+    monkeypatch.setattr(db, "execute", failing)
+    with pytest.raises(RuntimeError, match="the run stops here"):
+        drop_expired_partitions(db, 2, now)
+    assert len(assets(db, "expiring")) == 1 and emissions() == 1  # rolled back together
+    monkeypatch.undo()
+    drop_expired_partitions(db, 2, now)
+    assert assets(db, "expiring") == [] and emissions() == 0

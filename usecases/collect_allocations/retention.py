@@ -54,13 +54,17 @@ def delete_expired_rows(db: Database, cluster: str, retention: RowRetention, now
 
 def drop_expired_partitions(db: Database, months: int, now: datetime) -> list[str]:
     """Drop the monthly partitions that ended more than ``months`` whole months before ``now``'s,
-    and delete the assets and emissions of the hours they held and their days per node."""
+    and delete the assets and emissions of the hours they held and their days per node.
+
+    The three deletes are one transaction: a run stopped between them would otherwise leave an
+    hour's emissions without its assets (or the reverse) until the next run."""
     month = now.year * 12 + now.month - 1 - months
     cutoff = datetime(month // 12, month % 12 + 1, 1, tzinfo=UTC)
     dropped = [row["partition"] for row in db.fetch_all("drop_allocation_partitions", cutoff=cutoff)]
-    db.execute("delete_expired_cluster_assets", cutoff=cutoff)
-    db.execute("delete_expired_emissions", cutoff=cutoff)
-    db.execute("delete_expired_node_days", cutoff=cutoff.date())
+    with db.connection() as conn:
+        db.execute("delete_expired_cluster_assets", conn, cutoff=cutoff)
+        db.execute("delete_expired_emissions", conn, cutoff=cutoff)
+        db.execute("delete_expired_node_days", conn, cutoff=cutoff.date())
     if dropped:
         log.info("retention dropped partitions", extra={"fields": {"partitions": dropped}})
     return dropped
