@@ -10,8 +10,9 @@ every physical GPU (its UUID) is priced once, and its hour's cost ``C`` (integer
   activity), or the larger of the two (``max``, the rule for CPU and memory);
 - what a workload requested depends on how the GPU is shared:
 
-  - ``whole``: the GPU is the workload's alone; its request is 1 (for the part of the hour it
-    ran: ``minutes / 60``);
+  - ``whole``: the GPU is the workload's alone; its request is 1 of it (``finops.gpu_hours``
+    pools a node's whole GPUs of a model: a request of 1 GPU is then its part of the pool, for the
+    minutes it ran);
   - ``mig``: a MIG slice (``nvidia.com/mig-1g.10gb``) is its share of the physical GPU by compute
     slices (1 of 7) or by memory slices (1 of 8), as the policy says; its measured use is a share
     of the slice, so of the GPU it is use x slice;
