@@ -32,7 +32,7 @@ from finops.allocations import DEFAULT_AGGREGATION
 from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
-from usecases.cost_api.views import _money
+from usecases.cost_api.views import money
 
 LOOKBACK_DAYS = 28  # the baseline's days are among the last four weeks
 
@@ -65,7 +65,7 @@ def _scored(row: dict[str, Any]) -> tuple[anomaly.Anomaly, str | None]:
 
 
 def _amount(value: Fraction | None) -> dict[str, Any] | None:
-    return None if value is None else _money(anomaly.round_micros(value))
+    return None if value is None else money(anomaly.round_micros(value))
 
 
 def document(result: anomaly.Anomaly, currency: str | None) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def document(result: anomaly.Anomaly, currency: str | None) -> dict[str, Any]:
         "reason": result.reason,
         "currency": currency,
         "runRatePerDay": _amount(result.run_rate),
-        "today": {"hours": result.today_hours, "cost": _money(result.today_micros)},
+        "today": {"hours": result.today_hours, "cost": money(result.today_micros)},
         "baseline": {
             "days": len(days),
             "from": days[0].day.isoformat() if days else None,

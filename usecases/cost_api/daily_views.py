@@ -24,7 +24,7 @@ from finops.hours import midnight
 from infra.postgres import Database
 from infra.settings import CostApiSettings
 from usecases.app_history.scope import app_scope
-from usecases.cost_api.views import _money, no_record
+from usecases.cost_api.views import money, no_record
 
 
 def daily(
@@ -72,7 +72,7 @@ def daily(
         if currency is not None and hours:
             currencies.add(str(currency).strip())
         total += micros
-        days.append({"day": day.isoformat(), "cost": _money(micros), "final": final, "hours": hours})
+        days.append({"day": day.isoformat(), "cost": money(micros), "final": final, "hours": hours})
     return {
         "app": {"namespace": app_namespace, "name": app_name},
         "recorded": True,
@@ -80,7 +80,7 @@ def daily(
         "destinationNamespace": scope.destination_namespace,
         "currency": currencies.pop() if len(currencies) == 1 else None,
         "days": days,
-        "total": _money(total),
+        "total": money(total),
         "from": first.isoformat(),
         "to": today.isoformat(),
     }

@@ -27,13 +27,13 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION, IDLE, UNALLOCATED
+from finops.carbon import kilograms
 from finops.chargeback import Period
 from finops.ledger import ranges
 from finops.money import from_micros
 from infra.postgres import Database
-from infra.settings import CostApiSettings
 from usecases.app_history.scope import app_scope
-from usecases.cost_api.views import _money, no_record
+from usecases.cost_api.views import money, no_record
 from usecases.reports import service
 from usecases.reports.carbon import carbon_report
 from usecases.reports.gpus import gpu_report
@@ -43,32 +43,25 @@ _HOURS = Decimal("0.001")
 _CENT = Decimal("0.01")
 
 
-def kilograms(grams: int) -> str:
-    """Grams as kilograms, exactly (three decimals)."""
-    return str((Decimal(grams) / 1000).quantize(Decimal("0.001")))
-
-
 def _period(days: int) -> Period:
     return service.last_days(days, datetime.now(UTC).date())
 
 
-def _query(s: CostApiSettings, days: int) -> service.ReportQuery:
-    return service.ReportQuery(_period(days), s.CLUSTER_ID, default_cluster=s.CLUSTER_ID)
+def _query(cluster: str, days: int) -> service.ReportQuery:
+    return service.ReportQuery(_period(days), cluster, default_cluster=cluster)
 
 
 def _gpu_hours(value: Decimal) -> str:
     return str(value.quantize(_HOURS, rounding=ROUND_HALF_EVEN))
 
 
-def _app_rows(
-    db: Database, s: CostApiSettings, identity: tuple[str, str], period: Period
-) -> tuple[Any, Any, list[Any]]:
+def _app_rows(db: Database, cluster: str, identity: tuple[str, str], period: Period) -> tuple[Any, Any, list[Any]]:
     """The application's scope (None: no record), the window's query parameters, its hours' rows."""
-    scope = app_scope(db, s.CLUSTER_ID, *identity)
+    scope = app_scope(db, cluster, *identity)
     if scope is None:
         return None, None, []
     window = {
-        "cluster": s.CLUSTER_ID,
+        "cluster": cluster,
         "aggregation": DEFAULT_AGGREGATION,
         "start": period.start,
         "end": period.end,
@@ -90,15 +83,15 @@ def _app_head(
         "period": period.as_document(),
         "currency": currencies.pop() if len(currencies) == 1 else None,
         "hours": len(rows),
-        "cost": _money(sum(int(r["micros"]) for r in rows)),
+        "cost": money(sum(int(r["micros"]) for r in rows)),
     }
 
 
-def app_gpus(db: Database, s: CostApiSettings, identity: tuple[str, str], args: Mapping[str, Any]) -> dict[str, Any]:
+def app_gpus(db: Database, cluster: str, identity: tuple[str, str], args: Mapping[str, Any]) -> dict[str, Any]:
     """The application's GPU-hours, GPU cost and cost per busy GPU-hour over the trailing days."""
     days = int(args["days"])
     period = _period(days)
-    scope, _, rows = _app_rows(db, s, identity, period)
+    scope, _, rows = _app_rows(db, cluster, identity, period)
     if scope is None:
         return no_record(identity)
     gpu_hours = sum((Decimal(r["gpu_hours"]) for r in rows), Decimal(0))
@@ -112,18 +105,18 @@ def app_gpus(db: Database, s: CostApiSettings, identity: tuple[str, str], args: 
             per_busy = str((from_micros(micros) / busy).quantize(_CENT, rounding=ROUND_HALF_EVEN))
         gpu = {
             "gpuHours": _gpu_hours(gpu_hours),
-            "cost": _money(micros),
+            "cost": money(micros),
             "busyGpuHours": None if busy is None else _gpu_hours(busy),
             "costPerBusyGpuHour": per_busy,
         }
     return {**_app_head(identity, scope, days, period, rows), "gpu": gpu}
 
 
-def app_carbon(db: Database, s: CostApiSettings, identity: tuple[str, str], args: Mapping[str, Any]) -> dict[str, Any]:
+def app_carbon(db: Database, cluster: str, identity: tuple[str, str], args: Mapping[str, Any]) -> dict[str, Any]:
     """The application's grams CO2e beside its cost over the trailing days, with the factors."""
     days = int(args["days"])
     period = _period(days)
-    scope, window, rows = _app_rows(db, s, identity, period)
+    scope, window, rows = _app_rows(db, cluster, identity, period)
     if scope is None:
         return no_record(identity)
     without = [r["hour"] for r in rows if not r["emitted"]]
@@ -147,31 +140,31 @@ def app_carbon(db: Database, s: CostApiSettings, identity: tuple[str, str], args
     }
 
 
-def cluster_gpus(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> dict[str, Any]:
+def cluster_gpus(db: Database, cluster: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """``finops report gpus`` of this cluster over the trailing days; idle lines name their model."""
     days, by = int(args["days"]), args["by"]
-    body = gpu_report(db, _query(s, days), by).body
+    body = gpu_report(db, _query(cluster, days), by).body
     lines = [
         {**line, "model": line[by][len(IDLE_GPU) :] if str(line[by]).startswith(IDLE_GPU) else None}
         for line in body["lines"]
     ]
-    return {"cluster": s.CLUSTER_ID, "days": days, **body, "lines": lines}
+    return {"cluster": cluster, "days": days, **body, "lines": lines}
 
 
-def cluster_carbon(db: Database, s: CostApiSettings, args: Mapping[str, Any]) -> dict[str, Any]:
+def cluster_carbon(db: Database, cluster: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """``finops report carbon`` of this cluster over the trailing days, each line with its cost."""
     days, by = int(args["days"]), args["by"]
-    query = _query(s, days)
+    query = _query(cluster, days)
     body = carbon_report(db, query, by).body
-    hours = next((h for h in body["emissions"] if h["cluster"] == s.CLUSTER_ID), None)
+    hours = next((h for h in body["emissions"] if h["cluster"] == cluster), None)
     stored = hours["hours_stored"] if hours else 0
     with_emissions = hours["hours_with_emissions"] if hours else 0
-    grams = {line[by]: int(line["grams"]) for line in body["lines"] if line["cluster"] == s.CLUSTER_ID}
+    grams = {line[by]: int(line["grams"]) for line in body["lines"] if line["cluster"] == cluster}
     costs: dict[str, tuple[int, set[str]]] = {}
     for row in db.fetch_all(
         "carbon_line_costs",
         aggregation=query.aggregation,
-        cluster=s.CLUSTER_ID,
+        cluster=cluster,
         start=query.period.start,
         end=query.period.end,
         by=by,
@@ -187,7 +180,7 @@ def cluster_carbon(db: Database, s: CostApiSettings, args: Mapping[str, Any]) ->
             {
                 by: name,
                 "kind": "idle" if name == IDLE else "unallocated" if name == UNALLOCATED else "owner",
-                "cost": _money(micros) if len(currencies) <= 1 else None,
+                "cost": money(micros) if len(currencies) <= 1 else None,
                 "currency": next(iter(currencies)) if len(currencies) == 1 else None,
                 "grams": mine,
                 "kg": None if mine is None else kilograms(mine),
@@ -198,7 +191,7 @@ def cluster_carbon(db: Database, s: CostApiSettings, args: Mapping[str, Any]) ->
     currencies = {x["currency"] for x in lines if x["currency"]}
     total = sum(grams.values()) if with_emissions else None
     return {
-        "cluster": s.CLUSTER_ID,
+        "cluster": cluster,
         "days": days,
         "period": body["period"],
         "coverage": body["coverage"],
@@ -210,7 +203,7 @@ def cluster_carbon(db: Database, s: CostApiSettings, args: Mapping[str, Any]) ->
         "factors": [{k: f[k] for k in ("kind", "source", "region", "hours", "grams", "kg")} for f in body["factors"]],
         "lines": lines,
         "total": {
-            "cost": _money(sum(_micros(x["cost"]) for x in lines)),
+            "cost": money(sum(_micros(x["cost"]) for x in lines)),
             "grams": total,
             "kg": None if total is None else kilograms(total),
         },

@@ -44,8 +44,8 @@ APP_VIEWS: dict[str, Callable[[Database, CostApiSettings, Identity, Args], Any]]
     "cloud_estimate": lambda db, s, who, _: cloud_estimates.listing(db, s.CLUSTER_ID, who),
     "rightsizing": lambda db, s, who, args: insights.app_rightsizing(db, s, args, who),
     "app_orphaned_pods": lambda db, s, who, args: insights.app_orphaned_pods(db, s, args, who),
-    "app_gpus": gpus_carbon.app_gpus,
-    "app_carbon": gpus_carbon.app_carbon,
+    "app_gpus": lambda db, s, who, args: gpus_carbon.app_gpus(db, s.CLUSTER_ID, who, args),
+    "app_carbon": lambda db, s, who, args: gpus_carbon.app_carbon(db, s.CLUSTER_ID, who, args),
 }
 CLUSTER_VIEWS: dict[str, Callable[[Database, CostApiSettings, Args], Any]] = {
     "namespaces": cluster_views.namespaces,
@@ -56,6 +56,6 @@ CLUSTER_VIEWS: dict[str, Callable[[Database, CostApiSettings, Args], Any]] = {
     "anomalies": anomalies.ranking,
     "orphaned_pods": insights.cluster_orphaned_pods,
     "namespace_orphaned_pods": insights.namespace_orphaned_pods,
-    "gpus": gpus_carbon.cluster_gpus,
-    "carbon": gpus_carbon.cluster_carbon,
+    "gpus": lambda db, s, args: gpus_carbon.cluster_gpus(db, s.CLUSTER_ID, args),
+    "carbon": lambda db, s, args: gpus_carbon.cluster_carbon(db, s.CLUSTER_ID, args),
 }

@@ -28,7 +28,9 @@ def no_record(identity: tuple[str, str]) -> dict[str, Any]:
     }
 
 
-def _money(micros: int | None) -> dict[str, Any] | None:
+def money(micros: int | None) -> dict[str, Any] | None:
+    """The API's one shape of money, used by every view: exact integer micros beside the amount a
+    page shows (two places, half-even); None stays None (unpriced, not 0)."""
     return None if micros is None else {"amount": format_amount(micros), "micros": micros}
 
 
@@ -73,11 +75,11 @@ def actual(record: dict[str, Any], currency: str | None = None) -> dict[str, Any
 def _figures(measured: dict[str, Any]) -> dict[str, Any]:
     """The cost figures a record (the namespace) and its share (the application) both carry."""
     return {
-        "cost": _money(measured["cost_micros"]),
-        "monthly": _money(measured["monthly_micros"]),
+        "cost": money(measured["cost_micros"]),
+        "monthly": money(measured["monthly_micros"]),
         "breakdown": _breakdown(measured["breakdown"]),
-        "workloadIdle": _money(measured["idle_micros"]),
-        "workloadIdleMonthly": _money(measured["idle_monthly_micros"]),
+        "workloadIdle": money(measured["idle_micros"]),
+        "workloadIdleMonthly": money(measured["idle_monthly_micros"]),
         "efficiency": measured["efficiency"],
     }
 
@@ -108,7 +110,7 @@ def trend(records: list[dict[str, Any]], currency: str | None = None) -> dict[st
             "measuredAt": latest["measured_at"].isoformat(),
             "measuredOn": latest["measured_on"],
             "revision": latest["revision"],
-            "monthly": _money(monthly_of(latest)),
+            "monthly": money(monthly_of(latest)),
         },
         "previous": None,
         "change": None,
@@ -119,10 +121,10 @@ def trend(records: list[dict[str, Any]], currency: str | None = None) -> dict[st
         body["previous"] = {
             "measuredAt": baseline["measured_at"].isoformat(),
             "revision": baseline["revision"],
-            "monthly": _money(previous),
+            "monthly": money(previous),
         }
         body["change"] = {
-            **(_money(change) or {}),
+            **(money(change) or {}),
             "percent": None if previous == 0 else f"{change * 100 / previous:.1f}",
         }
     return body
