@@ -13,6 +13,10 @@ UNMOUNTED = "__unmounted__"
 
 DEFAULT_AGGREGATION = "namespace,controllerKind,controller,pod,container"
 
+# One container, (namespace, pod, container): the key of the figures the Prometheus source reads
+# per container (its series' labels) and the collector joins to the hour's rows.
+Container = tuple[str, str, str]
+
 
 class EntryKind(StrEnum):
     """What one allocation row stands for."""

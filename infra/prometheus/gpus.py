@@ -36,11 +36,11 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from finops.allocations import Container
 from finops.errors import SourceMisconfigured
 from finops.gpus import GpuDevice, Sharing
 from infra.prometheus import Sample, promql
 
-Container = tuple[str, str, str]  # namespace, pod, container
 _NANO = Decimal("1e-9")
 _PLACES = Decimal("1e-10")
 _PERCENT = Decimal(100)

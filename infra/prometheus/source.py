@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, Protocol
 
-from finops.allocations import DEFAULT_AGGREGATION, IDLE, UNALLOCATED, UNMOUNTED
+from finops.allocations import DEFAULT_AGGREGATION, IDLE, UNALLOCATED, UNMOUNTED, Container
 from finops.errors import SourceMisconfigured
 from finops.gpus import GpuDevice
 from finops.labels import sanitize_label_key
@@ -55,8 +55,6 @@ _MICRO = Decimal("0.000001")
 _NANO = Decimal("1e-9")
 _MILLI = Decimal("0.001")
 _PLACES = Decimal("1e-10")  # averages and hours as stored (numeric)
-
-Container = tuple[str, str, str]  # namespace, pod, container
 
 
 class PromQuery(Protocol):
