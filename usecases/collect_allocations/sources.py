@@ -12,9 +12,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from finops.allocations import Container
 from finops.gpus import GpuDevice
 from infra.opencost import Allocation
-from infra.prometheus.source import PrometheusAllocations
 
 Source = Literal["opencost", "prometheus"]
 
@@ -41,12 +41,23 @@ class PricedSource(Protocol):
     def priced(self, rates: Mapping[str, Decimal] | None) -> AllocationSource: ...
 
 
+class GpuFigures(Protocol):
+    """What ``WithGpuFigures`` asks Prometheus (``PrometheusAllocations``): each container's GPU
+    figures and the hour's physical GPUs. A port, so this module names no adapter."""
+
+    def gpu_allocations(
+        self, start: datetime, end: datetime, *, retry_until: float | None = ...
+    ) -> dict[Container, dict[str, Any]]: ...
+
+    def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = ...) -> list[GpuDevice]: ...
+
+
 class WithGpuFigures:
     """OpenCost's allocations and assets, with each container's GPU figures and the hour's GPUs
     from Prometheus (``GPU_FIGURES=prometheus``): OpenCost's allocations do not say which MIG slice
     or HAMi fraction a pod holds, kube-state-metrics and DCGM do. Everything else is OpenCost's."""
 
-    def __init__(self, opencost: AllocationSource, prometheus: PrometheusAllocations) -> None:
+    def __init__(self, opencost: AllocationSource, prometheus: GpuFigures) -> None:
         self._opencost = opencost
         self._prometheus = prometheus
 
@@ -58,7 +69,7 @@ class WithGpuFigures:
 
     def gpu_figures(
         self, start: datetime, end: datetime, *, retry_until: float | None = None
-    ) -> dict[tuple[str, str, str], dict[str, Any]]:
+    ) -> dict[Container, dict[str, Any]]:
         return self._prometheus.gpu_allocations(start, end, retry_until=retry_until)
 
     def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[GpuDevice]:
