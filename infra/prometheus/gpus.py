@@ -40,6 +40,7 @@ from finops.allocations import Container
 from finops.errors import SourceMisconfigured
 from finops.gpus import GpuDevice, Sharing
 from infra.prometheus import Sample, promql
+from infra.prometheus.kube_state import container, longest_labels
 
 _NANO = Decimal("1e-9")
 _PLACES = Decimal("1e-10")
@@ -48,14 +49,10 @@ _SHARED = (Sharing.HAMI, Sharing.TIME_SLICED)
 _MIG_RESOURCE = re.compile(r"nvidia_com_mig_(?P<compute>[1-7])g_(?P<memory>\d+)gb(?P<me>_me)?")
 
 
-def _container(s: Sample) -> Container:
-    return s.labels.get("namespace", ""), s.labels.get("pod", ""), s.labels.get("container", "")
-
-
 def _sums(samples: list[Sample]) -> dict[Container, Decimal]:
     out: dict[Container, Decimal] = defaultdict(Decimal)
     for s in samples:
-        out[_container(s)] += s.value
+        out[container(s)] += s.value
     return {key: value.quantize(_NANO) for key, value in out.items()}
 
 
@@ -114,11 +111,11 @@ def allocations(
     memory = _sums(answers["gpu_mem_request"])
     mig: dict[Container, dict[str, Decimal]] = defaultdict(dict)
     for s in answers["gpu_mig_request"]:
-        mig[_container(s)][s.labels.get("resource", "")] = s.value.quantize(_NANO)
+        mig[container(s)][s.labels.get("resource", "")] = s.value.quantize(_NANO)
     seen: dict[Container, _Seen] = defaultdict(_Seen)
     for metric in ("gpu_active", "gpu_util"):
         for s in answers[metric]:
-            seen[_container(s)].add(metric, s)
+            seen[container(s)].add(metric, s)
     framebuffer = {s.labels.get("UUID", ""): s.value for s in answers["gpu_framebuffer"]}
     node_replicas = replicas(answers["gpu_replicas"])
     out: dict[Container, dict[str, Any]] = {}
@@ -181,15 +178,11 @@ def devices(answers: Mapping[str, list[Sample]]) -> list[GpuDevice]:
     that names a node of the cluster; none naming one is refused, since the GPU could not be
     matched with the pods on it."""
     known = {s.labels.get("node", "") for s in answers["node_names"]} - {""}
-    seen: dict[str, list[tuple[Decimal, dict[str, str]]]] = defaultdict(list)
-    for s in answers["gpu_labels"]:
-        seen[s.labels.get("UUID", "")].append((s.value, s.labels))
+    seen = longest_labels(answers["gpu_labels"], "UUID")  # an exporter upgrade can change them mid-hour
     out = []
     for s in sorted(answers["gpu_minutes"], key=lambda s: s.labels.get("UUID", "")):
         uuid = s.labels.get("UUID", "")
-        # the label set seen longest (an exporter upgrade can change them mid-hour)
-        sets = sorted(seen.get(uuid) or [(Decimal(0), {"UUID": uuid})], key=lambda c: sorted(c[1].items()))
-        labels = max(sets, key=lambda c: c[0])[1]
+        labels = seen.get(uuid) or {"UUID": uuid}
         node = next((labels[k] for k in promql.HOST_LABELS if labels.get(k) in known), None)
         if node is None:
             found = ", ".join(f"{k}={labels[k]!r}" for k in promql.HOST_LABELS if k in labels) or "no host label"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from infra.prometheus.client import Sample
+from infra.prometheus.kube_state import kube_labels, longest_labels
 from infra.prometheus.promql import GPU_RESOURCE
 
 # (core-, byte-, GPU-minutes) -> their cost; None when unpriced
@@ -42,17 +43,13 @@ def node_hours(answers: Mapping[str, list[Sample]], price: Pricing) -> list[Node
     capacity: dict[str, dict[str, Decimal]] = defaultdict(dict)
     for s in answers["node_capacity"]:
         capacity[s.labels.get("node", "")][s.labels.get("resource", "")] = s.value
-    seen: dict[str, list[tuple[Decimal, dict[str, str]]]] = defaultdict(list)
-    for s in answers["node_labels"]:
-        labels = {k.removeprefix("label_"): v for k, v in s.labels.items() if k.startswith("label_")}
-        seen[s.labels.get("node", "")].append((s.value, labels))
+    seen = longest_labels(answers["node_labels"], "node", kube_labels)
     out = []
     for s in sorted(answers["node_minutes"], key=lambda s: s.labels.get("node", "")):
         name = s.labels.get("node", "")
         if not name or s.value <= 0:
             continue
-        sets = sorted(seen.get(name) or [(Decimal(0), {})], key=lambda c: sorted(c[1].items()))
-        labels = max(sets, key=lambda c: c[0])[1]
+        labels = seen.get(name, {})
         units = capacity.get(name, {})
         cost = price(units.get("cpu", Decimal(0)), units.get("memory", Decimal(0)), units.get(GPU_RESOURCE, Decimal(0)))
         out.append(NodeHour(name=name, minutes=s.value, labels=labels, cost=cost))
