@@ -1,6 +1,6 @@
 """What kube-state-metrics says of Kubernetes objects, read the same way by every pass of the
 Prometheus source (``source``'s allocations, ``nodes``' inventory, ``gpus``' figures): labels
-exported as ``label_<sanitised key>``, the container a series is of, and the label set that
+exported as ``label_<sanitised key>``, each pod's node and controller, and the label set that
 describes a series for a whole window when it changed within it.
 
 Why one module: these readings are the method's joins (a container to its pod's node, owner and
@@ -37,7 +37,43 @@ def longest_labels(
     }
 
 
+def pod_nodes(samples: Iterable[Sample]) -> dict[tuple[str, str], str]:
+    """Each pod's node, by (namespace, pod), from ``kube_pod_info``'s ``node`` label."""
+    return {(s.labels.get("namespace", ""), s.labels.get("pod", "")): s.labels["node"] for s in samples}
+
+
 def container(s: Sample) -> Container:
     """The container a per-container series is of, by its ``namespace``, ``pod`` and ``container``
     labels (kube-state-metrics', cAdvisor's and DCGM's exporter's alike)."""
     return s.labels.get("namespace", ""), s.labels.get("pod", ""), s.labels.get("container", "")
+
+
+def by_container(samples: list[Sample]) -> dict[Container, Decimal]:
+    """Each series' value by its container (one series per container: the queries sum by it)."""
+    return {container(s): s.value for s in samples}
+
+
+def controllers(pod_owners: list[Sample], rs_owners: list[Sample]) -> dict[tuple[str, str], tuple[str, str]]:
+    """``(controllerKind, controller)`` per pod as OpenCost reports them: a ReplicaSet's pods
+    belong to its Deployment; other owners are their own kind, lower-case."""
+    deployments = {
+        (s.labels.get("namespace", ""), s.labels.get("replicaset", "")): s.labels.get("owner_name", "")
+        for s in rs_owners
+        if s.labels.get("owner_kind") == "Deployment"
+    }
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for s in pod_owners:
+        namespace, pod = s.labels.get("namespace", ""), s.labels.get("pod", "")
+        kind, name = s.labels.get("owner_kind", ""), s.labels.get("owner_name", "")
+        if kind in ("", "<none>"):
+            continue
+        if kind == "ReplicaSet" and (namespace, name) in deployments:
+            out[(namespace, pod)] = ("deployment", deployments[(namespace, name)])
+        else:
+            out[(namespace, pod)] = (kind.lower(), name)
+    return out
+
+
+def namespace_labels(samples: list[Sample]) -> dict[str, dict[str, str]]:
+    """``label_team="x"`` as OpenCost's ``namespaceLabels`` (sanitised keys, ``team: x``)."""
+    return {s.labels.get("namespace", ""): kube_labels(s) for s in samples}

@@ -36,7 +36,7 @@ unallocated rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -47,7 +47,7 @@ from finops.errors import SourceMisconfigured
 from finops.gpus import GpuDevice
 from finops.labels import sanitize_label_key
 from infra.opencost import Allocation
-from infra.prometheus import Sample, gpus, nodes, promql
+from infra.prometheus import Sample, gpus, kube_state, nodes, promql
 
 GIB = Decimal(2**30)
 MINUTES_PER_HOUR = Decimal(60)
@@ -96,12 +96,8 @@ class PrometheusAllocations:
             )
         if not accumulate:
             raise SourceMisconfigured("the Prometheus source answers accumulated windows only")
-        seconds = _seconds(start, end)
-        at = end - timedelta(milliseconds=1)
-        answers = {
-            name: self.client.query(text, at, retry_until=retry_until) for name, text in promql.queries(seconds).items()
-        }
-        hour = _Window(start, end, Decimal(seconds // promql.STEP_SECONDS))
+        answers = self._ask(start, end, retry_until, promql.queries)
+        hour = _Window(start, end, Decimal(_seconds(start, end) // promql.STEP_SECONDS))
         billed: dict[str, Decimal] = defaultdict(Decimal)  # unit-minutes billed per resource
         entries = self._containers(answers, hour, billed)
         workloads = list(entries.values())
@@ -116,14 +112,7 @@ class PrometheusAllocations:
     def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[GpuDevice]:
         """Every physical GPU DCGM's exporter saw in ``[start, end)``, used or not, with the minutes
         it was seen (``infra.prometheus.gpus.devices``): what the hour's GPUs cost is split from."""
-        seconds = _seconds(start, end)
-        at = end - timedelta(milliseconds=1)
-        return gpus.devices(
-            {
-                name: self.client.query(text, at, retry_until=retry_until)
-                for name, text in promql.device_queries(seconds).items()
-            }
-        )
+        return gpus.devices(self._ask(start, end, retry_until, promql.device_queries))
 
     def gpu_allocations(
         self, start: datetime, end: datetime, *, retry_until: float | None = None
@@ -131,25 +120,24 @@ class PrometheusAllocations:
         """Each container's ``gpuAllocation`` in ``[start, end)`` (``infra.prometheus.gpus``), by
         (namespace, pod, container): how an OpenCost cluster's GPUs are shared and used, which
         OpenCost's allocations do not say for MIG and HAMi (``GPU_FIGURES=prometheus``)."""
-        seconds = _seconds(start, end)
-        at = end - timedelta(milliseconds=1)
-        texts = {**promql.gpu_queries(seconds), **promql.presence_queries(seconds)}
-        answers = {name: self.client.query(text, at, retry_until=retry_until) for name, text in texts.items()}
-        nodes = {
-            (s.labels.get("namespace", ""), s.labels.get("pod", "")): s.labels["node"] for s in answers["pod_node"]
-        }
-        return gpus.allocations(answers, _by_container(answers["minutes"]), nodes)
+        answers = self._ask(start, end, retry_until, promql.gpu_queries, promql.presence_queries)
+        return gpus.allocations(
+            answers, kube_state.by_container(answers["minutes"]), kube_state.pod_nodes(answers["pod_node"])
+        )
 
     def node_hours(self, start: datetime, end: datetime, *, retry_until: float | None = None) -> list[nodes.NodeHour]:
         """Every node of ``[start, end)`` with its minutes, labels and capacity's cost
         (``infra.prometheus.nodes``): what the operator's emission table is applied to."""
-        seconds = _seconds(start, end)
-        at = end - timedelta(milliseconds=1)
-        answers = {
-            name: self.client.query(text, at, retry_until=retry_until)
-            for name, text in promql.node_queries(seconds).items()
-        }
-        return nodes.node_hours(answers, self._capacity_cost)
+        return nodes.node_hours(self._ask(start, end, retry_until, promql.node_queries), self._capacity_cost)
+
+    def _ask(
+        self, start: datetime, end: datetime, retry_until: float | None, *queries: Callable[[int], Mapping[str, str]]
+    ) -> dict[str, list[Sample]]:
+        """The answers to ``queries``' PromQL for ``[start, end)``, by name: each evaluated once, at
+        the window's last millisecond, so that its range vectors span the window exactly."""
+        seconds, at = _seconds(start, end), end - timedelta(milliseconds=1)
+        texts = {name: text for of_window in queries for name, text in of_window(seconds).items()}
+        return {name: self.client.query(text, at, retry_until=retry_until) for name, text in texts.items()}
 
     def _capacity_cost(self, cpu: Decimal, ram: Decimal, gpu: Decimal) -> Decimal | None:
         """What allocatable capacity (unit-minutes) costs, rounded as ``_idle`` rounds the cluster's."""
@@ -161,7 +149,7 @@ class PrometheusAllocations:
         self, answers: Mapping[str, list[Sample]], w: _Window, billed: dict[str, Decimal]
     ) -> dict[str, Allocation]:
         per: dict[str, dict[Container, Decimal]] = {
-            name: _by_container(answers[name])
+            name: kube_state.by_container(answers[name])
             for name in (
                 "cpu_request",
                 "cpu_usage",
@@ -175,12 +163,10 @@ class PrometheusAllocations:
                 "last",
             )
         }
-        nodes = {
-            (s.labels.get("namespace", ""), s.labels.get("pod", "")): s.labels["node"] for s in answers["pod_node"]
-        }
-        owners = _controllers(answers["pod_owner"], answers["replicaset_owner"])
-        labels = _namespace_labels(answers["namespace_labels"])
-        held = gpus.allocations(answers, per["minutes"], nodes)
+        on = kube_state.pod_nodes(answers["pod_node"])
+        owners = kube_state.controllers(answers["pod_owner"], answers["replicaset_owner"])
+        labels = kube_state.namespace_labels(answers["namespace_labels"])
+        held = gpus.allocations(answers, per["minutes"], on)
         out: dict[str, Allocation] = {}
         for key in sorted(per["minutes"]):
             namespace, pod, container = key
@@ -205,7 +191,7 @@ class PrometheusAllocations:
                 "namespace": namespace,
                 "pod": pod,
                 "container": container,
-                "node": nodes.get((namespace, pod)),
+                "node": on.get((namespace, pod)),
                 "namespaceLabels": labels.get(namespace),
             }
             if kind:
@@ -246,7 +232,7 @@ class PrometheusAllocations:
             pv[s.labels.get("namespace", "")] += s.value
         for s in answers["lb_minutes"]:
             lb[s.labels.get("namespace", "")] += s.value
-        labels = _namespace_labels(answers["namespace_labels"])
+        labels = kube_state.namespace_labels(answers["namespace_labels"])
         out: dict[str, Allocation] = {}
         for namespace in sorted(set(pv) | set(lb)):
             byte_min = pv.get(namespace, Decimal(0)).quantize(_MILLI)
@@ -358,44 +344,6 @@ class _Window:
     start: datetime
     end: datetime
     minutes: Decimal
-
-
-def _by_container(samples: list[Sample]) -> dict[Container, Decimal]:
-    return {
-        (s.labels.get("namespace", ""), s.labels.get("pod", ""), s.labels.get("container", "")): s.value
-        for s in samples
-    }
-
-
-def _controllers(pod_owners: list[Sample], rs_owners: list[Sample]) -> dict[tuple[str, str], tuple[str, str]]:
-    """``(controllerKind, controller)`` per pod as OpenCost reports them: a ReplicaSet's pods
-    belong to its Deployment; other owners are their own kind, lower-case."""
-    deployments = {
-        (s.labels.get("namespace", ""), s.labels.get("replicaset", "")): s.labels.get("owner_name", "")
-        for s in rs_owners
-        if s.labels.get("owner_kind") == "Deployment"
-    }
-    out: dict[tuple[str, str], tuple[str, str]] = {}
-    for s in pod_owners:
-        namespace, pod = s.labels.get("namespace", ""), s.labels.get("pod", "")
-        kind, name = s.labels.get("owner_kind", ""), s.labels.get("owner_name", "")
-        if kind in ("", "<none>"):
-            continue
-        if kind == "ReplicaSet" and (namespace, name) in deployments:
-            out[(namespace, pod)] = ("deployment", deployments[(namespace, name)])
-        else:
-            out[(namespace, pod)] = (kind.lower(), name)
-    return out
-
-
-def _namespace_labels(samples: list[Sample]) -> dict[str, dict[str, str]]:
-    """``label_team="x"`` as OpenCost's ``namespaceLabels`` (sanitised keys, ``team: x``)."""
-    return {
-        s.labels.get("namespace", ""): {
-            k.removeprefix("label_"): v for k, v in s.labels.items() if k.startswith("label_")
-        }
-        for s in samples
-    }
 
 
 def _moment(seconds: Decimal) -> datetime:
