@@ -12,7 +12,24 @@ import os
 import sys
 from typing import Any
 
-from cli import arguments, exits, gpu_report
+from cli import arguments, carbon_report, exits, gpu_report
+from cli.report_help import (
+    BASES,
+    BASIS_HELP,
+    BY_HELP,
+    CHARGEBACK_EXAMPLES,
+    CLUSTER_HELP,
+    EXPORT_DESCRIPTION,
+    FLEET_HELP,
+    FOCUS_EXAMPLES,
+    FORMAT_HELP,
+    FORMATS,
+    LAST_MONTH_HELP,
+    MONTH_HELP,
+    REPORT_DESCRIPTION,
+    REQUIRE_COMPLETE,
+    S3_HELP,
+)
 from finops.focus_rows import FocusVersion
 
 
@@ -86,34 +103,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _carbon_report(args: argparse.Namespace) -> int:
-    """``finops report carbon``: grams CO2e per line over a month or ``--from``/``--to``."""
-    from finops.chargeback import Period
-    from finops.errors import InvalidInput
-    from usecases.reports import formats as out
-    from usecases.reports import service
-    from usecases.reports.carbon import carbon_report, carbon_rows, csv_rows
-
-    if args.from_ is not None or args.to is not None:
-        if args.month is not None or args.from_ is None or args.to is None:
-            raise InvalidInput("--from and --to: give both, and not with --month")
-        period = Period(args.from_, args.to)
-    else:
-        period = service.month_period(args.month or arguments.month("last"))
+    window = carbon_report.period(args)  # before connecting: bad flags are refused as such
     db = _report_db(args.cluster)
     try:
-        query = service.ReportQuery(
-            period, args.cluster, require_complete=args.require_complete, default_cluster=_default_cluster()
-        )
-        document = carbon_report(db, query, args.by)
+        return carbon_report.run(args, window, db, _default_cluster(), _print)
     finally:
         db.close()
-    if args.format == "csv":
-        if warned := out.warning(document.coverages):
-            print(warned, file=sys.stderr)
-        print(out.rows_csv(["cluster", args.by, "grams", "kg_co2e"], list(csv_rows(document.body))).rstrip("\n"))
-        return exits.OK
-    _print(args.format, document, *carbon_rows(document.body))
-    return exits.OK
 
 
 def _gpu_report(args: argparse.Namespace) -> int:
@@ -191,14 +186,6 @@ def _print(form: str, document: Any, title: str, headers: list[str], rows: list[
     print(out.as_json(document.body) if form == "json" else out.rows_csv(headers, rows).rstrip("\n"))
 
 
-BASES = ("estimate", "billed", "amortised")
-BASIS_HELP = (
-    "what the figures stand on (default: the policy's reconciliation.basis); billed and amortised reconcile "
-    "the days an imported bill covers to it"
-)
-REQUIRE_COMPLETE = "refuse (exit 4) unless every hour of the period is final and priced in every cluster"
-
-
 def cmd_policy_check(args: argparse.Namespace) -> int:
     """Validate a policy as the reports would, without a database: exit 2 naming each bad key."""
     from usecases.reports.formats import load_policy
@@ -211,52 +198,6 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
         f"{fixed} fixed cost(s), require_complete {str(policy.require_complete).lower()})"
     )
     return exits.OK
-
-
-S3_HELP = "an S3-compatible endpoint URL (default: AWS's)"
-FLEET_HELP = (
-    "read every cluster's final hours from this fleet bucket (FLEET_BUCKET of collect_allocations), on the "
-    "estimate, instead of DATABASE_URL (the chargeback: through DuckDB, chDB or a ClickHouse server, --engine)"
-)
-CLUSTER_HELP = "one cluster (default: all, each settled on its own first)"
-MONTH_HELP = "YYYY-MM (2026-10), last (the last full UTC month) or current"
-LAST_MONTH_HELP = f"{MONTH_HELP} (default: last)"
-FORMATS = ("table", "json", "csv")
-FORMAT_HELP = "output format (default: table)"
-BY_HELP = "one line per team (the owner label), cost centre or namespace (default: team)"
-REPORT_DESCRIPTION = """\
-Showback and chargeback reports from DATABASE_URL. A report that takes --policy reads it first,
-so a bad policy is reported as such even without a database. Every report prints as a table, JSON
-or CSV (--format); with JSON or CSV the coverage warning goes to stderr, so stdout stays parseable.
-Exit 2 for bad input or policy or a --cluster the database does not know (the known ones are
-listed), 4 when the period is refused (unpriced hours, or hours not final under
---require-complete)."""
-EXPORT_DESCRIPTION = """\
-Export a month's chargeback to a local file or to S3 (s3://bucket/key, or a prefix ending /, where
-the file is named for the cluster and month). Exit 2 for bad input or policy, 4 when the month is
-refused (unpriced hours, or hours not final under --require-complete)."""
-CHARGEBACK_EXAMPLES = """\
-examples:
-  finops report chargeback --month 2026-10 --policy policy.yaml
-      October per team, as a table: allocated, idle and shared lines adding up to the bill
-  finops report chargeback --month 2026-10 --policy policy.yaml --by cost-center --format csv > 2026-10.csv
-      per cost centre, as CSV
-  finops report chargeback --month 2026-10 --policy policy.yaml --basis billed --require-complete
-      reconciled to the imported cloud bill; refused unless every hour is final and priced"""
-FOCUS_EXAMPLES = """\
-examples:
-  finops export focus --month 2026-10 --policy policy.yaml --to focus-2026-10.csv
-      every cluster and the month's cloud spend, to a local file
-  finops export focus --month 2026-10 --policy policy.yaml --format parquet --focus-version 1.2 --to out/
-      Parquet with FOCUS 1.2's columns, as out/focus-all-2026-10.parquet
-  finops export focus --month 2026-10 --policy policy.yaml --basis amortised --to out/
-      split from the imported bill's lines (node-days, discounts, taxes), and the Contract
-      Commitment dataset of the commitments they apply, as out/focus-all-2026-10.csv and
-      out/focus-all-2026-10.contract-commitment.csv
-  finops export focus --month 2026-10 --policy policy.yaml --cluster prod --to s3://billing/focus/ \\
-      --s3-endpoint http://minio.storage:9000 --require-complete
-      one cluster, to an S3-compatible store as s3://billing/focus/focus-prod-2026-10.csv;
-      refused unless every hour is final and priced"""
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -379,24 +320,7 @@ def add_commands(sub: Any) -> None:
                 type=arguments.label_value,
                 help="the team: a value of the policy's owner label",
             )
-    carbon = kinds.add_parser(
-        "carbon",
-        help="grams CO2e per team, cost centre, namespace or application; lines add up to the nodes' emissions",
-    )
-    carbon.add_argument("--month", type=arguments.month, help=f"{MONTH_HELP} (default: last, unless --from/--to)")
-    carbon.add_argument(
-        "--from", dest="from_", metavar="FROM", type=arguments.moment, help="start: a UTC date or RFC 3339 time"
-    )
-    carbon.add_argument("--to", type=arguments.moment, help="end (excluded): a UTC date or RFC 3339 time")
-    carbon.add_argument(
-        "--by",
-        choices=("team", "cost-center", "namespace", "application"),
-        default="team",
-        help="one line per team (the owner label), cost centre, namespace or Argo CD application (default: team)",
-    )
-    carbon.add_argument("--cluster", type=arguments.cluster, help=CLUSTER_HELP)
-    carbon.add_argument("--require-complete", action="store_true", help=REQUIRE_COMPLETE)
-    carbon.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
+    carbon_report.add_parser(kinds)
     gpu_report.add_parser(kinds, cluster_help=CLUSTER_HELP, require_complete=REQUIRE_COMPLETE, formats=FORMATS)
     budgets = kinds.add_parser("budgets", help="the policy's budgets: month to date, month-end forecast, percent used")
     budgets.add_argument("--month", type=arguments.month, default="current", help=f"{MONTH_HELP} (default: current)")
