@@ -90,9 +90,7 @@ def mig_fraction(profile: str, by: MigBy, gpu_memory_gb: int, model: str = "") -
             raise InvalidInput(f"MIG profile {profile!r} is more than the {compute_slices} compute slices of {model}")
         return compute
     if gpu_memory_gb <= 0 or gpu_memory_gb % memory_slices:
-        raise InvalidInput(
-            f"GPU memory {gpu_memory_gb} GB is not {memory_slices} memory slices of whole gigabytes"
-        )
+        raise InvalidInput(f"GPU memory {gpu_memory_gb} GB is not {memory_slices} memory slices of whole gigabytes")
     slices = Fraction(int(match["memory"]), gpu_memory_gb // memory_slices)
     if slices.denominator != 1 or not 1 <= slices <= memory_slices:
         raise InvalidInput(f"MIG profile {profile!r} is not whole memory slices of a {gpu_memory_gb} GB GPU")

@@ -43,7 +43,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
-from finops.allocations import IDLE
+from finops.allocations import IDLE, Container
 from finops.errors import InvalidInput
 from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, from_devices, plan, scaled_adjustment
 from finops.gpus import GpuDevice
@@ -57,15 +57,11 @@ from infra.postgres.database import Connection
 log = logging.getLogger(__name__)
 
 
-
 @runtime_checkable
 class GpuInventory(Protocol):
     """A source that lists the hour's physical GPUs itself (the Prometheus source, from DCGM)."""
 
     def gpu_devices(self, start: datetime, end: datetime, *, retry_until: float | None = ...) -> list[GpuDevice]: ...
-
-
-Container = tuple[str, str, str]  # namespace, pod, container
 
 
 @runtime_checkable

@@ -41,7 +41,6 @@ from typing import Any
 from finops.carbon import EmissionTable
 from finops.errors import InvalidInput
 from finops.gpu_hours import GpuOptions
-from finops.gpus import GpuDevice
 from finops.hours import HOUR, Hour, pin_hour, truncate_to_hour
 from finops.ledger import HourState, empty_answer, hours_to_collect, ranges, window_start
 from finops.ledger import horizon as history_horizon
@@ -49,20 +48,14 @@ from finops.pricing import Setting
 from infra.heap import relaxed_gc
 from infra.kube import KubeClient
 from infra.objectstore import ObjectStore
-from infra.opencost import Assets
 from infra.postgres import Database
 from infra.postgres.copy_text import copy_lines
 from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hour
-from usecases.collect_allocations.assets import fetch_assets, store_assets
-from usecases.collect_allocations.carbon import TableEmissions, fetch_table_emissions, store_emissions
+from usecases.collect_allocations.assets import store_assets
+from usecases.collect_allocations.carbon import store_emissions
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
-from usecases.collect_allocations.gpus import (
-    Container,
-    apply_figures,
-    fetch_devices,
-    fetch_figures,
-    split_hour,
-)
+from usecases.collect_allocations.gpus import apply_figures, split_hour
+from usecases.collect_allocations.inventory import Inventory, fetch_inventory
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.sources import AllocationSource, PricedSource, Source
@@ -306,23 +299,10 @@ def _write_hour(db: Database, source: AllocationSource, ctx: HourContext, hour: 
     # Fetched outside the transaction (``answers``, ``assets``): no lock is held while OpenCost answers.
     answer = fetch_hour(source, hour, ctx.options.aggregation, ctx.options.shards, retry_until=ctx.retry_until)
     try:
-        assets = fetch_assets(source, hour, retry_until=ctx.retry_until)
-        devices = fetch_devices(source, hour, retry_until=ctx.retry_until)
-        figures = fetch_figures(source, hour, retry_until=ctx.retry_until)
-        table = fetch_table_emissions(source, hour, ctx.options.carbon, retry_until=ctx.retry_until)
-        return _store_hour(db, answer, Inventory(assets, devices, table, figures), ctx, hour, finalize)
+        inventory = fetch_inventory(source, hour, ctx.options.carbon, retry_until=ctx.retry_until)
+        return _store_hour(db, answer, inventory, ctx, hour, finalize)
     finally:
         answer.close()
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """What the hour's nodes and GPUs cost: OpenCost's assets, or the Prometheus source's GPUs."""
-
-    assets: Assets | None
-    devices: list[GpuDevice] | None
-    emissions: TableEmissions | None = None  # the nodes' grams by the operator's emission table
-    figures: dict[Container, dict[str, Any]] | None = None  # GPU_FIGURES=prometheus: each container's GPU
 
 
 def _store_hour(

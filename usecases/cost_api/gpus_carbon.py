@@ -30,17 +30,15 @@ from finops.allocations import DEFAULT_AGGREGATION, IDLE, UNALLOCATED
 from finops.carbon import kilograms
 from finops.chargeback import Period
 from finops.ledger import ranges
-from finops.money import from_micros
 from infra.postgres import Database
 from usecases.app_history.scope import app_scope
 from usecases.cost_api.views import money, no_record
 from usecases.reports import service
 from usecases.reports.carbon import carbon_report
-from usecases.reports.gpus import gpu_report
+from usecases.reports.gpus import gpu_report, per_busy_hour
 
 IDLE_GPU = "__idle__/gpu:"
 _HOURS = Decimal("0.001")
-_CENT = Decimal("0.01")
 
 
 def _period(days: int) -> Period:
@@ -96,13 +94,12 @@ def app_gpus(db: Database, cluster: str, identity: tuple[str, str], args: Mappin
         return no_record(identity)
     gpu_hours = sum((Decimal(r["gpu_hours"]) for r in rows), Decimal(0))
     micros = sum(int(r["gpu_micros"]) for r in rows)
-    measured = [Decimal(r["busy_hours"]) for r in rows if r["busy_hours"] is not None]
-    busy = sum(measured, Decimal(0)) if measured else None
+    measured = [r for r in rows if r["busy_hours"] is not None]
+    busy = sum((Decimal(r["busy_hours"]) for r in measured), Decimal(0)) if measured else None
+    measured_micros = sum(int(r["measured_gpu_micros"] or 0) for r in measured) if measured else None
     gpu = None
     if gpu_hours or micros:
-        per_busy = None
-        if busy is not None and busy > 0:
-            per_busy = str((from_micros(micros) / busy).quantize(_CENT, rounding=ROUND_HALF_EVEN))
+        per_busy = per_busy_hour(measured_micros, busy)
         gpu = {
             "gpuHours": _gpu_hours(gpu_hours),
             "cost": money(micros),
