@@ -160,7 +160,9 @@ def split_hour(
     """Inside the hour's transaction, after its rows: split its GPUs (module docstring). Returns the
     GPU idle rows written and the ledger's ``gpu_basis``/``gpu_mig_by`` (``record_hour_gpus``):
     NULL, with a warning naming the reason, when the hour keeps its source's GPU figures."""
-    stored = db.fetch_all("hour_gpu_rows", conn, **key)
+    found = db.fetch_all("hour_gpu_rows", conn, **key)
+    stored = [row for row in found if row["entry_kind"] == "workload"]
+    source_idle = [row["name"] for row in found if row["entry_kind"] == "idle"]  # they lose their GPUs
     basis: GpuOptions | None = None
     if stored or (assets and any(node.gpu_count for node in assets.nodes)) or devices:
         try:
@@ -186,12 +188,11 @@ def split_hour(
             "set_gpu_costs",
             conn,
             **key,
-            names=names,
-            micros=micros,
-            hours=[result.hours[name] for name in names],
-            busy=[result.busy[name] for name in names],
+            names=names + source_idle,
+            micros=micros + [0] * len(source_idle),
+            hours=[result.hours[name] for name in names] + [Decimal(0)] * len(source_idle),
+            busy=[result.busy[name] for name in names] + [None] * len(source_idle),
         )
-        db.execute("clear_idle_gpu_costs", conn, **key)
         models = sorted(result.idle)
         written = db.execute(
             "insert_gpu_idle",

@@ -245,34 +245,30 @@ WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)
   AND collected_at = %(collected_at)s;
 
 -- name: hour_gpu_rows
--- The hour's workload rows that ran on a GPU (usecases.collect_allocations.gpus): those with a
--- gpuAllocation, and those with GPU cost or GPUs but none (an OpenCost too old to send it).
-SELECT name, node, minutes, gpu_request_avg, gpu_usage_avg, gpu_shared, gpu_model, gpu_uuid, gpu_sharing,
-       gpu_profile, gpu_cost_micros, gpu_adjustment_micros
+-- The hour's rows that ran on a GPU (usecases.collect_allocations.gpus): workloads with a
+-- gpuAllocation, or with GPU cost or GPUs but none (an OpenCost too old to send it), and the
+-- source's idle rows that hold GPU cost or GPU-hours (the split's idle rows replace them).
+SELECT name, entry_kind, node, minutes, gpu_request_avg, gpu_usage_avg, gpu_shared, gpu_model, gpu_uuid,
+       gpu_sharing, gpu_profile, gpu_cost_micros, gpu_adjustment_micros
 FROM provider_allocations
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND entry_kind = 'workload'
-  AND (gpu_request_avg IS NOT NULL OR gpu_usage_avg IS NOT NULL OR gpu_uuid IS NOT NULL
-       OR coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_count, 0) <> 0)
+WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
+  AND CASE WHEN entry_kind = 'workload'
+           THEN gpu_request_avg IS NOT NULL OR gpu_usage_avg IS NOT NULL OR gpu_uuid IS NOT NULL
+                OR coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_count, 0) <> 0
+           ELSE entry_kind = 'idle' AND (coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_hours, 0) <> 0) END
 ORDER BY name;
 
 -- name: set_gpu_costs
 -- Each GPU row's GPU cost (its share, with OpenCost's adjustment scaled to it), the GPU-hours it is
--- billed for and its measured use in GPU-hours; its total moves by the difference.
+-- billed for and its measured use in GPU-hours, and the source's idle rows' none (the split's idle
+-- rows hold them); a row's total moves by the difference, in one pass over the hour.
 UPDATE provider_allocations p
 SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros,
-    gpu_cost_micros = s.micros, gpu_hours = s.hours, gpu_busy_hours = s.busy
+    gpu_cost_micros = s.micros, gpu_hours = s.hours, gpu_busy_hours = s.busy,
+    gpu_count = CASE WHEN p.entry_kind = 'idle' THEN 0 ELSE p.gpu_count END
 FROM unnest(%(names)s::text[], %(micros)s::bigint[], %(hours)s::numeric[], %(busy)s::numeric[])
     AS s (name, micros, hours, busy)
-WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
-  AND p.entry_kind = 'workload' AND p.name = s.name;
-
--- name: clear_idle_gpu_costs
--- The source's idle rows lose their GPUs: the split's per-model idle rows hold them.
-UPDATE provider_allocations
-SET total_cost_micros = total_cost_micros - coalesce(gpu_cost_micros, 0), gpu_cost_micros = 0, gpu_count = 0,
-    gpu_hours = 0
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND entry_kind = 'idle'
-  AND (coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_hours, 0) <> 0);
+WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s AND p.name = s.name;
 
 -- name: insert_gpu_idle
 -- One idle row per GPU model: the unused part of its GPUs' cost and GPU-hours.
