@@ -71,7 +71,7 @@ debs:
 	done
 
 # pytest-xdist: one worker process per core plus two, at most 4 (the suite waits on its servers and
-# subprocesses a good part of the time: on 2 cores, 4 workers finished in 625 s where 3 took 769 s);
+# subprocesses a good part of the time, so 2 cores keep 4 workers busy);
 # each worker has its own scratch database (and its own embedded PostgreSQL without DATABASE_URL),
 # sandbox servers and log folder. A test file runs whole on one worker (its module fixtures are
 # built once). --no-loadscope-reorder: the files in the order tests/conftest.py sorts them (longest
