@@ -226,3 +226,51 @@ def test_opencosts_adjustment_is_scaled_to_the_rows_share(
     adjustment: int, share: int, original: int, scaled: int
 ) -> None:
     assert scaled_adjustment(adjustment, share, original) == scaled
+
+
+STORED = {
+    "name": "ml/train/train-0/main",
+    "node": "gpu-a",
+    "minutes": Decimal(45),
+    "gpu_sharing": None,
+    "gpu_shared": None,
+    "gpu_uuid": None,
+    "gpu_profile": None,
+    "gpu_request_avg": Decimal("0.5"),
+    "gpu_usage_avg": Decimal("0.25"),
+    "gpu_model": "NVIDIA L4",
+}
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        ({}, GpuRow("ml/train/train-0/main", "gpu-a", Decimal(45), Sharing.WHOLE, None, Decimal("0.5"),
+                    Decimal("0.25"), "NVIDIA L4", None)),
+        ({"gpu_shared": True, "gpu_uuid": "GPU-1"},  # OpenCost's isGPUShared: time-sliced
+         GpuRow("ml/train/train-0/main", "gpu-a", Decimal(45), Sharing.TIME_SLICED, None, Decimal("0.5"),
+                Decimal("0.25"), "NVIDIA L4", "GPU-1")),
+        ({"gpu_sharing": "mig", "gpu_shared": True, "gpu_uuid": "GPU-1", "gpu_profile": "1g.10gb"},  # the source says
+         GpuRow("ml/train/train-0/main", "gpu-a", Decimal(45), Sharing.MIG, "1g.10gb", Decimal("0.5"),
+                Decimal("0.25"), "NVIDIA L4", "GPU-1")),
+        ({"node": None, "minutes": None, "gpu_request_avg": None, "gpu_usage_avg": None, "gpu_model": None},
+         GpuRow("ml/train/train-0/main", "", Decimal(0), Sharing.WHOLE, None, None, None, None, None)),
+    ],
+    ids=["whole", "opencost-shared", "source-sharing", "unknowns"],
+)  # fmt: skip
+def test_a_stored_row_reads_as_the_split_needs_it(stored: dict[str, object], expected: GpuRow) -> None:
+    assert GpuRow.of({**STORED, **stored}) == expected
+
+
+@pytest.mark.parametrize(
+    ("stored", "message"),
+    [
+        ({"gpu_sharing": "mps"}, "ml/train/train-0/main: gpuSharing 'mps' is not one of whole, mig, hami, time-sliced"),
+        ({"gpu_sharing": "hami"}, "ml/train/train-0/main: a hami GPU row has no gpuUUID"),
+        ({"gpu_shared": True}, "ml/train/train-0/main: a time-sliced GPU row has no gpuUUID"),
+    ],
+)
+def test_a_stored_row_that_says_too_little_is_refused_naming_it(stored: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        GpuRow.of({**STORED, **stored})
+    assert refused.value.message == message
