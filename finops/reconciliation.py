@@ -4,7 +4,7 @@ OpenCost prices each pod at list prices (or the PriceBook's); the invoice differ
 commitments, credits, support and tax. For the days an imported bill covers, a report on the
 ``billed`` or ``amortised`` basis (``finops.reconcile_policy``) stands on the bill instead:
 
-1. **Lines to resources.** A bill line of category ``usage`` whose resource id matches the
+1. **Lines to resources** (``finops.bill_lines``). A bill line of category ``usage`` whose resource id matches the
    ``providerID`` of one of the cluster's nodes, disks or load balancers (OpenCost's assets,
    stored per hour) is that resource's. Ids match when equal after dropping a scheme
    (``aws://``), leading slashes and case, or when one ends with ``/`` + the other
@@ -48,7 +48,6 @@ and which commitment covered it, for the FOCUS 1.3 export's split rows (``finops
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,7 +59,6 @@ from finops.reconcile_policy import Basis, DiscountRule, Reconciliation
 from finops.rounding import largest_remainder
 
 UNRECONCILED = "__unreconciled__"
-_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _DAY = timedelta(days=1)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -203,58 +201,6 @@ class ClusterReconciliation:
     @property
     def total_micros(self) -> int:
         return sum(self.rows.values()) + self.shared_micros + self.unreconciled_micros
-
-
-def normalise_id(value: str) -> str:
-    return _SCHEME.sub("", value.strip()).lstrip("/").lower()
-
-
-def ids_match(provider_id: str, billed_id: str) -> bool:
-    a, b = normalise_id(provider_id), normalise_id(billed_id)
-    return bool(a and b) and (a == b or a.endswith("/" + b) or b.endswith("/" + a))
-
-
-class ResourceIndex:
-    """The resources of every cluster, found by a bill line's resource id."""
-
-    def __init__(self, assets: Mapping[str, Iterable[Asset]]) -> None:
-        self._by_tail: dict[str, list[tuple[str, str, str, str]]] = defaultdict(list)
-        seen: set[tuple[str, str, str, str]] = set()
-        for cluster, items in assets.items():
-            for asset in items:
-                entry = (cluster, asset.kind, asset.name, asset.provider_id)
-                if asset.provider_id and entry not in seen:
-                    seen.add(entry)
-                    self._by_tail[normalise_id(asset.provider_id).rpartition("/")[2]].append(entry)
-
-    def find(self, resource_id: str | None) -> tuple[str, str, str] | None:
-        """(cluster, kind, name) of the resource billed as ``resource_id``; None when unknown."""
-        if not resource_id:
-            return None
-        for cluster, kind, name, provider_id in self._by_tail.get(normalise_id(resource_id).rpartition("/")[2], ()):
-            if ids_match(provider_id, resource_id):
-                return cluster, kind, name
-        return None
-
-
-def assign(
-    charges: Iterable[BillCharge], index: ResourceIndex, policy: Reconciliation, clusters: frozenset[str]
-) -> tuple[dict[str, list[tuple[BillCharge, tuple[str, str] | None]]], list[BillCharge]]:
-    """Each line to its cluster, with the (kind, name) of the resource it bills when it bills one;
-    lines of no cluster are returned apart (they stay direct costs)."""
-    mine: dict[str, list[tuple[BillCharge, tuple[str, str] | None]]] = defaultdict(list)
-    direct: list[BillCharge] = []
-    for charge in charges:
-        found = index.find(charge.resource_id)
-        if found is not None and found[0] in clusters:
-            mine[found[0]].append((charge, (found[1], found[2]) if charge.category == "usage" else None))
-            continue
-        cluster = policy.cluster_of_tags(charge.tags, charge.account, clusters)
-        if cluster is None:
-            direct.append(charge)
-        else:
-            mine[cluster].append((charge, None))
-    return mine, direct
 
 
 def reconcile(

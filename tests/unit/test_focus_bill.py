@@ -25,11 +25,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tests.unit.test_chargeback_properties as base
+from finops.bill_lines import ResourceIndex, assign
 from finops.commitments import parse_commitments
 from finops.focus import build_focus
 from finops.policy import IdlePolicy, Policy
 from finops.reconcile_policy import Basis, DiscountRule, Reconciliation
-from finops.reconciliation import Asset, BillCharge, EstimateRow, ResourceIndex, assign, reconcile
+from finops.reconciliation import Asset, BillCharge, EstimateRow, reconcile
 from tests.unit.test_focus import NOVEMBER, assert_itemises
 
 DAYS = (date(2026, 11, 1), date(2026, 11, 2))

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from finops.bill_lines import ResourceIndex, assign
 from finops.reconcile_policy import Basis, DiscountRule, Reconciliation
 from finops.reconciliation import (
     IDLE_KEY,
@@ -18,9 +19,7 @@ from finops.reconciliation import (
     BillCharge,
     ClusterReconciliation,
     EstimateRow,
-    ResourceIndex,
     ResourceVariance,
-    assign,
     reconcile,
 )
 

@@ -10,7 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from finops.reconciliation import Asset, BillCharge, ResourceIndex, ids_match, normalise_id
+from finops.bill_lines import ResourceIndex, ids_match, normalise_id
+from finops.reconciliation import Asset, BillCharge
 
 D1, D2, D3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
 M = 1_000_000

@@ -24,20 +24,13 @@ from decimal import Decimal
 from typing import Any
 
 from finops.allocations import DEFAULT_AGGREGATION
+from finops.bill_lines import ResourceIndex, assign
 from finops.chargeback import BillExtras, CostRow, DirectCost, IdleRow, Period, Report, billed_inputs
 from finops.errors import InvalidInput
 from finops.money import format_amount
 from finops.policy import Policy
 from finops.reconcile_policy import Basis
-from finops.reconciliation import (
-    Asset,
-    BillCharge,
-    ClusterReconciliation,
-    EstimateRow,
-    ResourceIndex,
-    assign,
-    reconcile,
-)
+from finops.reconciliation import Asset, BillCharge, ClusterReconciliation, EstimateRow, reconcile
 from infra.postgres import Database
 
 
