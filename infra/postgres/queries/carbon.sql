@@ -36,8 +36,7 @@ DELETE FROM emission_hours WHERE hour < %(cutoff)s;
 
 -- name: carbon_lines
 -- Grams CO2e per cluster and line over [start, end): by team, cost centre, namespace or Argo CD
--- application (the first application whose latest record's scope holds the row: selector scopes
--- before whole-namespace ones, then by name). A NULL line has no owner (__unallocated__); idle
+-- application (finops_row_application). A NULL line has no owner (__unallocated__); idle
 -- lines are '__idle__'.
 WITH e AS (
     SELECT cluster, namespace, entry_kind, team, cost_center, controller_kind, controller, pod,
@@ -52,17 +51,10 @@ SELECT e.cluster,
             WHEN %(by)s = 'team' THEN nullif(e.team, '')
             WHEN %(by)s = 'cost-center' THEN nullif(e.cost_center, '')
             WHEN %(by)s = 'namespace' THEN nullif(e.namespace, '')
-            ELSE app.name END AS line,
+            ELSE finops_row_application(e.cluster, e.namespace, e.entry_kind, e.controller_kind,
+                                        e.controller, e.pod) END AS line,
        sum(e.grams)::bigint AS grams
 FROM e
-LEFT JOIN LATERAL (
-    SELECT s.app_namespace || '/' || s.app_name AS name
-    FROM finops_app_scopes(e.cluster) s
-    WHERE %(by)s = 'application' AND e.entry_kind <> 'idle' AND s.destination_namespace = e.namespace
-      AND finops_in_app_scope(s.scope, s.controllers, s.pods, e.entry_kind, e.controller_kind, e.controller, e.pod)
-    ORDER BY s.scope = 'namespace', s.app_namespace, s.app_name
-    LIMIT 1
-) app ON true
 GROUP BY 1, 2
 ORDER BY 1, 2;
 

@@ -69,17 +69,10 @@ SELECT r.cluster,
             WHEN %(by)s = 'team' THEN nullif(r.team, '')
             WHEN %(by)s = 'cost-center' THEN nullif(r.cost_center, '')
             WHEN %(by)s = 'namespace' THEN nullif(r.namespace, '')
-            ELSE app.name END AS line,
+            ELSE finops_row_application(r.cluster, r.namespace, r.entry_kind, r.controller_kind,
+                                        r.controller, r.pod) END AS line,
        r.currency,
        coalesce(sum(r.micros), 0)::bigint AS micros
 FROM r
-LEFT JOIN LATERAL (
-    SELECT s.app_namespace || '/' || s.app_name AS name
-    FROM finops_app_scopes(r.cluster) s
-    WHERE %(by)s = 'application' AND r.entry_kind <> 'idle' AND s.destination_namespace = r.namespace
-      AND finops_in_app_scope(s.scope, s.controllers, s.pods, r.entry_kind, r.controller_kind, r.controller, r.pod)
-    ORDER BY s.scope = 'namespace', s.app_namespace, s.app_name
-    LIMIT 1
-) app ON true
 GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3;
