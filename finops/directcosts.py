@@ -14,10 +14,12 @@ exact like everything else, rounded once with the rest of the report.
 
 Tax, support and commitment fees that name no cluster are ``shared`` direct costs: no owner's,
 they are spread over the report's lines with positive allocated cost (``share_out``).
+``cloud_spend`` groups a period's direct costs as the FOCUS export reads them.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -109,3 +111,36 @@ def share_out(allocated: Mapping[LineId, Fraction], pool: Fraction, split: Share
     if split is SharedSplit.EVEN:
         return {line: pool / len(receivers) for line in receivers}
     return {line: pool * allocated[line] / weight for line in receivers}
+
+
+OwnedKey = tuple[LineId, str | None, str]  # the line, cost centre and label of owned cloud spend
+
+
+@dataclass
+class CloudSpend:
+    """The period's cloud spend as both FOCUS builders need it: what each line has allocated
+    (settled in the clusters, plus its own cloud spend, the weight of shared charges), the owned
+    spend by line, cost centre and label (with its owner tag), and the shared charges by label."""
+
+    allocated: dict[LineId, Fraction]
+    owned: dict[OwnedKey, Fraction]
+    owners: dict[OwnedKey, str | None]
+    shared: dict[str, Fraction]
+
+
+def cloud_spend(
+    direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], period: Period
+) -> CloudSpend:
+    spend = CloudSpend(defaultdict(Fraction), defaultdict(Fraction), {}, defaultdict(Fraction))
+    for lines in settled.values():
+        for line, amounts in lines.items():
+            spend.allocated[line] += amounts[0]
+    for cost in direct:
+        if cost.shared:
+            spend.shared[cost.label] += cost.within(period)
+            continue
+        key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
+        spend.owned[key] += cost.within(period)
+        spend.allocated[key[0]] += cost.within(period)
+        spend.owners[key] = cost.owner
+    return spend

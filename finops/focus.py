@@ -98,19 +98,13 @@ from finops.chargeback import (
     settle,
 )
 from finops.commitments import CommitmentDataset, contract_of
-from finops.directcosts import DirectCost, share_out
+from finops.directcosts import DirectCost, cloud_spend, share_out
 from finops.errors import InvalidInput
 from finops.focus_origins import DailyCost as DailyCost  # re-exported: the exports build these
 from finops.focus_origins import bill_origins, estimate_origins
 from finops.focus_rows import COLUMNS as COLUMNS  # re-exported: the exports write these
 from finops.focus_rows import DATETIMES, DECIMALS, Draft, Extras, FocusVersion, record
-from finops.focus_split import (
-    UNMOUNTED,
-    LineTags,
-    cloud_spend,
-    split_drafts,
-    tags_of,
-)
+from finops.focus_split import UNMOUNTED, LineTags, split_drafts, tags_of
 from finops.lines import LineId, LineKey, LineKind
 from finops.periods import day_span
 from finops.policy import Policy

@@ -64,7 +64,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from finops.chargeback import MICROS_PER_CENT, CostRow, Period, Report, line_of
-from finops.directcosts import DirectCost, direct_line, share_out
+from finops.directcosts import DirectCost, cloud_spend, share_out
 from finops.focus_origins import ClusterOrigin
 from finops.focus_rows import Draft, Extras, Split
 from finops.lines import SHARED, LineId, LineKey, LineKind
@@ -309,39 +309,6 @@ def _add(a: Extras | None, b: Extras | None) -> Extras | None:
     if a.gpu_hours is not None or b.gpu_hours is not None:
         hours = (a.gpu_hours or Decimal(0)) + (b.gpu_hours or Decimal(0))
     return Extras(hours, grams, a.gpu_model or b.gpu_model)
-
-
-OwnedKey = tuple[LineId, str | None, str]  # the line, cost centre and label of owned cloud spend
-
-
-@dataclass
-class CloudSpend:
-    """The period's cloud spend as both FOCUS builders need it: what each line has allocated
-    (settled in the clusters, plus its own cloud spend, the weight of shared charges), the owned
-    spend by line, cost centre and label (with its owner tag), and the shared charges by label."""
-
-    allocated: dict[LineId, Fraction]
-    owned: dict[OwnedKey, Fraction]
-    owners: dict[OwnedKey, str | None]
-    shared: dict[str, Fraction]
-
-
-def cloud_spend(
-    direct: list[DirectCost], settled: dict[str, dict[LineId, list[Fraction]]], period: Period
-) -> CloudSpend:
-    spend = CloudSpend(defaultdict(Fraction), defaultdict(Fraction), {}, defaultdict(Fraction))
-    for lines in settled.values():
-        for line, amounts in lines.items():
-            spend.allocated[line] += amounts[0]
-    for cost in direct:
-        if cost.shared:
-            spend.shared[cost.label] += cost.within(period)
-            continue
-        key = (direct_line(cost, LineKey.TEAM), cost.cost_center, cost.label)
-        spend.owned[key] += cost.within(period)
-        spend.allocated[key[0]] += cost.within(period)
-        spend.owners[key] = cost.owner
-    return spend
 
 
 def _cloud_origins(
