@@ -5,7 +5,7 @@ another would report the larger of the two. Each process warms up untimed (ours:
 of another hour, itself streamed, so within the same memory bound; the floor: a small COPY), then
 does one thing and prints ``{"seconds", "cpu_seconds", "rows", "rss_mib"}`` as JSON (CPU: this
 process's own, PostgreSQL's excluded, a steadier figure than wall time on a busy machine; ours also
-``split_seconds``, the part of its hour's transaction that split the hour's GPUs, and
+``split_seconds``, the part of its hour's stream that split the hour's GPUs, and
 ``postgres_cpu_seconds``, the CPU of the database's own backends meanwhile, read from ``/proc``
 when the server runs on this machine, else null):
 
@@ -30,7 +30,6 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -40,9 +39,9 @@ from infra.objectstore import ObjectStore
 from infra.opencost import OpenCostClient
 from infra.opencost.models import RESPONSE
 from infra.postgres import Database, connect
-from usecases.collect_allocations import service
 from usecases.collect_allocations.answers import ShardOptions
 from usecases.collect_allocations.fleet import upload_final_hours
+from usecases.collect_allocations.gpus import HourGpus
 from usecases.collect_allocations.pricing import ActivePricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 from usecases.collect_allocations.service import CollectOptions, HourContext, _write_hour
@@ -155,19 +154,19 @@ def backend_cpu(db: Database) -> dict[int, float] | None:
 
 
 def timed_split() -> list[float]:
-    """Time the hour's GPU split (``split_hour``, as ``_store_hour`` calls it): the seconds of each
-    call are appended to the list returned."""
+    """Time the hour's GPU split (``HourGpus.rewrite``, called as the hour's stream ends): the
+    seconds of each call are appended to the list returned."""
     seconds: list[float] = []
-    split = service.split_hour
+    rewrite = HourGpus.rewrite
 
-    def split_hour(*args: Any, **kwargs: Any) -> Any:
+    def timed(self: HourGpus, held: list[str]) -> list[str]:
         start = time.perf_counter()
         try:
-            return split(*args, **kwargs)
+            return rewrite(self, held)
         finally:
             seconds.append(time.perf_counter() - start)
 
-    service.split_hour = split_hour  # type: ignore[assignment]
+    HourGpus.rewrite = timed  # type: ignore[method-assign]
     return seconds
 
 

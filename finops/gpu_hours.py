@@ -11,18 +11,20 @@ memory read from its model's name). ``InvalidInput`` names the row or node a pla
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from finops.errors import InvalidInput
 from finops.gpus import GpuBasis, GpuDevice, GpuUse, MigBy, PhysicalGpu, Sharing, mig_fraction, split_gpu_hour
 from finops.money import to_micros
-from finops.rounding import largest_remainder
+from finops.rounding import apportion
 
 UNKNOWN_MODEL = "unknown"
 _MEMORY = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
@@ -119,18 +121,20 @@ def plan(rows: Sequence[GpuRow], gpus: Sequence[HourGpu], options: GpuOptions) -
     uses = [_use(row, unit, options) for unit in units for row in unit.rows]
     split = split_gpu_hour([unit.gpu for unit in units], uses, options.basis)
     hours: dict[str, Decimal] = {}
+    busy: dict[str, Decimal | None] = {}
     idle_hours: dict[str, Decimal] = defaultdict(Decimal)
+    at = 0
     for unit in units:  # each unit's GPU-hours, split as its cost was, rounded once to 10^-10
-        gpu_hours = Fraction(unit.gpu_minutes) / 60
-        parts = [split.billed[row.name] * gpu_hours for row in unit.rows] + [split.unused[unit.gpu.uuid] * gpu_hours]
-        rounded = largest_remainder([part / _HOURS for part in parts], round(gpu_hours / _HOURS))
+        scale = unit.minutes / 60 / _HOURS  # a whole part of the unit, in 10^-10 GPU-hours
+        parts = [split.billed[row.name] * scale for row in unit.rows] + [split.unused[unit.gpu.uuid] * scale]
+        whole = math.lcm(*(part.denominator for part in parts))
+        rounded = apportion([part.numerator * (whole // part.denominator) for part in parts], whole, round(scale))
         for row, tenths in zip(unit.rows, rounded, strict=False):
             hours[row.name] = _decimal(tenths)
         idle_hours[unit.gpu.model] += _decimal(rounded[-1])
-    busy = {  # measured use in GPU-hours (a MIG slice's use is of its slice: use x slice)
-        use.key: None if use.usage is None else _decimal(round(use.usage * Fraction(unit.gpu_minutes) / 60 / _HOURS))
-        for unit, use in zip((unit for unit in units for _ in unit.rows), uses, strict=True)
-    }
+        for use in uses[at : at + len(unit.rows)]:  # measured use (a MIG slice's is of its slice: use x slice)
+            busy[use.key] = None if use.usage is None else _decimal(round(use.usage * scale))
+        at += len(unit.rows)
     return Plan(split.owed, hours, busy, split.idle, dict(idle_hours))
 
 
@@ -150,13 +154,17 @@ def scaled_adjustment(adjustment: int, share: int, original: int) -> int:
     return round(Fraction(adjustment * share, original))
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Unit:
     """What one split is over: a shared GPU (by UUID), or a node's pool of whole GPUs of a model."""
 
     gpu: PhysicalGpu
     gpu_minutes: Decimal  # its GPUs' minutes seen, added up (a pool of 2 GPUs for the hour: 120)
     rows: list[GpuRow]
+
+    @cached_property
+    def minutes(self) -> Fraction:
+        return Fraction(self.gpu_minutes)
 
 
 def _units(node: str, gpus: list[HourGpu], rows: list[GpuRow]) -> list[_Unit]:
@@ -198,14 +206,21 @@ def _use(row: GpuRow, unit: _Unit, options: GpuOptions) -> GpuUse:
         memory = _memory_gb(unit.gpu.model, row, options.mig_by)
         slice_ = mig_fraction(row.profile, options.mig_by, memory, unit.gpu.model)
         request, usage = request * slice_, None if usage is None else usage * slice_
-    ran = Fraction(row.minutes) / Fraction(unit.gpu_minutes) if unit.gpu_minutes else Fraction(0)
+    if not unit.gpu_minutes:
+        request, usage = _NONE, None if usage is None else _NONE
+    elif row.minutes != unit.gpu_minutes:  # else it ran for all of its unit's time
+        ran = Fraction(row.minutes) / unit.minutes
+        request, usage = request * ran, None if usage is None else usage * ran
     return GpuUse(
         row.name,
         unit.gpu.uuid,
         row.sharing,
-        min(request * ran, Fraction(1)),
-        None if usage is None else min(usage * ran, Fraction(1)),
+        min(request, _WHOLE),
+        None if usage is None else min(usage, _WHOLE),
     )
+
+
+_NONE, _WHOLE = Fraction(0), Fraction(1)
 
 
 def _memory_gb(model: str, row: GpuRow, by: MigBy) -> int:

@@ -33,6 +33,7 @@ every physical GPU (its UUID) is priced once, and its hour's cost ``C`` (integer
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -42,7 +43,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from finops.errors import InvalidInput
-from finops.rounding import largest_remainder
+from finops.rounding import apportion
 
 
 class GpuBasis(StrEnum):
@@ -167,7 +168,7 @@ def split_gpu_hour(gpus: Iterable[PhysicalGpu], uses: Iterable[GpuUse], basis: G
         if use.uuid not in known:
             raise InvalidInput(f"{use.key}: GPU {use.uuid} is not among the hour's GPUs")
         for name, value in (("request", use.request), ("usage", use.usage)):
-            if value is not None and not 0 <= value <= 1:
+            if value is not None and not 0 <= value.numerator <= value.denominator:
                 raise InvalidInput(f"{use.key}: GPU {name} {value} is not a fraction of one GPU")
         by_uuid[use.uuid].append(use)
     owed: dict[str, int] = defaultdict(int)
@@ -176,20 +177,23 @@ def split_gpu_hour(gpus: Iterable[PhysicalGpu], uses: Iterable[GpuUse], basis: G
     unused: dict[str, Fraction] = {}
     for uuid, gpu in sorted(known.items()):
         mine = sorted(by_uuid.get(uuid, []), key=lambda use: use.key)
-        parts = _parts([fraction_of(use, basis) for use in mine])
-        exact = [gpu.cost_micros * part for part in parts]
-        rounded = largest_remainder(exact, gpu.cost_micros)  # the idle last: ties go to the workloads
+        parts, whole = _parts([fraction_of(use, basis) for use in mine])
+        # the idle last: ties go to the workloads
+        rounded = apportion([gpu.cost_micros * part for part in parts], whole, gpu.cost_micros)
         for use, micros, part in zip(mine, rounded, parts, strict=False):
             owed[use.key] += micros
-            billed[use.key] += part
+            billed[use.key] += Fraction(part, whole)
         idle[gpu.model] += rounded[-1]
-        unused[uuid] = parts[-1]
+        unused[uuid] = Fraction(parts[-1], whole)
     return GpuSplit(dict(owed), dict(idle), dict(billed), unused)
 
 
-def _parts(fractions: Sequence[Fraction]) -> list[Fraction]:
-    """Each use's part of the GPU and, last, the idle part: scaled down to 1 when over it."""
-    total = sum(fractions, Fraction(0))
-    if total > 1:
-        return [f / total for f in fractions] + [Fraction(0)]
-    return [*fractions, 1 - total]
+def _parts(fractions: Sequence[Fraction]) -> tuple[list[int], int]:
+    """Each use's part of the GPU and, last, the idle part, as numerators over one denominator
+    (returned second): scaled down to the whole GPU when they add up to more."""
+    whole = math.lcm(*(f.denominator for f in fractions))
+    parts = [f.numerator * (whole // f.denominator) for f in fractions]
+    used = sum(parts)
+    if used > whole:
+        return [*parts, 0], used
+    return [*parts, whole - used], whole

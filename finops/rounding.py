@@ -72,6 +72,24 @@ def largest_remainder(values: Sequence[Fraction], total: int) -> list[int]:
     return floors
 
 
+def apportion(numerators: Sequence[int], denominator: int, total: int) -> list[int]:
+    """``largest_remainder`` of the fractions ``n / denominator`` of ``numerators``, in integers:
+    the same result, without comparing fractions (a GPU's parts share one denominator)."""
+    floors, remainders = [], []
+    for numerator in numerators:
+        floor, remainder = divmod(numerator, denominator)
+        floors.append(floor)
+        remainders.append(remainder)
+    missing = total - sum(floors)
+    fractional = [i for i, remainder in enumerate(remainders) if remainder]
+    if not 0 <= missing <= len(fractional):
+        raise ValueError(f"cannot round {len(floors)} values to {total} by moving each to a neighbour")
+    fractional.sort(key=lambda i: (-remainders[i], i))  # largest remainder first
+    for i in fractional[:missing]:
+        floors[i] += 1
+    return floors
+
+
 def round_table(table: Sequence[Sequence[Fraction]], columns: Sequence[int] | None = None) -> list[list[int]]:
     """Round every cell of ``table`` (rows of equal width) to an integer; see the module docstring
     for what adds up, and for ``columns`` (the column totals wanted). The caller scales to the unit

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from finops.rounding import largest_remainder, round_half_even, round_table
+from finops.rounding import apportion, largest_remainder, round_half_even, round_table
 
 
 def test_largest_remainder_gives_the_spare_units_to_the_largest_remainders() -> None:
@@ -35,6 +35,33 @@ def test_largest_remainder_ties_go_to_the_first_and_whole_values_never_move() ->
     with pytest.raises(ValueError, match="cannot round"):
         largest_remainder(halves, 6)
     assert largest_remainder([Fraction(-3, 2), Fraction(5, 2)], 1) == [-1, 2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    numerators=st.lists(st.integers(-(10**9), 10**9), min_size=1, max_size=12),
+    denominator=st.integers(1, 10**6),
+    move=st.integers(-3, 3),
+)
+def test_apportion_rounds_as_largest_remainder_does(numerators: list[int], denominator: int, move: int) -> None:
+    # the same fractions over one denominator, in integers: the same units, or the same refusal
+    total = round(sum(Fraction(n, denominator) for n in numerators)) + move
+    try:
+        expected: list[int] | str = largest_remainder([Fraction(n, denominator) for n in numerators], total)
+    except ValueError:
+        expected = "refused"
+    try:
+        found: list[int] | str = apportion(numerators, denominator, total)
+    except ValueError:
+        found = "refused"
+    assert found == expected
+
+
+def test_apportion_ties_go_to_the_first_and_whole_values_never_move() -> None:
+    assert apportion([1, 6, 1], 2, 4) == [1, 3, 0]
+    assert apportion([3, 2, 2], 4, 2) == [1, 1, 0]  # 0.75 first, then the first of the two halves
+    with pytest.raises(ValueError, match="cannot round"):
+        apportion([1, 6, 1], 2, 6)
 
 
 def test_round_half_even() -> None:

@@ -2,6 +2,10 @@
 ran on it by the cluster's GPU basis (``finops.gpus``), and what nobody used kept as one idle line
 per GPU model.
 
+The split is done before its rows are written: ``RowBuilder.lines`` holds back the lines of the
+hour's few GPU rows (``holds``) while the rest stream into ``COPY``; ``write_gpu_rows`` then
+splits them and copies them with their final figures. No row is read back or rewritten.
+
 The source's own GPU figures are replaced: OpenCost bills requested whole GPUs times hours (a
 HAMi ``gpucores=25`` pod pays a whole GPU, a pod using a tenth of its GPU pays all of it), and its
 ``__idle__`` line holds the GPUs nobody requested, whatever their model. After the split:
@@ -22,8 +26,8 @@ every GPU's parts add up to it.
 Where each GPU's cost comes from (the plan over them: ``finops.gpu_hours``):
 
 - **OpenCost**: the hour's node assets (``gpuCost`` over ``gpuCount``, split evenly to the micro),
-  with DCGM's UUIDs and models when ``GPU_FIGURES=prometheus`` (``apply_figures`` then writes each
-  container's GPU figures from Prometheus over OpenCost's first);
+  with DCGM's UUIDs and models when ``GPU_FIGURES=prometheus`` (each container's GPU figures from
+  Prometheus are then written over OpenCost's first);
 - **Prometheus**: DCGM's inventory (``gpu_devices``), each GPU priced at the PriceBook's
   ``gpuHour`` for the minutes it was seen. GPUs no pod used are in the inventory, so their cost is
   idle, not lost.
@@ -36,6 +40,8 @@ OpenCost sent no ``gpuAllocation``; no asset or inventory at all), the source's 
 from __future__ import annotations
 
 import logging
+import operator
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -43,16 +49,17 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
-from finops.allocations import IDLE, Container
+from finops.allocations import IDLE, Container, EntryKind
 from finops.errors import InvalidInput
-from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, from_devices, plan, scaled_adjustment
+from finops.gpu_hours import GpuOptions, GpuRow, HourGpu, Plan, from_devices, plan, scaled_adjustment
 from finops.gpus import GpuDevice
 from finops.hours import Hour
 from finops.money import to_micros
 from finops.rounding import largest_remainder
-from infra.opencost import Assets
+from infra.opencost import Allocation, Assets
 from infra.postgres import Database
 from infra.postgres.database import Connection
+from usecases.collect_allocations.rows import COLUMNS, GPU_COLUMNS, NULL, gpu_text
 
 log = logging.getLogger(__name__)
 
@@ -78,36 +85,10 @@ def fetch_figures(
     source: object, hour: Hour, *, retry_until: float | None = None
 ) -> dict[Container, dict[str, Any]] | None:
     """Each container's ``gpuAllocation`` from Prometheus, for a source that has them; fetched
-    before the transaction and written over the rows' by ``apply_figures``."""
+    before the transaction and written over the rows' by ``write_gpu_rows``."""
     if not isinstance(source, GpuFigures):
         return None
     return source.gpu_figures(hour.start, hour.end, retry_until=retry_until)
-
-
-def apply_figures(
-    db: Database, conn: Connection, key: dict[str, Any], figures: dict[Container, dict[str, Any]]
-) -> None:
-    """Inside the hour's transaction, after its rows: each container's GPU figures from Prometheus
-    replace OpenCost's (which say nothing of MIG slices or HAMi fractions). A container Prometheus
-    has no figures for keeps OpenCost's."""
-    keys = sorted(figures)
-    values = [figures[k] for k in keys]
-    db.execute(
-        "set_gpu_figures",
-        conn,
-        **key,
-        namespaces=[k[0] for k in keys],
-        pods=[k[1] for k in keys],
-        containers=[k[2] for k in keys],
-        requests=[v.get("gpuRequestAverage") for v in values],
-        usages=[v.get("gpuUsageAverage") for v in values],
-        shared=[v.get("isGPUShared") for v in values],
-        devices=[v.get("gpuDevice") for v in values],
-        models=[v.get("gpuModel") for v in values],
-        uuids=[v.get("gpuUUID") for v in values],
-        sharings=[v.get("gpuSharing") for v in values],
-        profiles=[v.get("gpuProfile") for v in values],
-    )
 
 
 def fetch_devices(source: object, hour: Hour, *, retry_until: float | None = None) -> list[GpuDevice] | None:
@@ -145,70 +126,177 @@ def from_assets(assets: Assets, devices: Sequence[GpuDevice] | None = None) -> l
     return gpus
 
 
-def split_hour(
-    db: Database,
-    conn: Connection,
-    key: dict[str, Any],
-    options: GpuOptions,
-    *,
-    assets: Assets | None,
-    devices: list[GpuDevice] | None,
-    rates: Mapping[str, Decimal] | None,
-    priced: bool,
-    row_tail: Mapping[str, Any],
-) -> tuple[int, dict[str, str | None]]:
-    """Inside the hour's transaction, after its rows: split its GPUs (module docstring). Returns the
-    GPU idle rows written and the ledger's ``gpu_basis``/``gpu_mig_by`` (``record_hour_gpus``):
-    NULL, with a warning naming the reason, when the hour keeps its source's GPU figures."""
-    found = db.fetch_all("hour_gpu_rows", conn, **key)
-    stored = [row for row in found if row["entry_kind"] == "workload"]
-    source_idle = [row["name"] for row in found if row["entry_kind"] == "idle"]  # they lose their GPUs
-    basis: GpuOptions | None = None
-    if stored or (assets and any(node.gpu_count for node in assets.nodes)) or devices:
-        try:
-            rows = [GpuRow.of(row) for row in stored]
-            _check_splittable(rows, assets, devices, rates, priced)
-            if assets is None:  # the Prometheus source: each GPU DCGM saw, at the PriceBook's rate
-                gpus = from_devices(devices or [], (rates or {})["gpuHour"])
-            else:  # OpenCost: its node assets, with DCGM's UUIDs when GPU_FIGURES=prometheus
-                gpus = from_assets(assets, devices)
-            result = plan(rows, gpus, options)
-            basis = options
-        except InvalidInput as exc:
-            log.warning(
-                f"the hour's GPUs are not split, their cost stays the source's: {exc.message}",
-                extra={"fields": {"hour": str(key["hour"])}},
-            )
-    written = 0
-    if basis is not None:
-        names = sorted(result.owed)
-        adjustments = {row["name"]: row for row in stored}  # OpenCost's gpuCostAdjustment, scaled to the share
-        micros = [result.owed[name] + _adjustment(adjustments[name], result.owed[name]) for name in names]
-        db.execute(
-            "set_gpu_costs",
-            conn,
-            **key,
-            names=names + source_idle,
-            micros=micros + [0] * len(source_idle),
-            hours=[result.hours[name] for name in names] + [Decimal(0)] * len(source_idle),
-            busy=[result.busy[name] for name in names] + [None] * len(source_idle),
-        )
-        models = sorted(result.idle)
-        written = db.execute(
+class HourGpus:
+    """The split of one hour's GPUs, done as its rows are copied (``RowBuilder.lines``): ``holds``
+    picks the lines to hold back from the stream, ``rewrite`` splits them once the stream is over
+    and gives them back with their GPU figures and shares (module docstring), then
+    ``write_idle`` adds the GPU idle rows and ``ledger`` says how the hour was split."""
+
+    def __init__(
+        self,
+        options: GpuOptions,
+        *,
+        hour: datetime,
+        assets: Assets | None,
+        devices: list[GpuDevice] | None,
+        figures: Mapping[Container, Mapping[str, Any]] | None,
+        rates: Mapping[str, Decimal] | None,
+        priced: bool,
+    ) -> None:
+        self.options, self.hour, self.assets, self.devices = options, hour, assets, devices
+        self.figures, self.rates, self.priced = figures, rates, priced
+        self.plan: Plan | None = None  # None: the hour keeps its source's GPU figures
+
+    def holds(self, a: Allocation, props: Any) -> bool:
+        """Whether the split may rewrite this allocation: it has a ``gpuAllocation``, GPU cost,
+        GPUs or GPU-hours or, with ``GPU_FIGURES=prometheus``, Prometheus has GPU figures for its
+        container (OpenCost's MIG pods carry no GPU). ``rewrite`` picks its rows among them."""
+        if any(_gpu_fields(a) if type(a) is not dict else map(a.get, _GPU_FIELDS)):
+            return True
+        figured = self.figures
+        return figured is not None and (props.get("namespace"), props.get("pod"), props.get("container")) in figured
+
+    def rewrite(self, held: list[str]) -> list[str]:
+        """The held lines as written: each container's GPU figures from Prometheus over
+        OpenCost's, and the hour's GPUs split among the GPU rows (a warning naming the reason when
+        the hour cannot be split: its lines are then written as they came)."""
+        rows = sorted((_Held(line) for line in held), key=lambda row: row.name)
+        if self.figures:
+            for row in rows:
+                row.take_figures(self.figures)
+        stored = [row for row in rows if row.on_gpu]
+        assets, devices = self.assets, self.devices
+        if stored or (assets and any(node.gpu_count for node in assets.nodes)) or devices:
+            try:
+                gpu_rows = [GpuRow.of(row.values) for row in stored]
+                _check_splittable(gpu_rows, assets, devices, self.rates, self.priced)
+                if assets is None:  # the Prometheus source: each GPU DCGM saw, at the PriceBook's rate
+                    gpus = from_devices(devices or [], (self.rates or {})["gpuHour"])
+                else:  # OpenCost: its node assets, with DCGM's UUIDs when GPU_FIGURES=prometheus
+                    gpus = from_assets(assets, devices)
+                self.plan = plan(gpu_rows, gpus, self.options)
+            except InvalidInput as exc:
+                log.warning(
+                    f"the hour's GPUs are not split, their cost stays the source's: {exc.message}",
+                    extra={"fields": {"hour": str(self.hour)}},
+                )
+        if (split := self.plan) is not None:
+            for row in stored:
+                share = split.owed[row.name]
+                row.split(share + _adjustment(row.values, share), split.hours[row.name], split.busy[row.name])
+            for row in rows:
+                if row.idle_with_gpu:  # the source's idle loses its GPUs to the idle rows per model
+                    row.split(0, Decimal(0), None)
+        return [row.line() for row in rows]
+
+    def write_idle(self, db: Database, conn: Connection, key: dict[str, Any], row_tail: Mapping[str, Any]) -> int:
+        """After the hour's rows: one idle row per GPU model (none when the hour was not split)."""
+        if self.plan is None:
+            return 0
+        models = sorted(self.plan.idle)
+        return db.execute(
             "insert_gpu_idle",
             conn,
             **key,
             **row_tail,
             names=[f"{IDLE}/gpu:{model}" for model in models],
             models=models,
-            micros=[result.idle[model] for model in models],
-            hours=[result.idle_hours[model] for model in models],
+            micros=[self.plan.idle[model] for model in models],
+            hours=[self.plan.idle_hours[model] for model in models],
         )
-    ledger = {
-        "gpu_basis": None if basis is None else basis.basis.value,
-        "gpu_mig_by": None if basis is None else basis.mig_by.value,
-    }
-    return written, ledger
+
+    @property
+    def ledger(self) -> dict[str, str | None]:
+        """``allocation_hours.gpu_basis``/``gpu_mig_by``: NULL when the hour was not split."""
+        split = self.plan is not None
+        return {
+            "gpu_basis": self.options.basis.value if split else None,
+            "gpu_mig_by": self.options.mig_by.value if split else None,
+        }
+
+
+_GPU_FIELDS = ("gpuAllocation", "gpuCost", "gpuCostAdjustment", "gpuCount", "gpuHours")
+_gpu_fields = operator.attrgetter(*_GPU_FIELDS)  # a streamed record's, in one call
+WORKLOAD, IDLE_KIND = EntryKind.WORKLOAD.value, EntryKind.IDLE.value
+_AT = {column: index for index, column in enumerate(COLUMNS)}
+_READ = (  # what the split reads of a held row, by type
+    ("text", ("namespace", "name", "entry_kind", "pod", "container", "node", "gpu_model", "gpu_uuid",
+              "gpu_sharing", "gpu_profile")),
+    ("numeric", ("minutes", "gpu_count", "gpu_hours", "gpu_request_avg", "gpu_usage_avg")),
+    ("bigint", ("gpu_cost_micros", "gpu_adjustment_micros", "total_cost_micros")),
+    ("boolean", ("gpu_shared",)),
+)  # fmt: skip
+_UNESCAPE = re.compile(r"\\(.)")
+_ESCAPED = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+
+
+class _Held:
+    """A held row: its line's fields (``COPY`` text, as ``RowBuilder`` validated them), what the
+    split reads of them (``values``, typed as a stored row's), and the fields it rewrites."""
+
+    def __init__(self, line: str) -> None:
+        self.fields = line[:-1].split("\t")
+        self.values: dict[str, Any] = {}
+        self._read()
+
+    def _read(self) -> None:
+        fields, values = self.fields, self.values
+        for kind, columns in _READ:
+            for column in columns:
+                text = fields[_AT[column]]
+                values[column] = None if text == NULL else _typed(kind, text)
+        self.name: str = values["name"]
+
+    @property
+    def on_gpu(self) -> bool:
+        """A workload the split prices: it has GPU figures, GPU cost or GPUs."""
+        v = self.values
+        return v["entry_kind"] == WORKLOAD and bool(
+            v["gpu_request_avg"] is not None or v["gpu_usage_avg"] is not None or v["gpu_uuid"] is not None
+            or v["gpu_cost_micros"] or v["gpu_count"]
+        )  # fmt: skip
+
+    @property
+    def idle_with_gpu(self) -> bool:
+        """The source's idle row holding GPU cost or GPU-hours (the split's idle rows replace them)."""
+        v = self.values
+        return v["entry_kind"] == IDLE_KIND and bool(v["gpu_cost_micros"] or v["gpu_hours"])
+
+    def take_figures(self, figures: Mapping[Container, Mapping[str, Any]]) -> None:
+        """A workload's GPU figures from Prometheus replace OpenCost's (kept when it has none)."""
+        v = self.values
+        found = figures.get((v["namespace"], v["pod"], v["container"]))
+        if found is None or v["entry_kind"] != WORKLOAD:
+            return
+        first = _AT[GPU_COLUMNS[0]]
+        self.fields[first : first + len(GPU_COLUMNS)] = gpu_text(found, self.name).split("\t")
+        self._read()
+
+    def split(self, micros: int, hours: Decimal, busy: Decimal | None) -> None:
+        """Its GPU cost, GPU-hours and measured use by the split; its total moves by the difference
+        (a source idle row also loses its GPUs)."""
+        fields, v = self.fields, self.values
+        if v["total_cost_micros"] is not None:
+            fields[_AT["total_cost_micros"]] = str(v["total_cost_micros"] - (v["gpu_cost_micros"] or 0) + micros)
+        fields[_AT["gpu_cost_micros"]] = str(micros)
+        fields[_AT["gpu_hours"]] = str(hours)
+        if v["entry_kind"] == IDLE_KIND:
+            fields[_AT["gpu_count"]] = "0"
+        fields[_AT["gpu_busy_hours"]] = NULL if busy is None else str(busy)
+
+    def line(self) -> str:
+        return "\t".join(self.fields) + "\n"
+
+
+def _typed(kind: str, text: str) -> Any:
+    """A ``COPY`` text field as the value PostgreSQL stores for it."""
+    if kind == "text":
+        return _UNESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), text) if "\\" in text else text
+    if kind == "bigint":
+        return int(text)
+    if kind == "boolean":
+        return text == "t"
+    return Decimal(text)
 
 
 def _adjustment(row: Mapping[str, Any], share: int) -> int:

@@ -6,7 +6,7 @@ answers in OpenCost's shape; ``source`` records which one on every row."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -75,6 +75,7 @@ COLUMNS = (
     "source",
     *GPU_COLUMNS,
     "gpu_adjustment_micros",  # the GPU split keeps it on the row (usecases.collect_allocations.gpus)
+    "gpu_busy_hours",  # set by the GPU split; NULL as the source sends it
 )
 
 # OpenCost's placeholders where a namespace would be; stored as '' (no namespace).
@@ -107,20 +108,20 @@ class RowBuilder:
         self._owners: dict[str, tuple[str | None, str | None]] = {}
         self._unowned: set[str] = set()
         # lines(): the text of the columns fixed for the hour, and the tabs and backslashes a line has
-        self._prefix = f"{_text(self.cluster)}\t"
-        self._middle = f"\t{_text(self.aggregation)}\t{self.hour}\t"
+        self._prefix = f"{escaped(self.cluster)}\t"
+        self._middle = f"\t{escaped(self.aggregation)}\t{self.hour}\t"
         self._suffix = "\t".join(
             (
-                _NULL if pricebook_id is None else str(pricebook_id),
-                _NULL if currency is None else _text(currency),
+                NULL if pricebook_id is None else str(pricebook_id),
+                NULL if currency is None else escaped(currency),
                 "t" if finalized else "f",
                 str(collected_at),
-                _text(source),
+                escaped(source),
             )
         )
         self._times: dict[tuple[datetime | None, datetime | None], str] = {}
         self._tabs = len(COLUMNS) - 1
-        self._slashes = (self._prefix + self._middle + self._suffix).count("\\")
+        self._slashes = (self._prefix + self._middle + self._suffix + _UNSPLIT).count("\\")
 
     def rows(self, allocations: Mapping[str, Allocation]) -> Iterator[tuple[Any, ...]]:
         """One row per allocation. Ownership comes from namespace labels only (OpenCost's
@@ -148,17 +149,31 @@ class RowBuilder:
         for name, a, _, _, owners in self._walk(entries):
             yield row(name, a, owners)
 
-    def lines(self, entries: Iterable[tuple[str, Allocation]]) -> Iterator[str]:
+    def lines(
+        self,
+        entries: Iterable[tuple[str, Allocation]],
+        hold: Hold | None = None,
+        then: Callable[[list[str]], Iterable[str]] | None = None,
+    ) -> Iterator[str]:
         """``stream``'s rows as lines of ``COPY``'s text format (``infra.postgres.copy_text``),
         storing the same values (``tests/integration/test_allocation_copy_text.py``) without
         psycopg's per-value adaptation: a streamed quantity is its JSON text, a cost's micros and
         a dict's ``Decimal`` their ``str`` (PostgreSQL parses a number's text to the same numeric,
         scale included); the columns fixed for the hour are formatted once. A quantity that is
         not a number, or a number that is not finite (``"NaN"``, ``"Infinity"`` sent as strings),
-        refuses the hour with ``OpenCostUnavailable`` naming the allocation's field."""
+        refuses the hour with ``OpenCostUnavailable`` naming the allocation's field.
+
+        The lines of the allocations ``hold`` picks are held back, and once every other line is
+        yielded, ``then`` gives the lines written in their place (the GPU split rewrites the
+        hour's GPU rows, which it can only do once it has them all)."""
         line = self._line
+        held: list[str] = []
         for name, a, props, namespace, owners in self._walk(entries):
-            yield line(name, a, props, namespace, owners)
+            if hold is not None and hold(a, props):
+                held.append(line(name, a, props, namespace, owners))
+            else:
+                yield line(name, a, props, namespace, owners)
+        yield from held if then is None else then(held)
 
     def _walk(self, entries: Iterable[tuple[str, Allocation]]) -> Iterator[tuple[str, Allocation, Any, Any, OwnerMap]]:
         """``(name, allocation, its properties, its namespace, the owners so far)`` of each entry."""
@@ -191,7 +206,7 @@ class RowBuilder:
             numbers = "\t".join(map(str, (a.get(f) for f in _QUANTITIES)))
             if "a" in numbers or "I" in numbers:  # NaN, sNaN, Infinity: never in a finite number's str
                 raise OpenCostUnavailable(_not_finite(name, a))
-            numbers = numbers.replace("None", _NULL)
+            numbers = numbers.replace("None", NULL)
         else:  # a streamed record: its quantities are their JSON text (stream.Quantity)
             places, c = _places(props), _costs(a)
             # An hour's allocations share a few (start, end) pairs: formatting a datetime costs
@@ -201,7 +216,7 @@ class RowBuilder:
                 if len(self._times) > _TIMES_KEPT:
                     self._times.clear()
                 start, end = key
-                times = self._times[key] = f"{_NULL if start is None else start}\t{_NULL if end is None else end}\t"
+                times = self._times[key] = f"{NULL if start is None else start}\t{NULL if end is None else end}\t"
             numbers = times + quantities_text(a, name)
         try:  # round() of a NaN cost raises ValueError, of an infinite one OverflowError; sNaN InvalidOperation
             micros = "\t".join(
@@ -226,20 +241,20 @@ class RowBuilder:
         except InvalidInput:  # cost_micros: beyond what a bigint column holds
             raise OpenCostUnavailable(_too_large(name, a)) from None
         if "None" in micros:
-            micros = micros.replace("None", _NULL)
+            micros = micros.replace("None", NULL)
         numbers = f"{numbers}\t{micros}"
         nulls = numbers.count("\\")
         kind = entry_kind(name).value if "__" in name else _WORKLOAD
-        gpu = _gpu_text(a.get("gpuAllocation"), name)
+        gpu = gpu_text(a.get("gpuAllocation"), name)
         nulls += gpu.count("\\")
-        adjustment = _NULL if gpu_adjustment is None else str(gpu_adjustment)
-        nulls += adjustment == _NULL
+        adjustment = NULL if gpu_adjustment is None else str(gpu_adjustment)
+        nulls += adjustment == NULL
         texts = (*places, team, cost_center)
         nulls += texts.count(None)
-        p = [_NULL if v is None else v for v in texts]
+        p = [NULL if v is None else v for v in texts]
         line = (
             f"{self._prefix}{namespace}\t{name}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\t{p[4]}"
-            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\t{adjustment}\n"
+            f"\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\t{adjustment}{_UNSPLIT}\n"
         )
         if (
             line.count("\t") == self._tabs
@@ -248,10 +263,10 @@ class RowBuilder:
             and "\r" not in line
         ):
             return line
-        p = [_NULL if v is None else _text(v) for v in texts]  # a text value to escape
+        p = [NULL if v is None else escaped(v) for v in texts]  # a text value to escape
         return (
-            f"{self._prefix}{_text(namespace)}\t{_text(name)}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}"
-            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\t{adjustment}\n"
+            f"{self._prefix}{escaped(namespace)}\t{escaped(name)}{self._middle}{kind}\t{p[0]}\t{p[1]}\t{p[2]}"
+            f"\t{p[3]}\t{p[4]}\t{numbers}\t{p[5]}\t{p[6]}\t{self._suffix}\t{gpu}\t{adjustment}{_UNSPLIT}\n"
         )
 
     def late_owners(self) -> dict[str, tuple[str | None, str | None]]:
@@ -292,6 +307,7 @@ class RowBuilder:
             *self._tail,
             *gpu_values(a.get("gpuAllocation"), name),
             _micros(costs[3]),  # the GPU's cost adjustment, kept by the split
+            None,  # gpu_busy_hours
         )
 
 
@@ -339,32 +355,34 @@ _places, _costs = operator.attrgetter(*_PLACES), operator.attrgetter(*_COSTS)
 
 
 OwnerMap = Mapping[str, tuple[str | None, str | None]]
-_NULL = "\\N"  # COPY's text format: NULL
+Hold = Callable[[Allocation, Any], bool]  # (allocation, its properties): keep its line back
+NULL = "\\N"  # COPY's text format: NULL
 _TIMES_KEPT = 4096  # (start, end) texts remembered by lines()
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-_NO_GPU_TEXT = "\t".join([_NULL] * len(GPU_COLUMNS))
+_NO_GPU_TEXT = "\t".join([NULL] * len(GPU_COLUMNS))
+_UNSPLIT = f"\t{NULL}"  # gpu_busy_hours
 
 
-def _gpu_text(gpu: Any, name: str) -> str:
+def gpu_text(gpu: Any, name: str) -> str:
     """``gpu_values`` in ``COPY``'s text format, text escaped."""
     if not gpu:
         return _NO_GPU_TEXT
     values = gpu_values(gpu, name)
     return "\t".join(
-        _NULL
+        NULL
         if v is None
         else ("t" if v else "f")
         if isinstance(v, bool)
-        else _text(v)
+        else escaped(v)
         if isinstance(v, str)
         else str(v)
         for v in values
     )
 
 
-def _text(value: str) -> str:
+def escaped(value: str) -> str:
     """A text value in ``COPY``'s text format: backslash, tab and line breaks escaped."""
     return value.translate(_ESCAPES)
 

@@ -54,7 +54,7 @@ from usecases.collect_allocations.answers import Answer, ShardOptions, fetch_hou
 from usecases.collect_allocations.assets import store_assets
 from usecases.collect_allocations.carbon import store_emissions
 from usecases.collect_allocations.fleet import FleetUploads, upload_final_hours
-from usecases.collect_allocations.gpus import apply_figures, split_hour
+from usecases.collect_allocations.gpus import HourGpus
 from usecases.collect_allocations.inventory import Inventory, fetch_inventory
 from usecases.collect_allocations.pricing import ActivePricing, resolve_pricing
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
@@ -354,8 +354,17 @@ def _store_hour(
             collected_at=ctx.now,
             source=ctx.options.source,
         )
-        with relaxed_gc():
-            lines = builder.lines(itertools.chain([first], entries))  # COPY's text, not per-value adaptation
+        gpus = HourGpus(
+            ctx.options.gpus,
+            hour=hour.start,
+            assets=inventory.assets,
+            devices=inventory.devices,
+            figures=inventory.figures,
+            rates=ctx.pricing.rates,
+            priced=ctx.pricing.currency is not None,
+        )
+        with relaxed_gc():  # COPY's text, not per-value adaptation; the GPU rows split at the stream's end
+            lines = builder.lines(itertools.chain([first], entries), hold=gpus.holds, then=gpus.rewrite)
             count = copy_lines(conn, "provider_allocations", COLUMNS, lines)
         late = builder.late_owners()
         if late:  # rows streamed before their namespace's labels arrived
@@ -370,20 +379,7 @@ def _store_hour(
             "collected_at": ctx.now,
             "source": ctx.options.source,
         }
-        if inventory.figures is not None:
-            apply_figures(db, conn, key, inventory.figures)
-        gpu_rows, gpu_basis = split_hour(
-            db,
-            conn,
-            key,
-            ctx.options.gpus,
-            assets=inventory.assets,
-            devices=inventory.devices,
-            rates=ctx.pricing.rates,
-            priced=ctx.pricing.currency is not None,
-            row_tail=tail,
-        )
-        count += gpu_rows
+        count += gpus.write_idle(db, conn, key, tail)  # one row per GPU model, when the hour was split
         written = HourState.FINAL if finalize else HourState.OPEN
         db.execute(
             "record_allocation_hour",
@@ -398,7 +394,7 @@ def _store_hour(
             empty_since=None,
             source=ctx.options.source,
         )
-        db.execute("record_hour_gpus", conn, **key, **gpu_basis)
+        db.execute("record_hour_gpus", conn, **key, **gpus.ledger)
         store_assets(db, conn, key, inventory.assets)
         store_emissions(db, conn, key, inventory.assets, inventory.emissions)  # grams CO2e, split as cost (carbon)
         fold_hour(db, conn, key, folding)  # and gains the new ones (or the day is marked)

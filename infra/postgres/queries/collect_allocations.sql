@@ -244,32 +244,6 @@ UPDATE allocation_hours SET fleet_uploaded_at = now()
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s AND state = 'final'
   AND collected_at = %(collected_at)s;
 
--- name: hour_gpu_rows
--- The hour's rows that ran on a GPU (usecases.collect_allocations.gpus): workloads with a
--- gpuAllocation, or with GPU cost or GPUs but none (an OpenCost too old to send it), and the
--- source's idle rows that hold GPU cost or GPU-hours (the split's idle rows replace them).
-SELECT name, entry_kind, node, minutes, gpu_request_avg, gpu_usage_avg, gpu_shared, gpu_model, gpu_uuid,
-       gpu_sharing, gpu_profile, gpu_cost_micros, gpu_adjustment_micros
-FROM provider_allocations
-WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s
-  AND CASE WHEN entry_kind = 'workload'
-           THEN gpu_request_avg IS NOT NULL OR gpu_usage_avg IS NOT NULL OR gpu_uuid IS NOT NULL
-                OR coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_count, 0) <> 0
-           ELSE entry_kind = 'idle' AND (coalesce(gpu_cost_micros, 0) <> 0 OR coalesce(gpu_hours, 0) <> 0) END
-ORDER BY name;
-
--- name: set_gpu_costs
--- Each GPU row's GPU cost (its share, with OpenCost's adjustment scaled to it), the GPU-hours it is
--- billed for and its measured use in GPU-hours, and the source's idle rows' none (the split's idle
--- rows hold them); a row's total moves by the difference, in one pass over the hour.
-UPDATE provider_allocations p
-SET total_cost_micros = p.total_cost_micros - coalesce(p.gpu_cost_micros, 0) + s.micros,
-    gpu_cost_micros = s.micros, gpu_hours = s.hours, gpu_busy_hours = s.busy,
-    gpu_count = CASE WHEN p.entry_kind = 'idle' THEN 0 ELSE p.gpu_count END
-FROM unnest(%(names)s::text[], %(micros)s::bigint[], %(hours)s::numeric[], %(busy)s::numeric[])
-    AS s (name, micros, hours, busy)
-WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s AND p.name = s.name;
-
 -- name: insert_gpu_idle
 -- One idle row per GPU model: the unused part of its GPUs' cost and GPU-hours.
 INSERT INTO provider_allocations (cluster, namespace, name, aggregation, hour, entry_kind, minutes, gpu_count,
@@ -286,15 +260,3 @@ FROM unnest(%(names)s::text[], %(models)s::text[], %(micros)s::bigint[], %(hours
 -- The basis and MIG rule the hour's GPUs were split by (NULL: not split).
 UPDATE allocation_hours SET gpu_basis = %(gpu_basis)s, gpu_mig_by = %(gpu_mig_by)s
 WHERE cluster = %(cluster)s AND aggregation = %(aggregation)s AND hour = %(hour)s;
-
--- name: set_gpu_figures
--- Each container's GPU figures from Prometheus (GPU_FIGURES=prometheus) over OpenCost's.
-UPDATE provider_allocations p
-SET gpu_request_avg = f.request, gpu_usage_avg = f.usage, gpu_shared = f.shared, gpu_device = f.device,
-    gpu_model = f.model, gpu_uuid = f.uuid, gpu_sharing = f.sharing, gpu_profile = f.profile
-FROM unnest(%(namespaces)s::text[], %(pods)s::text[], %(containers)s::text[], %(requests)s::numeric[],
-            %(usages)s::numeric[], %(shared)s::boolean[], %(devices)s::text[], %(models)s::text[],
-            %(uuids)s::text[], %(sharings)s::text[], %(profiles)s::text[])
-    AS f (namespace, pod, container, request, usage, shared, device, model, uuid, sharing, profile)
-WHERE p.cluster = %(cluster)s AND p.aggregation = %(aggregation)s AND p.hour = %(hour)s
-  AND p.entry_kind = 'workload' AND p.namespace = f.namespace AND p.pod = f.pod AND p.container = f.container;
