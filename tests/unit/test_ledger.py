@@ -15,6 +15,7 @@ from finops.ledger import (
     ranges,
     window_start,
 )
+from usecases.collect_allocations.service import CollectResult
 
 T = datetime(2026, 11, 20, 10, tzinfo=UTC)
 PINNED = Hour(T)
@@ -78,3 +79,15 @@ def test_hours_print_as_compact_ranges() -> None:
     assert ranges([h(2 * n) for n in range(11)]).endswith("2026-11-21T04:00Z, and 1 more ranges (1 hours)")
     assert ranges([h(2 * n) for n in range(10)]).endswith("2026-11-21T04:00Z")
     assert ranges([h(0), h(2)], limit=2) == "2026-11-20T10:00Z, 2026-11-20T12:00Z"
+
+
+def test_only_an_ended_hour_answered_empty_needs_attention() -> None:
+    # A ping in the first minute of the pinned hour finds nothing for it yet: the hour stays open
+    # and the next run retries it, without a warning; an hour that has ended is a warning.
+    running = CollectResult(pinned_hour=PINNED, hours_empty=[PINNED])
+    running.finish(now=T + timedelta(seconds=30))
+    assert (running.outcome, running.warnings) == ("success", [])
+    ended = CollectResult(pinned_hour=PINNED, hours_empty=[Hour(h(-1)), PINNED])
+    ended.finish(now=T + timedelta(seconds=30))
+    assert ended.outcome == "partial"
+    assert ended.warnings == ["1 hour(s) answered empty by OpenCost, left open and retried: 2026-11-20T09:00Z"]

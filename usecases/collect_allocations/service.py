@@ -133,15 +133,17 @@ class CollectResult:
             else {"fleet_uploaded": len(self.fleet.uploaded), "fleet_pending": self.fleet.pending}
         )
 
-    def finish(self) -> None:
-        """Turn what needs attention into warnings (the outcome is then ``partial``)."""
+    def finish(self, now: datetime) -> None:
+        """Turn what needs attention into warnings (the outcome is then ``partial``). An hour still
+        running that OpenCost has nothing for yet (a ping in its first minute) is retried by the
+        next run like any empty hour, but needs no attention."""
         for reason in sorted(set(self.hours_lost.values())):
             lost = [hour for hour, why in self.hours_lost.items() if why == reason]
             self.warnings.append(f"{len(lost)} hour(s) lost ({ranges(lost)}): {reason}")
-        if self.hours_empty:
+        if ended := [hour for hour in self.hours_empty if hour.end <= now]:
             self.warnings.append(
-                f"{len(self.hours_empty)} hour(s) answered empty by OpenCost, left open and retried: "
-                f"{ranges([h.start for h in self.hours_empty])}"
+                f"{len(ended)} hour(s) answered empty by OpenCost, left open and retried: "
+                f"{ranges([h.start for h in ended])}"
             )
         if self.remaining:
             self.warnings.append(f"time budget spent: {self.remaining} hour(s) remain for the next run")
@@ -268,7 +270,7 @@ def _collect_hours(
             result.fleet = upload_final_hours(
                 db, store, options.fleet.prefix, options.cluster, options.aggregation, deadline=deadline
             )
-    result.finish()
+    result.finish(now)
 
 
 @dataclass(frozen=True)
