@@ -81,29 +81,34 @@ def moto_s3() -> Iterator[str]:
             server.stop()
 
 
-# The longest files (most of their time is kill-and-resume or property tests): collected first, so
-# that `make test`'s `--dist loadfile` starts them at once instead of possibly leaving one to run
-# alone on one core at the end.
+# The longest files, longest first (as a full run's JUnit report timed them: a month loaded, a
+# demo run, a browser, kill-and-resume or property tests): collected first, so that `make test`'s
+# `--dist loadfile` starts them first instead of possibly leaving one to run alone at the end.
 LONGEST_FIRST = (
-    "tests/e2e/test_hour_ledger.py",
-    "tests/e2e/test_fleet_files.py",
-    "tests/e2e/test_fleet_reports.py",
-    "tests/e2e/test_collect_assets.py",
-    "tests/e2e/test_tutorial.py",
-    "tests/e2e/test_opencost_pricing.py",
-    "tests/e2e/test_on_sync_properties.py",
     "tests/e2e/test_bill_reconciliation.py",
-    "tests/e2e/test_gpu_chargeback.py",
-    "tests/e2e/test_chargeback_carbon.py",
-    "tests/e2e/test_focus_gpu_carbon.py",
-    "tests/e2e/test_carbon.py",
-    "tests/e2e/test_gpu_chargeback_prometheus.py",
-    "tests/e2e/test_carbon_prometheus.py",
-    "tests/e2e/test_secrets.py",
-    "tests/e2e/test_run_stop.py",
     "tests/e2e/test_ui_extension.py",
-    "tests/e2e/test_on_sync.py",
+    "tests/e2e/test_fleet_reports.py",
+    "tests/e2e/test_secrets.py",
+    "tests/e2e/test_opencost_pricing.py",
+    "tests/e2e/test_fleet_files.py",
+    "tests/e2e/test_doctor.py",
     "tests/e2e/test_prometheus_source.py",
+    "tests/e2e/test_cli_input.py",
+    "tests/e2e/test_tutorial.py",
+    "tests/e2e/test_on_sync_properties.py",
+    "tests/e2e/test_cost_api_contract.py",
+    "tests/e2e/test_hour_ledger.py",
+    "tests/e2e/test_report_coverage.py",
+    "tests/e2e/test_budgets.py",
+    "tests/e2e/test_on_sync.py",
+    "tests/e2e/test_daily_history.py",
+    "tests/e2e/test_gpu_chargeback.py",
+    "tests/e2e/test_reports.py",
+    "tests/e2e/test_cli_errors.py",
+    "tests/e2e/test_rightsizing.py",
+    "tests/e2e/test_pgbouncer.py",
+    "tests/e2e/test_focus_gpu_carbon.py",
+    "tests/e2e/test_collect_charges.py",
 )
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -39,9 +40,10 @@ from typing import Any
 
 import pytest
 
-from infra.postgres import Database
+from infra.postgres import Database, apply_migrations, connect
 from sandbox import kube as sandbox_kube
 from sandbox import opencost as sandbox_opencost
+from sandbox.postgres import scratch_database
 from tests.bills import BillLine, focus_csv
 from tests.e2e.cli_runner import run_finops
 
@@ -108,6 +110,38 @@ def gpu_opencost() -> Iterator[sandbox_opencost.OpenCostServer]:
         yield server
 
 
+@dataclass
+class Collected:
+    """The module's own database, and the cluster collected under each basis, each collected once
+    (by the first test that asks for it): the tests read it, none writes to it but the replay."""
+
+    dsn: str
+    db: Database
+    url: str
+    kube: sandbox_kube.KubeServer
+    clusters: set[str] = field(default_factory=set)
+
+    def cluster(self, basis: str) -> str:
+        cluster = f"gpus-{basis}"
+        if cluster not in self.clusters:
+            collect(self.dsn, self.url, self.kube, cluster, basis)
+            self.clusters.add(cluster)
+        return cluster
+
+
+@pytest.fixture(scope="module")
+def collected(
+    pg_server: str, gpu_opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
+) -> Iterator[Collected]:
+    with scratch_database(pg_server, prefix="finops_gpus") as dsn:
+        db = connect(dsn)
+        try:
+            apply_migrations(db)
+            yield Collected(dsn, db, gpu_opencost.url, kube)
+        finally:
+            db.close()
+
+
 def collect(database_url: str, opencost_url: str, kube: sandbox_kube.KubeServer, cluster: str, basis: str) -> None:
     env = {
         **os.environ,
@@ -133,15 +167,8 @@ def gpu_rows(db: Database, cluster: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("basis", ["request", "usage", "max"])
-def test_each_gpu_row_pays_its_share_computed_by_hand(
-    basis: str,
-    db: Database,
-    database_url: str,
-    gpu_opencost: sandbox_opencost.OpenCostServer,
-    kube: sandbox_kube.KubeServer,
-) -> None:
-    cluster = f"gpus-{basis}"
-    collect(database_url, gpu_opencost.url, kube, cluster, basis)
+def test_each_gpu_row_pays_its_share_computed_by_hand(basis: str, collected: Collected) -> None:
+    db, cluster = collected.db, collected.cluster(basis)
     rows = gpu_rows(db, cluster)
     hours = sorted({r["hour"] for r in rows})
     assert len(hours) == HOURS
@@ -170,25 +197,21 @@ def test_each_gpu_row_pays_its_share_computed_by_hand(
     assert ledger == [{"gpu_basis": basis, "gpu_mig_by": "compute"}]
 
 
-def test_a_replay_writes_identical_rows(
-    db: Database, database_url: str, gpu_opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
-) -> None:
-    collect(database_url, gpu_opencost.url, kube, "gpus-replay", "usage")
-    first = gpu_rows(db, "gpus-replay")
+def test_a_replay_writes_identical_rows(collected: Collected) -> None:
+    db, cluster = collected.db, collected.cluster("usage")
+    first = gpu_rows(db, cluster)
     with db.connection() as conn:  # open the hours again, as a run that has not finalized them would
-        conn.execute("UPDATE allocation_hours SET state = 'open' WHERE cluster = 'gpus-replay'")
-    collect(database_url, gpu_opencost.url, kube, "gpus-replay", "usage")
-    assert gpu_rows(db, "gpus-replay") == first
+        conn.execute("UPDATE allocation_hours SET state = 'open' WHERE cluster = %s", (cluster,))
+    collect(collected.dsn, collected.url, collected.kube, cluster, "usage")
+    assert gpu_rows(db, cluster) == first
 
 
-def test_the_gpu_report_adds_up_and_ranks_by_cost_per_busy_gpu_hour(
-    db: Database, database_url: str, gpu_opencost: sandbox_opencost.OpenCostServer, kube: sandbox_kube.KubeServer
-) -> None:
+def test_the_gpu_report_adds_up_and_ranks_by_cost_per_busy_gpu_hour(collected: Collected) -> None:
     """Two hours under ``request``: research holds an A100 (3.00 an hour) 30 % busy, so a busy
     GPU-hour costs it 6.00 / 0.6 = 10.00; serving's pods pay 0.51 an hour for 0.85 busy GPU-hours,
     0.60 each, the T4's price; the idle lines hold the rest: 13.20 in all, for 6 GPU-hours."""
-    collect(database_url, gpu_opencost.url, kube, "gpus-report", "request")
-    args = ("report", "gpus", "--month", "2026-11", "--cluster", "gpus-report", "--format", "json")
+    cluster, database_url = collected.cluster("request"), collected.dsn
+    args = ("report", "gpus", "--month", "2026-11", "--cluster", cluster, "--format", "json")
     done = run_finops(*args, DATABASE_URL=database_url)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
@@ -200,8 +223,8 @@ def test_the_gpu_report_adds_up_and_ranks_by_cost_per_busy_gpu_hour(
         (IDLE_A100, "idle", "2.000", "6.00", None, None),
         (IDLE_T4, "idle", "0.300", "0.18", None, None),
     ]
-    assert body["totals"] == [{"cluster": "gpus-report", "currency": "USD", "gpu_hours": "6.000", "cost": "13.20"}]
-    assert body["bases"] == [{"cluster": "gpus-report", "gpu_basis": "request", "gpu_mig_by": "compute", "hours": 2}]
+    assert body["totals"] == [{"cluster": cluster, "currency": "USD", "gpu_hours": "6.000", "cost": "13.20"}]
+    assert body["bases"] == [{"cluster": cluster, "gpu_basis": "request", "gpu_mig_by": "compute", "hours": 2}]
     done = run_finops(*args, "--by", "workload", "--rank", DATABASE_URL=database_url)
     assert done.returncode == 0, done.stderr
     ranked = [(x["workload"], x["cost_per_busy_gpu_hour"]) for x in json.loads(done.stdout)["lines"]]
@@ -212,17 +235,11 @@ def test_the_gpu_report_adds_up_and_ranks_by_cost_per_busy_gpu_hour(
 POLICY = "owner_label: team\nidle: separate\nidle_owner: platform\ncurrency: USD\n"
 
 
-def test_a_gpu_nodes_bill_line_is_split_by_the_same_shares(
-    db: Database,
-    database_url: str,
-    gpu_opencost: sandbox_opencost.OpenCostServer,
-    kube: sandbox_kube.KubeServer,
-    tmp_path: Path,
-) -> None:
+def test_a_gpu_nodes_bill_line_is_split_by_the_same_shares(collected: Collected, tmp_path: Path) -> None:
     """Under ``request``, the two hours cost 12.00 on the A100 node (train 6.00, idle 6.00) and
     1.20 on the T4 (the pods 1.02, idle 0.18). The bill charges the A100 node 9.60 (0.8 of it)
     and the T4 0.60 (half): research 4.80, serving 0.51, idle 4.80 + 0.09 = 4.89; 10.20 in all."""
-    collect(database_url, gpu_opencost.url, kube, "gpus-billed", "request")
+    cluster, database_url = collected.cluster("request"), collected.dsn
     start, end = datetime(2026, 11, 20, 7, tzinfo=UTC), datetime(2026, 11, 20, 9, tzinfo=UTC)
     lines = [
         BillLine(start, end, Decimal("9.60"), resource_id="gpu-a100", currency="USD"),
@@ -233,7 +250,7 @@ def test_a_gpu_nodes_bill_line_is_split_by_the_same_shares(
     policy.write_text(POLICY)
     done = run_finops("import", "cloud", "--from", str(bill), DATABASE_URL=database_url)
     assert done.returncode == 0, done.stderr
-    args = ["report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--cluster", "gpus-billed"]
+    args = ["report", "chargeback", "--month", "2026-11", "--policy", str(policy), "--cluster", cluster]
     done = run_finops(*args, "--basis", "billed", "--format", "json", DATABASE_URL=database_url)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -255,7 +272,7 @@ DISCOUNTED = {
 
 @pytest.mark.parametrize(("basis", "train", "idle"), [("request", 2_400_000, 3_000_000), ("usage", 720_000, 5_100_000)])
 def test_opencosts_gpu_discount_is_scaled_to_the_rows_share(
-    basis: str, train: int, idle: int, db: Database, database_url: str, kube: sandbox_kube.KubeServer
+    basis: str, train: int, idle: int, collected: Collected
 ) -> None:
     """OpenCost bills train a whole A100 at 3.00 with a 20 % discount (gpuCostAdjustment -0.60).
     Under ``request`` its share is that GPU: 3.00 - 0.60 = 2.40. Under ``usage`` its share is 0.90
@@ -263,8 +280,8 @@ def test_opencosts_gpu_discount_is_scaled_to_the_rows_share(
     unused GPUs are idle at their price. The row's total is its GPU cost (CPU and memory are free)."""
     cluster = f"gpus-discounted-{basis}"
     with sandbox_opencost.serve(sandbox_opencost.parse_scenario(DISCOUNTED)) as server:
-        collect(database_url, server.url, kube, cluster, basis)
-    for hour_rows in _by_hour(gpu_rows(db, cluster)).values():
+        collect(collected.dsn, server.url, collected.kube, cluster, basis)
+    for hour_rows in _by_hour(gpu_rows(collected.db, cluster)).values():
         got = {r["who"]: (r["gpu_cost_micros"], r["total_cost_micros"]) for r in hour_rows if r["gpu_cost_micros"]}
         assert got == {"train": (train, train), IDLE_A100: (idle, idle)}
 

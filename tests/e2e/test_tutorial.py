@@ -13,7 +13,9 @@ fenced block:
   ``...`` inside a line (any text). Numbers, times and ports are compared by position only (they
   differ from one run to the next); the words, names and layout must be those of the page.
 
-At the end the stack is interrupted (Ctrl-C) and must stop cleanly.
+At the end the stack is stopped as a supervisor stops it (SIGTERM, which the demo takes as it
+takes Ctrl-C): "stopping", exit 0, every process it started (function servers, sandbox servers)
+gone, and nothing of its own left in the temporary directory (the demo bill's ``finops-bill-*``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from infra.postgres import Database
@@ -122,13 +125,14 @@ def test_the_page_marks_a_stack_and_commands_with_their_output() -> None:
     assert "finops report chargeback" in " ".join(s.command for s in found)
 
 
-def test_the_tutorial_runs_as_written(database_url: str, db: Database) -> None:
+def test_the_tutorial_runs_as_written(database_url: str, db: Database, tmp_path: Path) -> None:
     serve, *commands = steps(PAGE.read_text())
-    env = {
+    env = {  # a temporary directory of its own: what the run leaves there is the run's
         **os.environ,
         "DATABASE_URL": database_url,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONUNBUFFERED": "1",
+        "TMPDIR": str(tmp_path),
     }
     env.pop("CLUSTER_ID", None)
     proc = subprocess.Popen(
@@ -136,6 +140,9 @@ def test_the_tutorial_runs_as_written(database_url: str, db: Database) -> None:
     )
     try:
         out = read_until(proc, "Serving until interrupted", SERVE_TIMEOUT_S)
+        assert "cloud bill:" in out  # the step that writes the bill's files ran
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "the demo serves its functions in processes of its own"
         for block in serve.outputs:
             assert_shows(out, block, serve.command)
         ui = re.search(r"^Argo CD UI extension: (http://\S+) \(Cost tab", out, re.MULTILINE)
@@ -161,13 +168,16 @@ def test_the_tutorial_runs_as_written(database_url: str, db: Database) -> None:
                 assert_shows(done.stdout, block, step.command)
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)
         try:
             rest, _ = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             rest, _ = proc.communicate()
     assert proc.returncode == 0 and b"stopping" in rest, rest.decode(errors="replace")
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert alive == [], [p.cmdline() for p in alive]
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
