@@ -10,9 +10,15 @@ load.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from infra.postgres.database import Connection, copy_statement, wrap_errors
+
+NULL = "\\N"  # the text format's NULL
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_ESCAPED = re.compile(r"\\(.)")
+_UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
 # Characters written to the COPY stream at a time: well under the socket's buffer (about 200 KiB),
 # so this process builds the next batch while PostgreSQL parses the last instead of waiting for it.
@@ -37,3 +43,13 @@ def copy_lines(conn: Connection, table: str, columns: Sequence[str], lines: Iter
             copy.write("".join(batch))
             count += len(batch)
     return count
+
+
+def escaped(value: str) -> str:
+    """A text value in the text format: backslash, tab and line breaks escaped."""
+    return value.translate(_ESCAPES)
+
+
+def unescaped(field: str) -> str:
+    """``escaped``'s inverse: a text field as PostgreSQL stores it."""
+    return _ESCAPED.sub(lambda m: _UNESCAPES.get(m[1], m[1]), field) if "\\" in field else field

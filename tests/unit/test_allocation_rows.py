@@ -23,10 +23,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from finops.errors import InvalidInput, OpenCostUnavailable
 from infra.opencost import Allocation
 from infra.opencost.stream import QUANTITIES, read_allocations
+from infra.postgres.copy_text import escaped, unescaped
 from usecases.collect_allocations.rows import COLUMNS, RowBuilder
 
 HOUR = datetime(2026, 10, 15, 11, tzinfo=UTC)
@@ -538,3 +541,11 @@ def test_an_adjustment_that_takes_a_cost_past_the_limit_refuses_the_hour() -> No
                 figures={"cpuCost": Decimal("9223372036854.775807"), "cpuCostAdjustment": Decimal("0.000001")},
             )
         )
+
+
+@given(st.text(alphabet=st.sampled_from("ab\\\t\n\rN")))
+def test_a_text_field_reads_back_as_it_was_written(text: str) -> None:
+    # the GPU split reads its held rows' names and GPUs back from their lines
+    field = escaped(text)
+    assert "\t" not in field and "\n" not in field and "\r" not in field
+    assert unescaped(field) == text

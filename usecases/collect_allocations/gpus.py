@@ -2,9 +2,10 @@
 ran on it by the cluster's GPU basis (``finops.gpus``), and what nobody used kept as one idle line
 per GPU model.
 
-The split is done before its rows are written: ``RowBuilder.lines`` holds back the lines of the
-hour's few GPU rows (``holds``) while the rest stream into ``COPY``; ``write_gpu_rows`` then
-splits them and copies them with their final figures. No row is read back or rewritten.
+The split is done as the hour is copied (``HourGpus``): ``RowBuilder.lines`` holds back the lines
+of the hour's few GPU rows while the rest stream into ``COPY``, and at the stream's end they are
+split and written, in the same ``COPY``, with their final figures. No row is read back or
+rewritten, and the rows held are a GPU row's line each (memory bounded by the hour's GPU rows).
 
 The source's own GPU figures are replaced: OpenCost bills requested whole GPUs times hours (a
 HAMi ``gpucores=25`` pod pays a whole GPU, a pod using a tenth of its GPU pays all of it), and its
@@ -13,8 +14,8 @@ HAMi ``gpucores=25`` pod pays a whole GPU, a pod using a tenth of its GPU pays a
 - each GPU row's ``gpu_cost_micros`` is its share, plus OpenCost's ``gpuCostAdjustment`` for the
   row (its reconciliation with the bill, which the node's ``gpuCost`` does not hold) scaled to the
   share, and its ``total_cost_micros`` moves by the difference; ``gpu_busy_hours`` is its measured
-  use in GPU-hours; its ``gpu_hours`` are the GPU-hours it is billed
-  for (its part of its GPU's hours);
+  use in GPU-hours; its ``gpu_hours`` are the GPU-hours it is billed for (its part of its GPU's
+  hours);
 - the source's idle rows lose their GPU cost (``gpu_cost_micros`` 0, the total lowered by it);
 - a row ``__idle__/gpu:<model>`` per GPU model holds that model's idle GPU cost and GPU-hours.
   It is an idle row like ``__idle__``, so the chargeback policy's ``idle`` option distributes it
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import logging
 import operator
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -58,8 +58,9 @@ from finops.money import to_micros
 from finops.rounding import largest_remainder
 from infra.opencost import Allocation, Assets
 from infra.postgres import Database
+from infra.postgres.copy_text import NULL, unescaped
 from infra.postgres.database import Connection
-from usecases.collect_allocations.rows import COLUMNS, GPU_COLUMNS, NULL, gpu_text
+from usecases.collect_allocations.rows import COLUMNS, GPU_COLUMNS, gpu_text
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +227,6 @@ _READ = (  # what the split reads of a held row, by type
     ("bigint", ("gpu_cost_micros", "gpu_adjustment_micros", "total_cost_micros")),
     ("boolean", ("gpu_shared",)),
 )  # fmt: skip
-_UNESCAPE = re.compile(r"\\(.)")
-_ESCAPED = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
 
 class _Held:
@@ -291,7 +290,7 @@ class _Held:
 def _typed(kind: str, text: str) -> Any:
     """A ``COPY`` text field as the value PostgreSQL stores for it."""
     if kind == "text":
-        return _UNESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), text) if "\\" in text else text
+        return unescaped(text)
     if kind == "bigint":
         return int(text)
     if kind == "boolean":

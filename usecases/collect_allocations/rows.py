@@ -17,6 +17,7 @@ from finops.labels import owner_label
 from finops.money import MAX_MICROS, cost_micros
 from infra.opencost import Allocation
 from infra.opencost.stream import gpu_values, quantities_text
+from infra.postgres.copy_text import NULL, escaped
 
 GPU_COLUMNS = (
     "gpu_request_avg",
@@ -356,9 +357,7 @@ _places, _costs = operator.attrgetter(*_PLACES), operator.attrgetter(*_COSTS)
 
 OwnerMap = Mapping[str, tuple[str | None, str | None]]
 Hold = Callable[[Allocation, Any], bool]  # (allocation, its properties): keep its line back
-NULL = "\\N"  # COPY's text format: NULL
 _TIMES_KEPT = 4096  # (start, end) texts remembered by lines()
-_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 _NO_GPU_TEXT = "\t".join([NULL] * len(GPU_COLUMNS))
@@ -380,11 +379,6 @@ def gpu_text(gpu: Any, name: str) -> str:
         else str(v)
         for v in values
     )
-
-
-def escaped(value: str) -> str:
-    """A text value in ``COPY``'s text format: backslash, tab and line breaks escaped."""
-    return value.translate(_ESCAPES)
 
 
 def _not_finite(name: str, a: Allocation) -> str:
