@@ -118,13 +118,12 @@ def plan(rows: Sequence[GpuRow], gpus: Sequence[HourGpu], options: GpuOptions) -
     units: list[_Unit] = []
     for node in sorted(by_node):
         units.extend(_units(node, by_node[node], on_node[node]))
-    uses = [_use(row, unit, options) for unit in units for row in unit.rows]
-    split = split_gpu_hour([unit.gpu for unit in units], uses, options.basis)
+    uses = [[_use(row, unit, options) for row in unit.rows] for unit in units]  # each unit's, in its rows' order
+    split = split_gpu_hour([unit.gpu for unit in units], [use for mine in uses for use in mine], options.basis)
     hours: dict[str, Decimal] = {}
     busy: dict[str, Decimal | None] = {}
     idle_hours: dict[str, Decimal] = defaultdict(Decimal)
-    at = 0
-    for unit in units:  # each unit's GPU-hours, split as its cost was, rounded once to 10^-10
+    for unit, mine in zip(units, uses, strict=True):  # each unit's GPU-hours, split as its cost was, rounded once
         scale = unit.minutes / 60 / _HOURS  # a whole part of the unit, in 10^-10 GPU-hours
         parts = [split.billed[row.name] * scale for row in unit.rows] + [split.unused[unit.gpu.uuid] * scale]
         whole = math.lcm(*(part.denominator for part in parts))
@@ -132,9 +131,8 @@ def plan(rows: Sequence[GpuRow], gpus: Sequence[HourGpu], options: GpuOptions) -
         for row, tenths in zip(unit.rows, rounded, strict=False):
             hours[row.name] = _decimal(tenths)
         idle_hours[unit.gpu.model] += _decimal(rounded[-1])
-        for use in uses[at : at + len(unit.rows)]:  # measured use (a MIG slice's is of its slice: use x slice)
+        for use in mine:  # measured use in GPU-hours (a MIG slice's is of its slice: use x slice)
             busy[use.key] = None if use.usage is None else _decimal(round(use.usage * scale))
-        at += len(unit.rows)
     return Plan(split.owed, hours, busy, split.idle, dict(idle_hours))
 
 

@@ -167,8 +167,9 @@ def test_dcgm_devices_are_priced_for_the_minutes_seen() -> None:
             GpuOptions(),
             "node a: GPU GPU-2 is not among the node's 1 GPUs",
         ),
+        ([row("nowhere", "")], [gpu("a")], GpuOptions(), r"nowhere: its node \(none\) has no GPU"),
     ],
-    ids=["no-gpu-on-node", "whole-but-all-shared", "mig-without-profile", "memory-unknown", "unknown-uuid"],
+    ids=["no-gpu-on-node", "whole-but-all-shared", "mig-without-profile", "memory-unknown", "unknown-uuid", "no-node"],
 )
 def test_a_row_that_cannot_be_placed_is_refused_naming_it(
     rows: list[GpuRow], gpus: list[HourGpu], options: GpuOptions, message: str
@@ -274,3 +275,47 @@ def test_a_stored_row_that_says_too_little_is_refused_naming_it(stored: dict[str
     with pytest.raises(InvalidInput) as refused:
         GpuRow.of({**STORED, **stored})
     assert refused.value.message == message
+
+
+def test_each_units_busy_hours_are_its_own_rows() -> None:
+    # Three shared GPUs on three nodes, each with its own pods: every row's busy GPU-hours are its
+    # own use of its own GPU, however many units come before it.
+    gpus = [gpu(node, uuid=f"GPU-{node}") for node in "abc"]
+    rows = [
+        row(f"{node}-{n}", node, Sharing.TIME_SLICED, usage=f"0.{n}", uuid=f"GPU-{node}")
+        for node in "abc"
+        for n in range(1, 1 + "abc".index(node) + 1)
+    ]
+    result = plan(rows, gpus, GpuOptions())
+    assert result.busy == {r.name: r.usage for r in rows}
+
+
+def test_a_gpu_seen_for_no_minute_holds_nothing_and_its_use_is_none_of_it() -> None:
+    result = plan(
+        [row("late", "a", Sharing.TIME_SLICED, usage="0.5", uuid="GPU-a", minutes=0)],
+        [HourGpu("a", "GPU-a", "T4", 0, Decimal(0))],
+        GpuOptions(GpuBasis.USAGE),
+    )
+    assert (result.owed, result.busy, result.hours) == ({"late": 0}, {"late": Decimal(0)}, {"late": Decimal(0)})
+
+
+def test_a_whole_gpus_row_with_a_uuid_is_in_the_pool_not_a_shared_gpu() -> None:
+    # OpenCost names the UUID of a whole GPU too: the row is still the pool's, beside a shared GPU.
+    gpus = [gpu("a", uuid="GPU-1"), gpu("a", uuid="GPU-2")]
+    rows = [row("t", "a", Sharing.TIME_SLICED, usage="0.5", uuid="GPU-1"), row("w", "a", uuid="GPU-2")]
+    result = plan(rows, gpus, GpuOptions())
+    assert (result.owed, result.idle) == ({"t": 3_500_000, "w": 7_000_000}, {"A100": 3_500_000})
+
+
+def test_gpus_and_rows_that_name_no_model_are_of_the_unknown_model() -> None:
+    result = plan([row("w", "a")], [gpu("a", model=None), gpu("a", model=None)], GpuOptions())
+    assert result.idle == {"unknown": 7_000_000}
+    shared = plan([row("t", "a", Sharing.TIME_SLICED, usage="0.5", uuid="GPU-1")], [gpu("a", model=None)], GpuOptions())
+    assert shared.idle == {"unknown": 3_500_000}
+
+
+def test_an_a30_is_sliced_in_fours_whatever_the_rule() -> None:
+    a30 = [gpu("a", cost=8_000_000, uuid="GPU-1", model="NVIDIA A30")]
+    rows = [row("m", "a", Sharing.MIG, uuid="GPU-1", profile="1g.6gb", usage=None)]
+    result = plan(rows, a30, GpuOptions())
+    assert (result.owed, result.busy) == ({"m": 2_000_000}, {"m": None})  # 1 of 4, its use not measured

@@ -156,6 +156,23 @@ def test_bad_input_is_refused_naming_it() -> None:
         split_gpu_hour(WHOLE, [use("ml/x", "GPU-none", Sharing.WHOLE, "1", None)], REQUEST)
     with pytest.raises(InvalidInput, match="ml/x: GPU request 2 is not a fraction"):
         split_gpu_hour(WHOLE, [use("ml/x", "GPU-a100", Sharing.WHOLE, "2", None)], REQUEST)
+    with pytest.raises(InvalidInput, match="GPU memory 0 GB is not 8 memory slices"):
+        mig_fraction("1g.10gb", MigBy.MEMORY, 0)
+
+
+def test_a_mig_profile_may_hold_every_memory_slice() -> None:
+    assert mig_fraction("7g.80gb", MigBy.MEMORY, 80) == 1 == mig_fraction("7g.80gb", MigBy.COMPUTE, 80)
+
+
+def test_a_workload_on_two_gpus_owes_both_shares() -> None:
+    # A pod holding two time-sliced T4s (0.60 an hour each), using half of one and a tenth of the other.
+    t4s = [PhysicalGpu("GPU-1", "T4", 600_000), PhysicalGpu("GPU-2", "T4", 600_000)]
+    both = [
+        use("ml/x", "GPU-1", Sharing.TIME_SLICED, "1", "0.5"),
+        use("ml/x", "GPU-2", Sharing.TIME_SLICED, "1", "0.1"),
+    ]
+    split = split_gpu_hour(t4s, both, REQUEST)
+    assert (split.owed, split.idle, split.billed) == ({"ml/x": 360_000}, {"T4": 840_000}, {"ml/x": F(3, 5)})
 
 
 fractions = st.fractions(min_value=0, max_value=1, max_denominator=1000)
