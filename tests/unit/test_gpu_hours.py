@@ -297,6 +297,22 @@ def test_a_gpu_seen_for_no_minute_holds_nothing_and_its_use_is_none_of_it() -> N
         GpuOptions(GpuBasis.USAGE),
     )
     assert (result.owed, result.busy, result.hours) == ({"late": 0}, {"late": Decimal(0)}, {"late": Decimal(0)})
+    unmeasured = plan(
+        [row("late", "a", Sharing.TIME_SLICED, usage=None, uuid="GPU-a", minutes=0)],
+        [HourGpu("a", "GPU-a", "T4", 0, Decimal(0))],
+        GpuOptions(),
+    )
+    assert unmeasured.busy == {"late": None}
+
+
+def test_two_shared_gpus_of_a_node_are_split_each_among_its_own_rows() -> None:
+    gpus = [gpu("a", uuid="GPU-1"), gpu("a", uuid="GPU-2")]
+    rows = [
+        row("one", "a", Sharing.TIME_SLICED, usage="0.5", uuid="GPU-1"),
+        row("two", "a", Sharing.TIME_SLICED, usage="0.25", uuid="GPU-2"),
+    ]
+    result = plan(rows, gpus, GpuOptions())
+    assert (result.owed, result.idle) == ({"one": 3_500_000, "two": 1_750_000}, {"A100": 8_750_000})
 
 
 def test_a_whole_gpus_row_with_a_uuid_is_in_the_pool_not_a_shared_gpu() -> None:
