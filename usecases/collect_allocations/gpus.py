@@ -86,7 +86,7 @@ def fetch_figures(
     source: object, hour: Hour, *, retry_until: float | None = None
 ) -> dict[Container, dict[str, Any]] | None:
     """Each container's ``gpuAllocation`` from Prometheus, for a source that has them; fetched
-    before the transaction and written over the rows' by ``write_gpu_rows``."""
+    before the transaction and written over the rows' by ``HourGpus.rewrite``."""
     if not isinstance(source, GpuFigures):
         return None
     return source.gpu_figures(hour.start, hour.end, retry_until=retry_until)
