@@ -211,7 +211,12 @@ def demo_world(first_hour: datetime, hours: int = 4) -> World:
             Service("search", "api", "ClusterIP"),
             Service("ml", "notebook", "LoadBalancer", start=120),
         ),
+        # node-b's GPU as DCGM's exporter reports it, so the hours' GPU split has its inventory
+        gpus=(Gpu("node-b", 0, DEMO_GPU, "Tesla T4", 15360),),
     )
+
+
+DEMO_GPU = "GPU-d0000000-0000-4000-8000-000000000001"  # demo_world's GPU on node-b
 
 
 def gpu_uuid(kind: str, index: int) -> str:

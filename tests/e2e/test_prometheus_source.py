@@ -198,9 +198,14 @@ def test_the_stored_money_is_the_hand_computation_to_the_cent(prom_ping: Pinger,
         assert cents(Decimal(micros) / 10**6) == cents(exact), namespace
         assert {r["team"] for r in mine} == {TEAMS[namespace]}
     idle_rows = [r for r in stored if r["entry_kind"] == "idle"]
-    assert len(idle_rows) == 4 and {r["namespace"] for r in idle_rows} == {""}
+    assert len(idle_rows) == 8 and {r["namespace"] for r in idle_rows} == {""}  # CPU and RAM; the T4's
     stored_idle = Decimal(sum(r["total_cost_micros"] for r in idle_rows)) / 10**6
     assert cents(stored_idle) == cents(idle)
+    # The GPU is split (DCGM lists it): the trainer holds it from minute 30, so the first hour
+    # leaves half of the T4 idle (0.475) and the next three none.
+    gpu_idle = sorted((r["hour"], r["gpu_cost_micros"], r["gpu_hours"]) for r in idle_rows if r["name"] != "__idle__")
+    assert [(micros, hours) for _, micros, hours in gpu_idle] == [(475_000, Decimal("0.5"))] + [(0, 0)] * 3
+    assert all(r["gpu_cost_micros"] == 0 for r in idle_rows if r["name"] == "__idle__")
     # Idle is capacity minus billed to the micro: every hour's compute rows add up to its capacity.
     cores, gib, gpus = CAPACITY
     hourly_capacity = cores * RATES["cpuHour"] + gib * RATES["ramGbHour"] + gpus * RATES["gpuHour"]
